@@ -1,0 +1,152 @@
+"""Evidence maximisation driver shared by every Bayesian model.
+
+The models supply an objective ``theta -> (value, gradient, info)`` where
+``theta`` is the vector of log hyperparameters (possibly with some entries
+reparametrised, see the models), ``value = -ln P(D | theta)`` and ``info`` a
+small dict of diagnostics (SV counts, jitter used, ...). This module runs
+SciPy's L-BFGS-B on it from one or several starting points, inside a box prior,
+keeps the trajectory of every start and returns the start with the highest
+evidence (thesis 4.3.2: several starts, the best evidence kept).
+
+Optimiser options are passed straight through to
+``scipy.optimize.minimize(method="L-BFGS-B", options=...)``.
+
+Non-finite objective values are never passed to the optimiser: the step is
+rejected by returning a value worse than every value seen so far (with a zero
+gradient), which makes the line search backtrack, and the event is counted
+and reported with a warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import minimize
+
+__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS"]
+
+DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-7, "gtol": 1e-4}
+
+
+@dataclass
+class StartResult:
+    """Outcome of one start of the evidence maximisation.
+
+    Attributes
+    ----------
+    theta0, theta : ndarray
+        Starting and final optimisation variables.
+    fun : float
+        ``-ln P(D | theta)`` at ``theta``.
+    grad : ndarray
+        Gradient at ``theta``.
+    info : dict
+        Diagnostics returned by the objective at ``theta``.
+    n_iter, n_eval : int
+        L-BFGS-B iterations and objective evaluations.
+    success : bool
+        SciPy's convergence flag.
+    message : str
+        SciPy's message.
+    trajectory : list of dict
+        One record per objective evaluation: ``theta``, ``fun``, ``grad_norm``
+        (projected onto the box) and the objective's ``info``.
+    n_nonfinite : int
+        Evaluations whose value was not finite (rejected steps).
+    """
+
+    theta0: np.ndarray
+    theta: np.ndarray
+    fun: float
+    grad: np.ndarray
+    info: dict
+    n_iter: int
+    n_eval: int
+    success: bool
+    message: str
+    trajectory: list = field(default_factory=list)
+    n_nonfinite: int = 0
+
+
+def _projected_grad_norm(theta, grad, bounds):
+    """Infinity norm of the gradient projected onto the box (L-BFGS-B's pgtol)."""
+    g = np.array(grad, dtype=float)
+    if bounds is not None:
+        lo = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
+        hi = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
+        g[(theta <= lo) & (g > 0)] = 0.0
+        g[(theta >= hi) & (g < 0)] = 0.0
+    return float(np.max(np.abs(g))) if g.size else 0.0
+
+
+def run_start(objective, theta0, bounds=None, options=None, callback=None):
+    """Minimise ``objective`` from ``theta0`` with L-BFGS-B.
+
+    Parameters
+    ----------
+    objective : callable
+        ``theta -> (value, gradient, info)``.
+    theta0 : array-like
+        Starting point (clipped into ``bounds``).
+    bounds : sequence of (low, high) or None
+        Box prior on the variables.
+    options : dict, optional
+        Passed to SciPy's L-BFGS-B (defaults :data:`DEFAULT_OPTIONS`).
+    callback : callable, optional
+        Called as ``callback(record)`` after every evaluation, with the
+        trajectory record (used for checkpointing).
+
+    Returns
+    -------
+    StartResult
+    """
+    theta0 = np.asarray(theta0, dtype=float).copy()
+    if bounds is not None:
+        lo = [b[0] for b in bounds]
+        hi = [b[1] for b in bounds]
+        theta0 = np.clip(theta0, lo, hi)
+    opts = dict(DEFAULT_OPTIONS)
+    opts.update(options or {})
+    state = {"best": None, "trajectory": [], "nonfinite": 0}
+
+    def fun(theta):
+        value, grad, info = objective(theta)
+        grad = np.asarray(grad, dtype=float)
+        finite = np.isfinite(value) and np.all(np.isfinite(grad))
+        record = {"theta": np.array(theta, dtype=float), "fun": float(value),
+                  "grad_norm": _projected_grad_norm(theta, grad, bounds) if finite else np.inf,
+                  "info": dict(info)}
+        state["trajectory"].append(record)
+        if callback is not None:
+            callback(record)
+        if not finite:
+            state["nonfinite"] += 1
+            worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
+                        default=0.0)
+            return abs(worst) * 10.0 + 1e10, np.zeros_like(theta)
+        if state["best"] is None or value < state["best"][1]:
+            state["best"] = (np.array(theta, dtype=float), float(value), grad.copy(), dict(info))
+        return float(value), grad
+
+    res = minimize(fun, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+    if state["best"] is None:
+        raise FloatingPointError(
+            "the evidence was not finite at any point tried from theta0="
+            f"{np.array2string(theta0, precision=4)}; check the data and the starting values."
+        )
+    if state["nonfinite"]:
+        warnings.warn(f"{state['nonfinite']} evidence evaluation(s) were not finite and the "
+                      "steps were rejected.", RuntimeWarning, stacklevel=2)
+    theta, value, grad, info = state["best"]
+    return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
+                       n_iter=int(res.nit), n_eval=int(res.nfev), success=bool(res.success),
+                       message=str(res.message), trajectory=state["trajectory"],
+                       n_nonfinite=state["nonfinite"])
+
+
+def best_start(results):
+    """Index of the start with the highest evidence (lowest ``fun``)."""
+    funs = [r.fun if np.isfinite(r.fun) else np.inf for r in results]
+    return int(np.argmin(funs))
