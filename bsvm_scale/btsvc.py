@@ -1,0 +1,518 @@
+"""Bayesian trigonometric support vector classifier (BTSVC), thesis ch. 5.
+
+The latent function ``f`` has a zero-mean Gaussian process prior with the
+Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
+(5.8). Fitting consists of
+
+1. the MAP estimate ``f_MP = Sigma v`` (5.32), obtained from the convex dual
+   (5.29) by the Numba SMO solver of :mod:`bsvm_scale._smo_trig`, warm
+   started from the previous solution whenever the hyperparameters change;
+2. the Laplace-approximated evidence (5.35) and its gradient (5.36)/(5.37)
+   over the support-vector block (:mod:`bsvm_scale.evidence_trig`);
+3. L-BFGS-B on ``[ln kappa0, ln kappa (or ln kappa_l), ln kappa_b]`` within
+   a box prior, from one or several starts, keeping the start with the
+   highest evidence (:mod:`bsvm_scale.optimize`).
+
+Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
+the class probability (5.42), whose finite integral is evaluated by a
+fixed-order Gauss-Legendre rule vectorised over test points. More than two
+classes are handled one-versus-rest (Appendix H / experiment C4): one binary
+model per class with its own hyperparameters, probabilities normalised
+across classes and the class with the highest output chosen.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.special import erfc
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._base import Standardizer, check_positive, resolve_rng
+from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
+from .covariance import GaussianCovariance, RowCache
+from .evidence_trig import neg_log_evidence, predictive_moments
+from .optimize import DEFAULT_OPTIONS, best_start, run_start
+
+__all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
+
+#: box prior on the log hyperparameters
+BOUNDS_LN_KAPPA0 = (-5.0, 10.0)
+BOUNDS_LN_KAPPA = (-17.0, 10.0)
+BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
+#: starting values of kappa0 tried in order (experiments.md, C1-C4)
+KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
+KAPPA_B_START = 100.0
+
+_GL_ORDER = 64
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_GL_ORDER)
+_GL_HALF_WIDTH = 9.0  # integrate the Gaussian over mu +- 9 sigma (tail < 1e-18)
+
+
+# -- MAP solve ---------------------------------------------------------------------
+def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000):
+    """Solve the BTSVC dual (5.29) by SMO.
+
+    Parameters
+    ----------
+    cache : RowCache
+        Row cache over the (standardised) training inputs, holding the current
+        covariance.
+    y : ndarray of shape (n,)
+        Labels in ``{-1.0, +1.0}``.
+    alpha0 : ndarray of shape (n,), optional
+        Warm start (e.g. the solution for the previous hyperparameters).
+    tol : float
+        Tolerance ``tau`` of the stopping rule (5.31).
+    max_iter : int
+        SMO iteration limit.
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``f`` (``f_MP`` at every training point, 5.32),
+        ``n_iter``, ``max_violation`` and ``status`` (0 converged,
+        1 iteration limit, 2 stalled).
+    """
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    n = y.shape[0]
+    alpha = np.zeros(n) if alpha0 is None else np.maximum(np.array(alpha0, dtype=np.float64), 0.0)
+    sv = np.flatnonzero(alpha > 0.0)
+    if sv.size:
+        f = cache.covariance.cross_matvec(cache.X, cache.X[sv], y[sv] * alpha[sv])
+    else:
+        f = np.zeros(n)
+    g = np.empty(n)
+    gradient_from_f(y, alpha, f, g)
+    n_iter, vmax, status = smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter))
+    f_from_gradient(y, alpha, g, f)
+    return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
+            "status": int(status)}
+
+
+class EvidenceObjective:
+    """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
+
+    Keeps one row cache and the last dual solution, which warm-starts the
+    SMO solve at the next hyperparameters.
+    """
+
+    def __init__(self, X, y, ard, cache_mb=256.0, tol=1e-3, max_iter=1_000_000):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.ard = bool(ard)
+        self.cache_mb = float(cache_mb)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.cache = None
+        self.alpha = np.zeros(self.y.shape[0])
+        self.smo_limit_hits = 0
+        self.n_smo_iter = 0
+
+    def solve(self, theta):
+        """MAP solution at log hyperparameters ``theta`` (warm started)."""
+        cov = GaussianCovariance.from_theta(theta, self.ard)
+        if self.cache is None:
+            self.cache = RowCache(self.X, cov, self.cache_mb)
+        else:
+            self.cache.set_covariance(cov)
+        sol = solve_dual(self.cache, self.y, self.alpha, self.tol, self.max_iter)
+        if sol["status"] == 1:
+            self.smo_limit_hits += 1
+        self.alpha = sol["alpha"]
+        self.n_smo_iter = sol["n_iter"]
+        return cov, sol
+
+    def __call__(self, theta, keep_factor=False):
+        cov, sol = self.solve(theta)
+        value, grad, info = neg_log_evidence(cov, self.X, self.y, sol["alpha"],
+                                             keep_factor=keep_factor)
+        info["smo_iter"] = sol["n_iter"]
+        info["smo_violation"] = sol["max_violation"]
+        return value, grad, info
+
+
+# -- probabilistic prediction ---------------------------------------------------------
+def _trig_likelihood(z):
+    """Trigonometric likelihood (5.8) of ``z = y f``."""
+    z = np.asarray(z, dtype=np.float64)
+    inner = np.cos(0.25 * np.pi * (1.0 - np.clip(z, -1.0, 1.0))) ** 2
+    return np.where(z >= 1.0, 1.0, np.where(z <= -1.0, 0.0, inner))
+
+
+def _class_prob(y, mu, sd):
+    """(5.42) for label ``y`` (scalar +-1) at arrays ``mu``, ``sd`` (sd > 0)."""
+    tail = 0.5 * erfc((1.0 - y * mu) / (np.sqrt(2.0) * sd))
+    lo = np.maximum(-1.0, mu - _GL_HALF_WIDTH * sd)
+    hi = np.minimum(1.0, mu + _GL_HALF_WIDTH * sd)
+    half = 0.5 * np.maximum(hi - lo, 0.0)
+    mid = 0.5 * (hi + lo)
+    f = mid[:, None] + half[:, None] * _GL_NODES[None, :]           # (t, order)
+    dens = np.exp(-0.5 * ((f - mu[:, None]) / sd[:, None]) ** 2) / (np.sqrt(2 * np.pi) * sd[:, None])
+    lik = np.cos(0.25 * np.pi * (1.0 - y * f)) ** 2
+    integral = half * ((lik * dens) @ _GL_WEIGHTS)
+    return tail + integral
+
+
+def trig_class_probability(mu, sd):
+    """``P(y = +1 | x)`` of (5.42) for a Gaussian ``f(x) ~ N(mu, sd^2)``.
+
+    The tail ``1/2 erfc((1 - mu)/(sqrt 2 sd))`` is exact; the integral over
+    ``[-1, 1]`` of the trigonometric likelihood (5.8) against the Gaussian is
+    computed with a 64-point Gauss-Legendre rule on the part of ``[-1, 1]``
+    within ``mu +- 9 sd``, vectorised over points. The probability of the less
+    likely label is evaluated by (5.42) itself and the other one as its
+    complement, so ``P(+1) + P(-1) = 1`` exactly and small probabilities
+    keep their relative accuracy. ``sd = 0`` gives the likelihood at ``mu``.
+    """
+    mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
+    sd = np.broadcast_to(np.atleast_1d(np.asarray(sd, dtype=np.float64)), mu.shape)
+    p = np.empty_like(mu)
+    tiny = sd < 1e-12 * np.maximum(1.0, np.abs(mu))
+    p[tiny] = _trig_likelihood(mu[tiny])
+    ok = ~tiny
+    if np.any(ok):
+        m, s = mu[ok], sd[ok]
+        pos = m >= 0.0
+        q = np.empty_like(m)
+        if np.any(pos):  # P(-1) is the smaller one
+            q[pos] = 1.0 - _class_prob(-1.0, m[pos], s[pos])
+        if np.any(~pos):
+            q[~pos] = _class_prob(1.0, m[~pos], s[~pos])
+        p[ok] = q
+    return np.clip(p, 0.0, 1.0)
+
+
+# -- the estimator ----------------------------------------------------------------------
+class BayesianSVC(ClassifierMixin, BaseEstimator):
+    """Bayesian trigonometric support vector classifier (BTSVC).
+
+    Gaussian-process classifier with the trigonometric likelihood (5.8), MAP
+    by SMO on the dual (5.29), hyperparameters ``kappa0, kappa (or kappa_l),
+    kappa_b`` of the covariance (5.13)/(5.37) chosen by maximising the
+    Laplace evidence (5.35) with its analytic gradient (5.36).
+
+    Parameters
+    ----------
+    ard : bool, default=False
+        One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
+    n_starts : int, optional
+        Number of starting points for the evidence maximisation; start ``k``
+        uses ``kappa0`` from ``(10, 1, 100, 0.1)`` (then log-uniform random
+        values in ``[0.1, 100]``), ``kappa = 1/d`` and ``kappa_b = 100``.
+        Default 2 (``kappa0 = 10`` and ``1``), or 1 when ``kappa0`` is given.
+    tol : float, default=1e-3
+        Tolerance ``tau`` of the SMO stopping rule (5.31).
+    cache_mb : float, default=256
+        Memory budget of the covariance-row cache in MiB.
+    random_state : int, Generator or None
+        Seeds the extra random starts (more than four starts).
+    optimize : bool, default=True
+        Maximise the evidence; if False the given (or default starting)
+        hyperparameters are used as they are and fit only solves the MAP
+        problem and evaluates the evidence.
+    kappa0, kappa, kappa_b : float, optional
+        Starting (``optimize=True``) or fixed (``optimize=False``) values;
+        ``kappa`` may be an array of length ``d`` with ``ard=True``.
+        Defaults: ``kappa0`` from the list above, ``kappa = 1/d``,
+        ``kappa_b = 100``. Inputs are standardised, so ``kappa`` refers to
+        standardised inputs.
+    starts : list of dict, optional
+        Explicit starts, each a dict with any of ``kappa0``, ``kappa``,
+        ``kappa_b`` (missing entries take the defaults). Overrides
+        ``n_starts``; used e.g. to run one start per Dask task.
+    max_iter : int, default=1_000_000
+        SMO iteration limit per MAP solve.
+    optimizer_options : dict, optional
+        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-7``,
+        ``gtol=1e-4``).
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Class labels.
+    n_features_in_ : int
+        Number of inputs.
+    hyperparameters_ : dict or list of dict
+        ``kappa0``, ``kappa`` (float, or array with ARD), ``kappa_b``; a list
+        (one per class) for more than two classes.
+    theta_ : ndarray
+        Log hyperparameters (binary).
+    log_evidence_ : float or ndarray
+        ``ln P(D | theta)`` (5.35) at the chosen hyperparameters (per class
+        for more than two classes).
+    support_ : ndarray
+        Indices of the support vectors (binary).
+    support_vectors_ : ndarray
+        Standardised inputs of the support vectors (binary).
+    dual_coef_ : ndarray
+        ``v_M = y_M alpha_M`` (5.32) of the support vectors (binary).
+    chol_ : ndarray
+        Lower Cholesky factor of ``I + Lambda^1/2 Sigma_M Lambda^1/2``
+        (binary), used for the predictive variance (5.41).
+    lam_sqrt_ : ndarray
+        ``Lambda_M^1/2`` (binary).
+    scaler_mean_, scaler_scale_ : ndarray
+        Training statistics used to standardise inputs.
+    n_iter_ : int or ndarray
+        L-BFGS-B iterations of the chosen start (0 when ``optimize=False``).
+    smo_n_iter_ : int or ndarray
+        SMO iterations of the final MAP solve.
+    starts_ : list of dict
+        Per start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
+        ``n_eval``, ``success``, ``message`` and ``trajectory`` (records with
+        ``theta``, ``fun``, ``grad_norm``, ``n_sv``, ``smo_iter``).
+    best_start_ : int
+        Index in ``starts_`` of the chosen start.
+    jitter_ : float
+        Jitter that the final factorisation needed (normally 0.0).
+    estimators_ : list of BayesianSVC
+        One-versus-rest binary models (more than two classes only).
+    """
+
+    def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
+                 optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
+                 max_iter=1_000_000, optimizer_options=None):
+        self.ard = ard
+        self.n_starts = n_starts
+        self.tol = tol
+        self.cache_mb = cache_mb
+        self.random_state = random_state
+        self.optimize = optimize
+        self.kappa0 = kappa0
+        self.kappa = kappa
+        self.kappa_b = kappa_b
+        self.starts = starts
+        self.max_iter = max_iter
+        self.optimizer_options = optimizer_options
+
+    # -- helpers ---------------------------------------------------------------
+    def _check_params(self, d):
+        check_positive("tol", self.tol)
+        check_positive("cache_mb", self.cache_mb)
+        if int(self.max_iter) < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        if self.n_starts is not None and int(self.n_starts) < 1:
+            raise ValueError(f"n_starts must be a positive integer; got {self.n_starts!r}.")
+        kappa = check_positive("kappa", self.kappa, allow_none=True)
+        if kappa is not None and np.ndim(kappa) == 1:
+            if not self.ard:
+                raise ValueError("kappa is an array but ard=False; pass a float or set ard=True.")
+            if kappa.shape[0] != d:
+                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has {d} features.")
+
+    def _theta_from(self, d, kappa0, kappa, kappa_b):
+        kappa0 = float(check_positive("kappa0", kappa0))
+        kappa_b = float(check_positive("kappa_b", kappa_b))
+        kappa = check_positive("kappa", 1.0 / d if kappa is None else kappa)
+        if self.ard:
+            kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
+            if np.ndim(kappa) != 1 or kappa.shape[0] != d:
+                raise ValueError(f"kappa must have {d} entries with ard=True.")
+        else:
+            if np.ndim(kappa) != 0:
+                raise ValueError("kappa must be a float with ard=False.")
+        return GaussianCovariance(kappa0, kappa, kappa_b).theta
+
+    def _start_thetas(self, d):
+        if self.starts is not None:
+            if len(self.starts) == 0:
+                raise ValueError("starts must be a non-empty list of dicts.")
+            out = []
+            for s in self.starts:
+                if not isinstance(s, dict) or not set(s) <= {"kappa0", "kappa", "kappa_b"}:
+                    raise ValueError("each entry of starts must be a dict with keys among "
+                                     f"kappa0, kappa, kappa_b; got {s!r}.")
+                out.append(self._theta_from(
+                    d, s.get("kappa0", self.kappa0 if self.kappa0 is not None else KAPPA0_STARTS[0]),
+                    s.get("kappa", self.kappa), s.get("kappa_b", self.kappa_b
+                                                       if self.kappa_b is not None else KAPPA_B_START)))
+            return out
+        kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
+        if self.kappa0 is not None:
+            k0s = [self.kappa0] * (1 if self.n_starts is None else 1)
+        else:
+            n = 2 if self.n_starts is None else int(self.n_starts)
+            k0s = list(KAPPA0_STARTS[:n])
+            if n > len(KAPPA0_STARTS):
+                rng = resolve_rng(self.random_state)
+                k0s += list(10.0 ** rng.uniform(-1.0, 2.0, size=n - len(KAPPA0_STARTS)))
+        return [self._theta_from(d, k0, self.kappa, kb) for k0 in k0s]
+
+    def _bounds(self, d):
+        return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
+
+    # -- fitting ---------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the BTSVC (one-versus-rest for more than two classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (finite).
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct values).
+
+        Returns
+        -------
+        self : BayesianSVC
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size < 2:
+            raise ValueError(f"y must contain at least two classes; got only {classes.tolist()!r}.")
+        self._check_params(X.shape[1])
+        self.classes_ = classes
+        if classes.size == 2:
+            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0))
+            return self
+        self.estimators_ = []
+        for c in classes:
+            est = clone(self)
+            est.fit(X, (y == c).astype(np.int64))
+            self.estimators_.append(est)
+        self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
+        self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
+        self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
+        self.smo_n_iter_ = np.array([e.smo_n_iter_ for e in self.estimators_])
+        self.starts_ = [e.starts_ for e in self.estimators_]
+        self.support_ = [e.support_ for e in self.estimators_]
+        self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
+        return self
+
+    def _fit_binary(self, X, yb):
+        d = X.shape[1]
+        scaler = Standardizer.fit(X)
+        Xs = scaler.transform(X)
+        self.scaler_mean_ = scaler.mean
+        self.scaler_scale_ = scaler.scale
+        opts = dict(DEFAULT_OPTIONS)
+        opts.update(self.optimizer_options or {})
+        records = []
+        objectives = []
+        if self.optimize:
+            results = []
+            for theta0 in self._start_thetas(d):
+                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, self.max_iter)
+                res = run_start(obj, theta0, self._bounds(d), opts)
+                if res.n_iter >= opts.get("maxiter", DEFAULT_OPTIONS["maxiter"]):
+                    warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
+                                  "evidence converged; increase optimizer_options['maxiter'].",
+                                  ConvergenceWarning, stacklevel=3)
+                results.append(res)
+                objectives.append(obj)
+                records.append({
+                    "theta0": np.asarray(res.theta0, dtype=float),
+                    "theta": np.asarray(res.theta, dtype=float),
+                    "neg_log_evidence": float(res.fun),
+                    "n_iter": int(res.n_iter), "n_eval": int(res.n_eval),
+                    "success": bool(res.success), "message": str(res.message),
+                    "trajectory": [{"theta": np.asarray(r["theta"], dtype=float),
+                                    "fun": float(r["fun"]), "grad_norm": float(r["grad_norm"]),
+                                    "n_sv": int(r["info"].get("n_sv", -1)),
+                                    "smo_iter": int(r["info"].get("smo_iter", -1))}
+                                   for r in res.trajectory]})
+            best = best_start(results)
+            theta = np.asarray(results[best].theta, dtype=float)
+            obj = objectives[best]
+            n_iter = int(results[best].n_iter)
+        else:
+            kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
+            kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
+            theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
+            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, self.max_iter)
+            best = 0
+            n_iter = 0
+        value, _, info = obj(theta, keep_factor=True)
+        if obj.smo_limit_hits:
+            warnings.warn(f"SMO reached max_iter={self.max_iter} in {obj.smo_limit_hits} MAP "
+                          "solve(s); the KKT conditions (5.31) may not hold to tol.",
+                          ConvergenceWarning, stacklevel=3)
+        if not self.optimize:
+            records.append({"theta0": theta.copy(), "theta": theta.copy(),
+                            "neg_log_evidence": float(value), "n_iter": 0, "n_eval": 1,
+                            "success": True, "message": "fixed hyperparameters",
+                            "trajectory": [{"theta": theta.copy(), "fun": float(value),
+                                            "grad_norm": float("nan"), "n_sv": info["n_sv"],
+                                            "smo_iter": info["smo_iter"]}]})
+        cov = GaussianCovariance.from_theta(theta, self.ard)
+        self.theta_ = theta
+        self.hyperparameters_ = {"kappa0": cov.kappa0,
+                                 "kappa": (np.array(cov.kappa) if self.ard else float(cov.kappa)),
+                                 "kappa_b": cov.kappa_b}
+        self.log_evidence_ = -float(value)
+        self.support_ = np.asarray(info["support"], dtype=np.int64)
+        self.support_vectors_ = np.ascontiguousarray(Xs[self.support_])
+        self.dual_coef_ = np.asarray(info["dual_coef"], dtype=np.float64)
+        self.chol_ = info["chol"]
+        self.lam_sqrt_ = info["lam_sqrt"]
+        self.jitter_ = float(info["jitter"])
+        self.n_iter_ = n_iter
+        self.smo_n_iter_ = int(info["smo_iter"])
+        self.starts_ = records
+        self.best_start_ = int(best)
+
+    # -- prediction ------------------------------------------------------------
+    def _covariance(self):
+        h = self.hyperparameters_
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+
+    def _latent(self, X):
+        Xs = (X - self.scaler_mean_) / self.scaler_scale_
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        mu, var = predictive_moments(self._covariance(), self.support_vectors_, self.dual_coef_,
+                                     self.chol_, self.lam_sqrt_, Xs)
+        return mu, np.sqrt(var)
+
+    def decision_function(self, X, return_std=False):
+        """Mean (and standard deviation) of the latent ``f(x)``, (5.41).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation ``sigma_t``.
+
+        Returns
+        -------
+        mu : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Predictive mean; one column per one-versus-rest model for more
+            than two classes.
+        sd : ndarray, same shape as ``mu``
+            Only with ``return_std=True``.
+        """
+        check_is_fitted(self, "classes_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        if self.classes_.size == 2:
+            mu, sd = self._latent(X)
+        else:
+            pairs = [e._latent(X) for e in self.estimators_]
+            mu = np.column_stack([p[0] for p in pairs])
+            sd = np.column_stack([p[1] for p in pairs])
+        return (mu, sd) if return_std else mu
+
+    def predict_proba(self, X):
+        """Class probabilities, (5.42); columns follow ``classes_``.
+
+        For more than two classes each one-versus-rest probability
+        ``P(y = k | x)`` is computed by (5.42) and the row normalised.
+        """
+        mu, sd = self.decision_function(X, return_std=True)
+        if self.classes_.size == 2:
+            p1 = trig_class_probability(mu, sd)
+            return np.column_stack([1.0 - p1, p1])
+        P = np.column_stack([trig_class_probability(mu[:, k], sd[:, k])
+                             for k in range(mu.shape[1])])
+        s = P.sum(axis=1, keepdims=True)
+        s[s <= 0.0] = 1.0
+        return P / s
+
+    def predict(self, X):
+        """Class with the highest predictive probability."""
+        P = self.predict_proba(X)
+        return self.classes_[np.argmax(P, axis=1)]
