@@ -1,0 +1,253 @@
+"""Command line interface: ``bsvm-scale <command> ...``.
+
+Commands
+--------
+``bsvm-scale datasets list [--kind synthetic|real] [--json]``
+    Every data set with its task, default size and a one-line description.
+``bsvm-scale datasets generate NAME [--n N] [--seed S] --out FILE.h5 [--param key=value ...]
+[--splits K --n-train M [--n-test T]]``
+    Generate (or, for a real set, load / subsample) a data set and write it in
+    the bsvm_scale HDF5 format.  ``--param`` values are parsed as int, float,
+    true/false/none, else kept as strings.
+``bsvm-scale datasets info FILE.h5 [--json]``
+    Validate a data set file and show its metadata.
+
+Structure: each top-level command has an ``add_<command>_parser(subparsers)``
+function that builds its sub-parser and binds each leaf subcommand to a
+handler ``cmd_<command>_<sub>(args) -> int`` via ``set_defaults(func=...)``.
+To add a command (e.g. ``run`` or ``report``), write its ``add_..._parser``
+and handlers and append the builder to :data:`COMMANDS` (see the marked
+place below).  Handlers raise :class:`CLIError`, ``ValueError`` or
+``OSError`` for bad input; :func:`main` turns those into a one-line message on
+stderr and exit status 2 (argparse usage errors also exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["CLIError", "build_parser", "main", "parse_param", "COMMANDS"]
+
+PROG = "bsvm-scale"
+EXIT_OK = 0
+EXIT_USAGE = 2
+
+
+class CLIError(Exception):
+    """Bad input detected by a handler; reported without traceback, exit 2."""
+
+
+# ----------------------------------------------------------------- helpers
+
+
+def parse_param(text: str):
+    """``'key=value'`` -> ``(key, value)`` with value as int/float/bool/None/str."""
+    if "=" not in text:
+        raise CLIError(f"--param expects key=value; got {text!r}")
+    key, raw = text.split("=", 1)
+    key = key.strip()
+    if not key.isidentifier():
+        raise CLIError(f"--param key {key!r} is not a valid parameter name")
+    raw = raw.strip()
+    low = raw.lower()
+    if low in ("true", "yes"):
+        return key, True
+    if low in ("false", "no"):
+        return key, False
+    if low in ("none", "null"):
+        return key, None
+    for conv in (int, float):
+        try:
+            return key, conv(raw)
+        except ValueError:
+            pass
+    return key, raw
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer; got {v}")
+    return v
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer; got {text!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer; got {v}")
+    return v
+
+
+def _print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True, default=str))
+
+
+# -------------------------------------------------------- datasets command
+
+
+def cmd_datasets_list(args) -> int:
+    from .datasets import list_datasets
+
+    rows = list_datasets(args.kind)
+    if args.json:
+        _print_json([row._asdict() for row in rows])
+        return EXIT_OK
+    w = max(len(r.name) for r in rows)
+    print(f"{'name':<{w}}  {'kind':<9}  {'task':<14}  {'n':>6}  description")
+    for r in rows:
+        print(f"{r.name:<{w}}  {r.kind:<9}  {r.task:<14}  {r.n:>6}  {r.description}")
+    return EXIT_OK
+
+
+def cmd_datasets_generate(args) -> int:
+    from .datasets import generate, write_dataset
+
+    params = dict(parse_param(p) for p in (args.param or []))
+    if args.splits and args.n_train is None:
+        raise CLIError("--splits needs --n-train")
+    ds = generate(args.name, args.n, args.seed, n_splits=args.splits or 0,
+                  n_train=args.n_train, n_test=args.n_test, **params)
+    out = Path(args.out)
+    if out.exists() and out.is_dir():
+        raise CLIError(f"--out {str(out)!r} is a directory; give a file name")
+    if out.exists() and args.no_overwrite:
+        raise CLIError(f"{str(out)!r} exists and --no-overwrite was given")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create directory {str(out.parent)!r}: {exc.strerror or exc}") from None
+    write_dataset(ds, out)
+    print(f"wrote {out}: {ds.name} ({ds.task}), n={ds.n_samples}, d={ds.n_features}, "
+          f"splits={ds.n_splits}, seed={args.seed}")
+    return EXIT_OK
+
+
+def cmd_datasets_info(args) -> int:
+    from .datasets import dataset_info
+
+    info = dataset_info(args.file)
+    if args.json:
+        _print_json(info)
+        return EXIT_OK
+    prov = info["provenance"]
+    print(f"file:           {info['path']} ({info['file_size']} bytes, "
+          f"compression={info['compression']})")
+    print(f"name:           {info['name']}")
+    print(f"task:           {info['task']}")
+    if info["description"]:
+        print(f"description:    {info['description']}")
+    print(f"shape:          n={info['n_samples']}, d={info['n_features']} "
+          f"(X {info['X_dtype']}, y {info['y_dtype']})")
+    names = info["feature_names"]
+    shown = ", ".join(names[:12]) + (f", ... ({len(names)} in all)" if len(names) > 12 else "")
+    print(f"features:       {shown}")
+    print(f"splits:         {info['n_splits']}"
+          + (f" ({info['splits_layout']})" if info["n_splits"] else ""))
+    if info["extra"]:
+        ex = ", ".join(f"{k} {tuple(s)} {t}" for k, (s, t) in info["extra"].items())
+        print(f"extra:          {ex}")
+    print(f"format_version: {info['format_version']}")
+    for key in ("source", "generator", "seed", "params", "source_package",
+                "source_package_version", "licence"):
+        if key in prov:
+            print(f"provenance.{key}: {json.dumps(prov[key], default=str)}")
+    return EXIT_OK
+
+
+def add_datasets_parser(subparsers) -> None:
+    p = subparsers.add_parser("datasets", help="list, generate and inspect data sets",
+                              description="List, generate and inspect data sets.")
+    sub = p.add_subparsers(dest="datasets_command", metavar="SUBCOMMAND")
+    sub.required = True
+
+    q = sub.add_parser("list", help="list every synthetic and real data set")
+    q.add_argument("--kind", choices=["synthetic", "real"], default=None)
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_datasets_list)
+
+    q = sub.add_parser("generate", help="generate a data set and write it as HDF5")
+    q.add_argument("name", metavar="NAME", help="data set name (see 'datasets list')")
+    q.add_argument("--n", type=_positive_int, default=None,
+                   help="number of cases (default: the registry size; real sets: all)")
+    q.add_argument("--seed", type=_nonneg_int, default=0, help="integer seed (default 0)")
+    q.add_argument("--out", required=True, metavar="FILE.h5", help="output file")
+    q.add_argument("--param", action="append", metavar="KEY=VALUE",
+                   help="generator parameter, repeatable (e.g. --param beta=0.1)")
+    q.add_argument("--splits", type=_nonneg_int, default=0, metavar="K",
+                   help="attach K partitions (random; time series: 1 chronological)")
+    q.add_argument("--n-train", type=_positive_int, default=None, metavar="M",
+                   help="training cases per partition")
+    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
+                   help="test cases per partition (default: the rest)")
+    q.add_argument("--no-overwrite", action="store_true",
+                   help="refuse to replace an existing file (by default it is replaced atomically)")
+    q.set_defaults(func=cmd_datasets_generate)
+
+    q = sub.add_parser("info", help="validate a data set file and show its metadata")
+    q.add_argument("file", metavar="FILE.h5")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_datasets_info)
+
+
+# ------------------------------------------------------- further commands
+# Add `run` and `report` here: write add_run_parser(subparsers) /
+# add_report_parser(subparsers) with cmd_run_* / cmd_report_* handlers
+# (each returning an exit status, raising CLIError/ValueError/OSError on bad
+# input) and append the builders to COMMANDS.
+
+COMMANDS = [add_datasets_parser]
+
+
+# -------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Bayesian support vector machines at scale (bsvm_scale).",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def _error(message: str) -> int:
+    message = " ".join(str(message).split())  # one line
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv=None) -> int:
+    """Run the CLI with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, usage errors (already printed)
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return int(args.func(args) or EXIT_OK)
+    except (CLIError, ValueError, TypeError, KeyError, OSError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        if isinstance(exc, OSError) and not str(exc):
+            msg = repr(exc)
+        return _error(str(msg))
+    except KeyboardInterrupt:
+        return _error("interrupted")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
