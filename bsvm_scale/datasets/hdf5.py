@@ -216,7 +216,12 @@ def _open(path):
     if p.is_dir():
         raise DatasetFileError(f"{str(p)!r} is a directory, not a data set file")
     try:
-        return h5py.File(p, "r")
+        try:
+            # files are only ever replaced atomically, never written in place,
+            # so reading needs no HDF5 file lock (which fails on read-only mounts)
+            return h5py.File(p, "r", locking=False)
+        except (TypeError, ValueError):  # HDF5 library without locking control
+            return h5py.File(p, "r")
     except OSError as exc:
         if not h5py.is_hdf5(p):
             raise DatasetFileError(
