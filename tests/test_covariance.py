@@ -1,0 +1,320 @@
+"""Gaussian covariance kernels (eq. 4.3 / ARD 4.42) against dense NumPy references."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bsvm_scale import _covariance_kernels as ck
+from bsvm_scale import _row_cache as rc
+from bsvm_scale.covariance import GaussianCovariance, RowCache, as_float_matrix
+from reference import (dense_cov, dense_dcov, dense_dcov_fd, params_from_theta,
+                       ref_weights, theta_from_params)
+
+TOL = 1e-12
+
+
+def _params(ard, d, rng):
+    kappa0 = float(rng.uniform(0.3, 3.0))
+    kappa_b = float(rng.uniform(0.1, 2.0))
+    kappa = rng.uniform(0.05, 2.0, size=d) if ard else float(rng.uniform(0.05, 2.0))
+    return kappa0, kappa, kappa_b
+
+
+def _problem(n, d, ard, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, _params(ard, d, rng), rng
+
+
+ARD = pytest.mark.parametrize("ard", [False, True], ids=["iso", "ard"])
+
+
+# -- rows ---------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(n=st.integers(1, 60), d=st.integers(1, 6), ard=st.booleans(),
+       seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_row_any_sample_matches_dense(n, d, ard, seed, data):
+    X, (k0, k, kb), _ = _problem(n, d, ard, seed)
+    i = data.draw(st.integers(0, n - 1), label="i")
+    ref = dense_cov(X[i:i + 1], X, k0, k, kb)[0]
+    w = ref_weights(k, d)
+    for kern in (ck.cov_row, ck.cov_row_serial):
+        out = np.full(n, np.nan)
+        kern(X, i, w, k0, kb, out)
+        np.testing.assert_allclose(out, ref, rtol=TOL, atol=TOL)
+    cov = GaussianCovariance(k0, k, kb)
+    np.testing.assert_allclose(cov.row(X, i), ref, rtol=TOL, atol=TOL)
+    cache = RowCache(X, cov, cache_mb=1.0)
+    np.testing.assert_allclose(cache.row(i), ref, rtol=TOL, atol=TOL)
+
+
+@ARD
+def test_rows_parallel_and_serial_path_large_n(ard):
+    n = rc.PARALLEL_ROW_MIN + 904  # >= 4096: RowCache uses the prange kernel
+    X, (k0, k, kb), rng = _problem(n, 4, ard, 11)
+    w = ref_weights(k, 4)
+    cov = GaussianCovariance(k0, k, kb)
+    cache = RowCache(X, cov, cache_mb=1.0)
+    for i in [0, n - 1, *rng.integers(0, n, size=6)]:
+        ref = dense_cov(X[i:i + 1], X, k0, k, kb)[0]
+        par = np.empty(n)
+        ser = np.empty(n)
+        ck.cov_row(X, int(i), w, k0, kb, par)
+        ck.cov_row_serial(X, int(i), w, k0, kb, ser)
+        np.testing.assert_allclose(par, ref, rtol=TOL, atol=TOL)
+        np.testing.assert_allclose(ser, ref, rtol=TOL, atol=TOL)
+        np.testing.assert_allclose(cache.row(i), ref, rtol=TOL, atol=TOL)
+
+
+@ARD
+def test_rowcache_serial_path_small_n(ard):
+    n = 300
+    assert n < rc.PARALLEL_ROW_MIN
+    X, (k0, k, kb), _ = _problem(n, 3, ard, 12)
+    cache = RowCache(X, GaussianCovariance(k0, k, kb), cache_mb=0.05)
+    ref = dense_cov(X, X, k0, k, kb)
+    for i in range(n):
+        np.testing.assert_allclose(cache.row(i), ref[i], rtol=TOL, atol=TOL)
+
+
+def test_diag():
+    cov = GaussianCovariance(1.7, 0.3, 0.4)
+    X = np.random.default_rng(0).normal(size=(25, 2))
+    np.testing.assert_allclose(cov.diag(X), np.diag(dense_cov(X, X, 1.7, 0.3, 0.4)),
+                               rtol=TOL, atol=TOL)
+    np.testing.assert_array_equal(ck.cov_diag(7, 1.7, 0.4), np.full(7, 1.7 + 0.4))
+
+
+# -- blocks -------------------------------------------------------------------
+@ARD
+def test_cross_and_iter_cross_reassemble(ard):
+    rng = np.random.default_rng(3)
+    d = 3
+    A = rng.normal(size=(53, d))
+    B = rng.normal(size=(17, d))
+    k0, k, kb = _params(ard, d, rng)
+    ref = dense_cov(A, B, k0, k, kb)
+    out = np.empty((53, 17))
+    ck.cov_cross(A, B, ref_weights(k, d), k0, kb, out)
+    np.testing.assert_allclose(out, ref, rtol=TOL, atol=TOL)
+    cov = GaussianCovariance(k0, k, kb)
+    np.testing.assert_allclose(cov.cross(A, B), ref, rtol=TOL, atol=TOL)
+    row_bytes = 8 * B.shape[0]
+    for chunk_bytes in (1, row_bytes, 3 * row_bytes + 5, 10 * row_bytes, 10**9):
+        full = np.full_like(ref, np.nan)
+        expect_start = 0
+        n_chunks = 0
+        for start, stop, block in cov.iter_cross(A, B, chunk_bytes=chunk_bytes):
+            assert start == expect_start and stop > start
+            assert block.shape == (stop - start, B.shape[0])
+            assert block.nbytes <= max(chunk_bytes, row_bytes)
+            full[start:stop] = block
+            expect_start = stop
+            n_chunks += 1
+        assert expect_start == A.shape[0]
+        if chunk_bytes <= row_bytes:
+            assert n_chunks == A.shape[0]
+        np.testing.assert_allclose(full, ref, rtol=TOL, atol=TOL)
+
+
+@ARD
+def test_cross_matvec(ard):
+    rng = np.random.default_rng(4)
+    d = 4
+    A = rng.normal(size=(31, d))
+    B = rng.normal(size=(47, d))
+    v = rng.normal(size=47)
+    k0, k, kb = _params(ard, d, rng)
+    ref = dense_cov(A, B, k0, k, kb) @ v
+    np.testing.assert_allclose(ck.cov_cross_matvec(A, B, ref_weights(k, d), k0, kb, v), ref,
+                               rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(GaussianCovariance(k0, k, kb).cross_matvec(A, B, v), ref,
+                               rtol=1e-11, atol=1e-11)
+
+
+@ARD
+def test_subset(ard):
+    X, (k0, k, kb), rng = _problem(80, 3, ard, 5)
+    idx = rng.choice(80, size=23, replace=False)
+    ref = dense_cov(X[idx], X[idx], k0, k, kb)
+    got = ck.cov_subset(X, idx.astype(np.int64), ref_weights(k, 3), k0, kb)
+    np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL)
+    np.testing.assert_allclose(GaussianCovariance(k0, k, kb).subset(X, idx), ref,
+                               rtol=TOL, atol=TOL)
+
+
+# -- derivatives ----------------------------------------------------------------
+@ARD
+def test_dense_derivatives_match_finite_differences(ard):
+    X, (k0, k, kb), _ = _problem(30, 3, ard, 6)
+    theta = theta_from_params(k0, k, kb)
+    exact = dense_dcov(X, k0, k, kb)
+    fd = dense_dcov_fd(X, theta, ard)
+    assert len(exact) == len(fd) == (3 + 2 if ard else 3)
+    for p, (e, f) in enumerate(zip(exact, fd)):
+        np.testing.assert_allclose(e, f, rtol=1e-6, atol=1e-9 * np.abs(e).max(),
+                                   err_msg=f"parameter {p}")
+
+
+def _subset_problem(ard, seed, m=40, n=90, d=3):
+    X, (k0, k, kb), rng = _problem(n, d, ard, seed)
+    idx = rng.choice(n, size=m, replace=False).astype(np.int64)
+    dS = dense_dcov(X[idx], k0, k, kb)
+    return X, idx, (k0, k, kb), dS, rng
+
+
+@ARD
+def test_trace_grad(ard):
+    X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 7)
+    m = idx.size
+    A = rng.normal(size=(m, m))  # not symmetric
+    A[rng.random((m, m)) < 0.2] = 0.0  # exercise the zero skip
+    assert not np.allclose(A, A.T)
+    ref = np.array([np.sum(A * D) for D in dS])
+    ref_trace = np.array([np.trace(A @ D) for D in dS])
+    np.testing.assert_allclose(ref, ref_trace, rtol=1e-12, atol=1e-12)
+    scale = max(np.abs(A).sum() * max(np.abs(D).max() for D in dS), 1.0)
+    cov = GaussianCovariance(k0, k, kb)
+    got = cov.trace_grad(X, idx, A)
+    assert got.shape == cov.theta.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-13 * scale)
+    raw = ck.trace_dcov(X, idx, A, ref_weights(k, X.shape[1]), k0, kb)
+    assert raw.shape == (X.shape[1] + 2,)
+    if ard:
+        np.testing.assert_allclose(raw, ref, rtol=1e-11, atol=1e-13 * scale)
+
+
+@ARD
+def test_quad_grad(ard):
+    X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 8)
+    v = rng.normal(size=idx.size)
+    v[::5] = 0.0
+    ref = np.array([v @ D @ v for D in dS])
+    scale = max(np.abs(v).sum() ** 2 * max(np.abs(D).max() for D in dS), 1.0)
+    got = GaussianCovariance(k0, k, kb).quad_grad(X, idx, v)
+    np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-13 * scale)
+
+
+@ARD
+def test_matvec_grad(ard):
+    X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 9)
+    v = rng.normal(size=idx.size)
+    v[1::4] = 0.0
+    ref = np.column_stack([D @ v for D in dS])
+    got = GaussianCovariance(k0, k, kb).matvec_grad(X, idx, v)
+    assert got.shape == ref.shape
+    np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-12)
+
+
+def test_isotropic_gradient_is_sum_of_ard_gradients():
+    X, idx, (k0, _, kb), _, rng = _subset_problem(False, 10)
+    A = rng.normal(size=(idx.size, idx.size))
+    iso = GaussianCovariance(k0, 0.7, kb).trace_grad(X, idx, A)
+    ard = GaussianCovariance(k0, np.full(3, 0.7), kb).trace_grad(X, idx, A)
+    np.testing.assert_allclose(iso, [ard[0], ard[1:-1].sum(), ard[-1]], rtol=1e-12)
+
+
+# -- parameters -------------------------------------------------------------------
+@ARD
+def test_theta_round_trip(ard):
+    rng = np.random.default_rng(13)
+    k0, k, kb = _params(ard, 5, rng)
+    cov = GaussianCovariance(k0, k, kb)
+    assert cov.ard == ard
+    theta = cov.theta
+    assert theta.shape == ((7,) if ard else (3,))
+    assert len(cov.theta_names()) == theta.size
+    np.testing.assert_allclose(theta, theta_from_params(k0, k, kb), rtol=0, atol=0)
+    back = GaussianCovariance.from_theta(theta, ard)
+    assert back.ard == ard
+    np.testing.assert_allclose(back.theta, theta, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(back.kappa0, k0, rtol=1e-14)
+    np.testing.assert_allclose(back.kappa, k, rtol=1e-14)
+    np.testing.assert_allclose(back.kappa_b, kb, rtol=1e-14)
+    for a, b in zip(params_from_theta(theta, ard), (back.kappa0, back.kappa, back.kappa_b)):
+        np.testing.assert_array_equal(a, b)
+    assert back.same_as(GaussianCovariance.from_theta(theta, ard))
+    assert not back.same_as(GaussianCovariance.from_theta(theta + 0.1, ard))
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(kappa0=-1.0), r"^kappa0\b"),
+    (dict(kappa0=0.0), r"^kappa0\b"),
+    (dict(kappa0=np.nan), r"^kappa0\b"),
+    (dict(kappa=-0.5), r"^kappa\b"),
+    (dict(kappa=np.nan), r"^kappa\b"),
+    (dict(kappa=np.inf), r"^kappa\b"),
+    (dict(kappa=[1.0, -2.0]), r"^kappa\b"),
+    (dict(kappa=[1.0, np.nan]), r"^kappa\b"),
+    (dict(kappa=[]), r"^kappa\b"),
+    (dict(kappa=np.ones((2, 2))), r"^kappa\b"),
+    (dict(kappa_b=-1e-3), r"^kappa_b\b"),
+    (dict(kappa_b=np.nan), r"^kappa_b\b"),
+])
+def test_bad_parameters_raise(kwargs, name):
+    with pytest.raises(ValueError, match=name):
+        GaussianCovariance(**kwargs)
+
+
+def test_bad_theta_raises():
+    with pytest.raises(ValueError, match="kappa"):
+        GaussianCovariance.from_theta([0.0, np.nan, 0.0], ard=False)
+
+
+def test_wrong_ard_length_raises():
+    X = np.zeros((5, 3))
+    cov = GaussianCovariance(1.0, [1.0, 2.0], 1.0)
+    for call in (lambda: cov.row(X, 0), lambda: cov.subset(X, [0, 1]),
+                 lambda: cov.cross(X, X), lambda: cov.weights(3),
+                 lambda: cov.trace_grad(X, [0, 1], np.eye(2)),
+                 lambda: RowCache(X, cov)):
+        with pytest.raises(ValueError, match=r"\bkappa\b"):
+            call()
+
+
+def test_bad_inputs_raise():
+    with pytest.raises(ValueError, match=r"^X\b"):
+        as_float_matrix([[0.0, np.nan]])
+    with pytest.raises(ValueError, match=r"^X\b"):
+        as_float_matrix(np.zeros(3))
+    cov = GaussianCovariance()
+    with pytest.raises(ValueError, match=r"^X\b"):
+        RowCache(np.array([[np.inf]]), cov)
+    for bad in (0.0, -1.0, np.nan, np.inf):
+        with pytest.raises(ValueError, match=r"^cache_mb\b"):
+            RowCache(np.zeros((4, 1)), cov, cache_mb=bad)
+
+
+def test_out_of_range_indices_and_shape_mismatches_raise():
+    # the compiled kernels do not bounds-check; the Python layer must
+    X = np.random.default_rng(2).normal(size=(6, 2))
+    cov = GaussianCovariance(1.0, 0.5, 0.1)
+    for i in (6, -1, 10**7):
+        with pytest.raises(IndexError):
+            cov.row(X, i)
+    with pytest.raises(ValueError, match=r"^out\b"):
+        cov.row(X, 0, out=np.empty(3))
+    for bad in ([0, 6], [-1, 2]):
+        with pytest.raises(IndexError, match=r"^idx\b"):
+            cov.subset(X, bad)
+        with pytest.raises(IndexError, match=r"^idx\b"):
+            cov.trace_grad(X, bad, np.eye(2))
+        with pytest.raises(IndexError, match=r"^idx\b"):
+            cov.quad_grad(X, bad, np.ones(2))
+        with pytest.raises(IndexError, match=r"^idx\b"):
+            cov.matvec_grad(X, bad, np.ones(2))
+    with pytest.raises(ValueError, match=r"^A\b"):
+        cov.trace_grad(X, [0, 1, 2], np.eye(2))
+    with pytest.raises(ValueError, match=r"^v\b"):
+        cov.quad_grad(X, [0, 1, 2], np.ones(2))
+    with pytest.raises(ValueError, match=r"^v\b"):
+        cov.matvec_grad(X, [0, 1, 2], np.ones(4))
+    with pytest.raises(ValueError, match=r"^v\b"):
+        cov.cross_matvec(X, X[:4], np.ones(6))
+    with pytest.raises(ValueError, match="features"):
+        cov.cross(X, X[:, :1])
+    with pytest.raises(ValueError, match="features"):
+        cov.cross_matvec(X, X[:, :1].copy(), np.ones(6))
+    # empty subsets stay legal
+    assert cov.subset(X, np.array([], dtype=np.int64)).shape == (0, 0)
