@@ -42,6 +42,37 @@ def as_float_matrix(X, name="X"):
     return X
 
 
+def _row_index(i, n):
+    """``i`` as a row index in ``[0, n)``; the compiled kernels do not bounds-check."""
+    i = int(i)
+    if not 0 <= i < n:
+        raise IndexError(f"row index {i} is out of range for {n} points.")
+    return i
+
+
+def _indices(idx, n, name="idx"):
+    """``idx`` as a contiguous int64 vector of row indices in ``[0, n)``."""
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    if idx.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array of row indices; got shape {idx.shape}.")
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"{name} has entries outside [0, {n}).")
+    return idx
+
+
+def _float_array(a, shape, name):
+    """``a`` as a contiguous float64 array of exactly ``shape``."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    if a.shape != shape:
+        raise ValueError(f"{name} must have shape {shape}; got {a.shape}.")
+    return a
+
+
+def _same_features(A, B):
+    if A.shape[1] != B.shape[1]:
+        raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}.")
+
+
 def _positive(name, value):
     arr = np.asarray(value, dtype=np.float64)
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
@@ -124,7 +155,9 @@ class GaussianCovariance:
         """Row ``i`` of the covariance of ``X`` against all of ``X``."""
         w, k0, kb = self._args(X.shape[1])
         out = np.empty(X.shape[0]) if out is None else out
-        _ck.cov_row(X, int(i), w, k0, kb, out)
+        if out.shape != (X.shape[0],):
+            raise ValueError(f"out must have shape ({X.shape[0]},); got {out.shape}.")
+        _ck.cov_row(X, _row_index(i, X.shape[0]), w, k0, kb, out)
         return out
 
     def diag(self, X):
@@ -134,12 +167,13 @@ class GaussianCovariance:
     def subset(self, X, idx):
         """``Sigma_M``: the ``m x m`` block over the points ``idx``."""
         w, k0, kb = self._args(X.shape[1])
-        return _ck.cov_subset(X, np.ascontiguousarray(idx, dtype=np.int64), w, k0, kb)
+        return _ck.cov_subset(X, _indices(idx, X.shape[0]), w, k0, kb)
 
     def cross(self, A, B):
         """Cross-covariance block ``Cov(A[a], B[b])``; the caller bounds its size
         (use :meth:`iter_cross` for large ``A``)."""
         w, k0, kb = self._args(A.shape[1])
+        _same_features(A, B)
         out = np.empty((A.shape[0], B.shape[0]))
         _ck.cov_cross(A, B, w, k0, kb, out)
         return out
@@ -155,7 +189,8 @@ class GaussianCovariance:
     def cross_matvec(self, A, B, v):
         """``sum_b Cov(A[a], B[b]) v[b]`` for every ``a``, without storing a block."""
         w, k0, kb = self._args(A.shape[1])
-        return _ck.cov_cross_matvec(A, B, w, k0, kb, np.ascontiguousarray(v, dtype=np.float64))
+        _same_features(A, B)
+        return _ck.cov_cross_matvec(A, B, w, k0, kb, _float_array(v, (B.shape[0],), "v"))
 
     # -- gradient contractions ------------------------------------------
     def _collapse(self, g):
@@ -167,22 +202,22 @@ class GaussianCovariance:
     def trace_grad(self, X, idx, A):
         """``trace(A dSigma_M/d theta_p)`` for every log hyperparameter ``p``."""
         w, k0, kb = self._args(X.shape[1])
-        g = _ck.trace_dcov(X, np.ascontiguousarray(idx, dtype=np.int64),
-                           np.ascontiguousarray(A, dtype=np.float64), w, k0, kb)
+        idx = _indices(idx, X.shape[0])
+        g = _ck.trace_dcov(X, idx, _float_array(A, (idx.size, idx.size), "A"), w, k0, kb)
         return self._collapse(g)
 
     def quad_grad(self, X, idx, v):
         """``v^T (dSigma_S/d theta_p) v`` over the points ``idx`` for every ``p``."""
         w, k0, kb = self._args(X.shape[1])
-        g = _ck.quad_dcov(X, np.ascontiguousarray(idx, dtype=np.int64),
-                          np.ascontiguousarray(v, dtype=np.float64), w, k0, kb)
+        idx = _indices(idx, X.shape[0])
+        g = _ck.quad_dcov(X, idx, _float_array(v, (idx.size,), "v"), w, k0, kb)
         return self._collapse(g)
 
     def matvec_grad(self, X, idx, v):
         """``(dSigma_M/d theta_p) v`` as an ``m x n_theta`` array."""
         w, k0, kb = self._args(X.shape[1])
-        g = _ck.dcov_matvec(X, np.ascontiguousarray(idx, dtype=np.int64),
-                            np.ascontiguousarray(v, dtype=np.float64), w, k0, kb)
+        idx = _indices(idx, X.shape[0])
+        g = _ck.dcov_matvec(X, idx, _float_array(v, (idx.size,), "v"), w, k0, kb)
         if self.ard:
             return g
         return np.column_stack([g[:, 0], g[:, 1:-1].sum(axis=1), g[:, -1]])
@@ -232,7 +267,7 @@ class RowCache:
 
     def row(self, i):
         """Covariance row ``i`` (a view that later lookups may overwrite)."""
-        return _rc.get_row(*self.args, int(i))
+        return _rc.get_row(*self.args, _row_index(i, self.X.shape[0]))
 
     @property
     def nbytes(self):
