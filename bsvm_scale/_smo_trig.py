@@ -191,6 +191,21 @@ def _pair_value(ai, aj, di, dj, gi, gj, kii, kjj, kij):
             + _excess(ai, di) + _excess(aj, dj))
 
 
+@njit(cache=True, inline="always")
+def _newton_direction(gi, gj, hi, hj, kij, free_i, free_j):
+    """Newton-Raphson direction (G.2) restricted to the free variables."""
+    if free_i and free_j:
+        det = hi * hj - kij * kij
+        if det > 1e-14 * hi * hj:
+            return -(hj * gi - kij * gj) / det, -(hi * gj - kij * gi) / det
+        return -gi / hi, -gj / hj  # numerically singular: diagonally scaled descent
+    if free_i:
+        return -gi / hi, 0.0
+    if free_j:
+        return 0.0, -gj / hj
+    return 0.0, 0.0
+
+
 @njit(cache=True)
 def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
     """Two-variable sub-problem of SMO (Appendix G), solved by projected Newton.
@@ -224,20 +239,14 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
             break
         hi = kii + dual_term_hess(ai + di)
         hj = kjj + dual_term_hess(aj + dj)
-        pi_ = 0.0
-        pj_ = 0.0
+        pi_, pj_ = _newton_direction(gi_c, gj_c, hi, hj, kij, free_i, free_j)
+        # a variable at its bound whose Newton component points outwards is
+        # fixed, and the direction recomputed on the other one
         if free_i and free_j:
-            det = hi * hj - kij * kij
-            if det > 1e-14 * hi * hj:
-                pi_ = -(hj * gi_c - kij * gj_c) / det
-                pj_ = -(hi * gj_c - kij * gi_c) / det
-            else:  # numerically singular model: steepest descent scaled by diag
-                pi_ = -gi_c / hi
-                pj_ = -gj_c / hj
-        elif free_i:
-            pi_ = -gi_c / hi
-        else:
-            pj_ = -gj_c / hj
+            if ai + di <= 0.0 and pi_ < 0.0:
+                pi_, pj_ = _newton_direction(gi_c, gj_c, hi, hj, kij, False, True)
+            elif aj + dj <= 0.0 and pj_ < 0.0:
+                pi_, pj_ = _newton_direction(gi_c, gj_c, hi, hj, kij, True, False)
         slope = gi_c * pi_ + gj_c * pj_
         if slope >= 0.0:
             break
@@ -273,7 +282,8 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
         moved = abs(ndi - di) + abs(ndj - dj)
         di = ndi
         dj = ndj
-        if moved <= 1e-15 * (1.0 + abs(ai + di) + abs(aj + dj)):
+        hit_bound = t == tmax and hit >= 0  # active set changed: keep going
+        if moved <= 1e-15 * (1.0 + abs(ai + di) + abs(aj + dj)) and not hit_bound:
             break
     return di, dj
 

@@ -44,11 +44,25 @@ import warnings
 import numpy as np
 from scipy.linalg import cho_factor, solve_triangular
 from scipy.linalg.lapack import dpotri
+from threadpoolctl import ThreadpoolController
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter"]
 
 _JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 _XI_MAX = 2.0 - 1e-12
+#: below this SV-block size BLAS runs single-threaded: with Numba's OpenMP
+#: workers spinning after each parallel kernel, multi-threaded BLAS on small
+#: blocks is up to 20x slower than one thread.
+SMALL_BLOCK = 2000
+_CONTROLLER = None
+
+
+def _blas_limit(m):
+    """Context manager limiting BLAS to one thread for blocks below SMALL_BLOCK."""
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=1 if m < SMALL_BLOCK else None, user_api="blas")
 
 
 def trig_slack_terms(xi):
@@ -99,6 +113,12 @@ def chol_with_jitter(make_B):
 
 
 def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
+    """Negative log evidence (5.35) and gradient (5.36); see :func:`_neg_log_evidence`."""
+    with _blas_limit(int(np.count_nonzero(alpha > 0.0))):
+        return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor)
+
+
+def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
     """Negative log evidence (5.35) at a MAP solution and its gradient (5.36).
 
     Parameters
@@ -197,11 +217,17 @@ def predictive_moments(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, chunk_bytes=32 
         var[:] = kxx
         return mu, var
     rows = max(1, int(chunk_bytes // (8 * 2 * m)))
+    with _blas_limit(m):
+        _moments_chunks(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, rows, kxx, mu, var)
+    np.maximum(var, 0.0, out=var)
+    return mu, var
+
+
+def _moments_chunks(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, rows, kxx, mu, var):
+    nt = Xt.shape[0]
     for s in range(0, nt, rows):
         e = min(nt, s + rows)
         K = cov.cross(Xt[s:e], X_sv)             # (t, m)
         mu[s:e] = K @ dual_coef
         W = solve_triangular(chol, (K * lam_sqrt).T, lower=True, check_finite=False)
         var[s:e] = kxx - np.einsum("ij,ij->j", W, W)
-    np.maximum(var, 0.0, out=var)
-    return mu, var

@@ -1,0 +1,181 @@
+"""Tests of the Numba SMO solver for the BTSVC dual (thesis 5.29-5.31).
+
+The reference is an independent dense solver written here: SciPy's L-BFGS-B
+on the dual with the dense covariance matrix, finished by a dense projected
+Newton method (L-BFGS-B alone stalls on the ill-conditioned duals that a
+large ``kappa_b`` produces).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import minimize
+
+from bsvm_scale import _smo_trig as smo
+from bsvm_scale.btsvc import solve_dual
+from bsvm_scale.covariance import GaussianCovariance, RowCache
+
+
+# -- dense references ---------------------------------------------------------------
+def dense_cov(X, kappa0, kappa, kappa_b):
+    D = ((X[:, None, :] - X[None, :, :]) ** 2 * np.broadcast_to(kappa, (X.shape[1],))).sum(-1)
+    return kappa0 * np.exp(-0.5 * D) + kappa_b
+
+
+def dense_dual(alpha, y, S):
+    """Value and gradient of (5.29) with a dense covariance ``S``."""
+    v = y * alpha
+    t = 2.0 * alpha / np.pi
+    Sv = S @ v
+    val = 0.5 * v @ Sv - alpha.sum() + np.sum(4 / np.pi * alpha * np.arctan(t) - np.log1p(t * t))
+    grad = y * Sv - 1.0 + 4 / np.pi * np.arctan(t)
+    return val, grad
+
+
+def dense_violation(alpha, y, S):
+    _, g = dense_dual(alpha, y, S)
+    return np.where(alpha > 0, np.abs(g), np.maximum(0.0, -g))
+
+
+def dense_reference_solve(y, S, n_newton=100):
+    """L-BFGS-B on (5.29), then dense projected Newton to full accuracy."""
+    n = y.size
+    res = minimize(dense_dual, np.zeros(n), args=(y, S), jac=True, method="L-BFGS-B",
+                   bounds=[(0.0, None)] * n,
+                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000, "maxcor": 30})
+    a = res.x.copy()
+    Q = (y[:, None] * y[None, :]) * S
+    for _ in range(n_newton):
+        val, g = dense_dual(a, y, S)
+        free = (a > 1e-14) | (g < 0)
+        a[~free] = 0.0
+        if np.max(np.where(free, np.abs(g), 0.0)) < 1e-13:
+            break
+        H = Q[np.ix_(free, free)] + np.diag(8.0 / (np.pi ** 2 + 4 * a[free] ** 2))
+        p = np.zeros(n)
+        p[free] = -np.linalg.solve(H, g[free])
+        t = 1.0
+        while t > 1e-12:
+            cand = np.maximum(a + t * p, 0.0)
+            if dense_dual(cand, y, S)[0] <= val:
+                break
+            t *= 0.5
+        a = cand
+    return a
+
+
+# -- data ---------------------------------------------------------------------------
+def overlapping_data(n=160, seed=0):
+    """Strongly overlapping classes plus near-duplicate points, some of them
+    with the opposite label (noisy labels)."""
+    rng = np.random.default_rng(seed)
+    X = np.r_[rng.normal(-0.4, 1.0, (n // 2, 2)), rng.normal(0.4, 1.0, (n // 2, 2))]
+    y = np.r_[-np.ones(n // 2), np.ones(n // 2)]
+    dup = rng.choice(n, 8, replace=False)
+    Xd = X[dup] + 1e-9 * rng.standard_normal((8, 2))
+    yd = y[dup].copy()
+    yd[:4] *= -1.0  # same input, opposite label
+    return np.r_[X, Xd, X[dup[:2]]], np.r_[y, yd, y[dup[:2]]]
+
+
+def _solve(X, y, cov, tau, alpha0=None, cache_mb=64.0):
+    cache = RowCache(X, cov, cache_mb)
+    return solve_dual(cache, y, alpha0, tau, 10 ** 6)
+
+
+@pytest.mark.parametrize("hyp", [(10.0, 0.5, 100.0), (1.0, 2.0, 0.1), (100.0, 5.0, 1.0)])
+def test_smo_matches_dense_solver(hyp):
+    X, y = overlapping_data()
+    cov = GaussianCovariance(*hyp)
+    S = dense_cov(X, *hyp)
+    sol = _solve(X, y, cov, 1e-8)
+    assert sol["status"] == 0
+    a_ref = dense_reference_solve(y, S)
+    f_ref = S @ (y * a_ref)
+    assert np.max(np.abs(sol["f"] - f_ref)) < 1e-6
+    # f returned is Sigma v of the returned alpha
+    np.testing.assert_allclose(sol["f"], S @ (y * sol["alpha"]), atol=1e-9)
+    # the SMO solution is at least as good as the reference
+    assert dense_dual(sol["alpha"], y, S)[0] <= dense_dual(a_ref, y, S)[0] + 1e-9
+    # y f > -1 always (the dual keeps alpha finite)
+    assert np.all(y * sol["f"] > -1.0)
+
+
+@pytest.mark.parametrize("tau", [1e-3, 1e-6])
+def test_kkt_stopping_rule_holds(tau):
+    X, y = overlapping_data(seed=3)
+    hyp = (10.0, 0.5, 100.0)
+    sol = _solve(X, y, GaussianCovariance(*hyp), tau)
+    assert sol["status"] == 0 and sol["max_violation"] <= tau
+    viol = dense_violation(sol["alpha"], y, dense_cov(X, *hyp))
+    assert viol.max() <= tau * (1 + 1e-6) + 1e-10
+    # (5.31) in the thesis' form: beta_up >= -tau and beta_low <= tau
+    S = dense_cov(X, *hyp)
+    a = sol["alpha"]
+    F = -(S @ (y * a)) + y - 4 / np.pi * np.arctan(2 * y * a / np.pi)
+    up = (a > 0) | (y < 0)
+    low = (a > 0) | (y > 0)
+    assert F[up].min() >= -tau - 1e-10 and F[low].max() <= tau + 1e-10
+
+
+def test_warm_start_and_tiny_cache_give_same_solution():
+    X, y = overlapping_data(seed=5)
+    first = _solve(X, y, GaussianCovariance(10.0, 0.5, 100.0), 1e-9)
+    cov2 = GaussianCovariance(3.0, 1.5, 10.0)
+    cold = _solve(X, y, cov2, 1e-9)
+    warm = _solve(X, y, cov2, 1e-9, alpha0=first["alpha"], cache_mb=1e-6)  # 2 rows only
+    assert warm["status"] == 0
+    np.testing.assert_allclose(warm["f"], cold["f"], atol=1e-7)
+
+
+def test_iteration_limit_is_reported():
+    X, y = overlapping_data(seed=7)
+    cache = RowCache(X, GaussianCovariance(10.0, 0.5, 100.0), 16)
+    sol = solve_dual(cache, y, None, 1e-10, 3)
+    assert sol["status"] == 1 and sol["n_iter"] == 3 and sol["max_violation"] > 1e-10
+
+
+def test_dual_term_derivatives():
+    a = np.array([0.0, 1e-3, 0.5, 3.0, 40.0])
+    h = 1e-6
+    for x in a[1:]:
+        num = (smo.dual_term(x + h) - smo.dual_term(x - h)) / (2 * h)
+        assert abs(num - smo.dual_term_grad(x)) < 1e-7
+        num2 = (smo.dual_term_grad(x + h) - smo.dual_term_grad(x - h)) / (2 * h)
+        assert abs(num2 - smo.dual_term_hess(x)) < 1e-6
+    assert smo.dual_term(0.0) == 0.0 and smo.dual_term_grad(1e12) < 2.0
+
+
+def _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj):
+    Gi = gi + kii * di + kij * dj + smo.dual_term_grad(ai + di) - smo.dual_term_grad(ai)
+    Gj = gj + kij * di + kjj * dj + smo.dual_term_grad(aj + dj) - smo.dual_term_grad(aj)
+    vi = abs(Gi) if ai + di > 0 else max(0.0, -Gi)
+    vj = abs(Gj) if aj + dj > 0 else max(0.0, -Gj)
+    return max(vi, vj)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ai=st.one_of(st.just(0.0), st.floats(0.0, 50.0)),
+       aj=st.one_of(st.just(0.0), st.floats(0.0, 50.0)),
+       gi=st.floats(-5.0, 5.0), gj=st.floats(-5.0, 5.0),
+       k=st.floats(1e-3, 200.0), rho=st.floats(-1.0, 1.0), r=st.floats(0.1, 10.0))
+def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
+    kii, kjj = k, k * r
+    kij = rho * np.sqrt(kii * kjj)  # includes singular (duplicate-point) blocks
+    di, dj = smo.solve_pair(ai, aj, gi, gj, kii, kjj, kij, 1e-12)
+    assert ai + di >= 0.0 and aj + dj >= 0.0
+    assert _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj) < 1e-8 * (1 + k * (1 + r))
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.one_of(st.just(0.0), st.floats(0.0, 100.0)), g=st.floats(-5.0, 5.0),
+       k=st.floats(1e-4, 500.0))
+def test_single_subproblem_is_exact(a, g, k):
+    d = smo.solve_single(a, g, k, 1e-13)
+    G = g + k * d + smo.dual_term_grad(a + d) - smo.dual_term_grad(a)
+    assert a + d >= 0.0
+    if a + d > 0:
+        assert abs(G) < 1e-9 * (1 + k)
+    else:
+        assert G >= -1e-12
