@@ -112,6 +112,7 @@ class EvidenceObjective:
         self.alpha = np.zeros(self.y.shape[0])
         self.smo_limit_hits = 0
         self.n_smo_iter = 0
+        self.best = None  # (value, theta, alpha) of the lowest value seen
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -133,7 +134,16 @@ class EvidenceObjective:
                                              keep_factor=keep_factor)
         info["smo_iter"] = sol["n_iter"]
         info["smo_violation"] = sol["max_violation"]
+        if np.isfinite(value) and (self.best is None or value < self.best[0]):
+            self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy())
         return value, grad, info
+
+    def restore(self, theta):
+        """Warm start from the dual solution kept for ``theta`` if it is the
+        best point seen, so that re-evaluating there reproduces its evidence
+        (the evidence jumps when a marginal SV enters or leaves the set)."""
+        if self.best is not None and np.array_equal(self.best[1], np.asarray(theta, dtype=float)):
+            self.alpha = self.best[2].copy()
 
 
 # -- probabilistic prediction ---------------------------------------------------------
@@ -318,6 +328,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 raise ValueError("kappa must be a float with ard=False.")
         return GaussianCovariance(kappa0, kappa, kappa_b).theta
 
+    def _theta_kappa(self, d):
+        """The user's kappa (or 1/d) in the layout of the covariance."""
+        kappa = 1.0 / d if self.kappa is None else self.kappa
+        if self.ard:
+            return np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
+        return float(kappa)
+
     def _start_thetas(self, d):
         if self.starts is not None:
             if len(self.starts) == 0:
@@ -420,6 +437,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             best = best_start(results)
             theta = np.asarray(results[best].theta, dtype=float)
             obj = objectives[best]
+            obj.restore(theta)
             n_iter = int(results[best].n_iter)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
@@ -441,10 +459,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                             "grad_norm": float("nan"), "n_sv": info["n_sv"],
                                             "smo_iter": info["smo_iter"]}]})
         cov = GaussianCovariance.from_theta(theta, self.ard)
+        if not self.optimize:  # keep the user's values exactly
+            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)
         self.theta_ = theta
-        self.hyperparameters_ = {"kappa0": cov.kappa0,
+        self.hyperparameters_ = {"kappa0": float(cov.kappa0),
                                  "kappa": (np.array(cov.kappa) if self.ard else float(cov.kappa)),
-                                 "kappa_b": cov.kappa_b}
+                                 "kappa_b": float(cov.kappa_b)}
         self.log_evidence_ = -float(value)
         self.support_ = np.asarray(info["support"], dtype=np.int64)
         self.support_vectors_ = np.ascontiguousarray(Xs[self.support_])
