@@ -1,0 +1,208 @@
+"""Benchmark of the BTSVC (thesis ch. 5) against scikit-learn's Laplace GPC.
+
+Two parts (either can be skipped):
+
+``evidence``
+    Time of one evidence + gradient evaluation of the BTSVC (MAP solve by SMO,
+    cold and warm started, plus (5.35)/(5.36) over the SV block) against one
+    ``GaussianProcessClassifier`` optimiser iteration, i.e. one call of its
+    ``log_marginal_likelihood(theta, eval_gradient=True)`` (Newton iterations
+    for the Laplace mode plus the O(n^3) gradient), on the C2 data
+    (experiments.md) for several training sizes. Both at the same covariance
+    starting point (kappa0 = 10, kappa = 1/d on standardised inputs; the GPC
+    kernel is ``ConstantKernel * RBF`` with matching variance and length).
+
+``fit``
+    A full fit (evidence maximisation, one start) at large n on C2 and
+    twonorm, each in a fresh process, reporting wall time, peak RSS (sampled
+    with psutil every 20 ms, and ``ru_maxrss``), SVs, hyperparameters, test
+    error (and the Bayes error for C2).
+
+Examples
+--------
+    python benchmarks/bench_btsvc.py --part evidence --sizes 500 1000 2000 5000
+    python benchmarks/bench_btsvc.py --part fit --fit-n 20000 --datasets gauss2d twonorm
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import os
+import resource
+import sys
+import threading
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+
+def _data(name, n, seed):
+    from bsvm_scale.datasets import synthetic
+    ds = getattr(synthetic, name)(n, seed)
+    return ds.X, ds.y
+
+
+def _bayes_error(name, X, y):
+    if name != "gauss2d":
+        if name == "twonorm":  # optimal rule: sign of the sum of the inputs
+            return float(np.mean(np.where(X.sum(axis=1) > 0, 1, -1) != y))
+        return float("nan")
+    from bsvm_scale.datasets.synthetic import gauss2d_posterior
+    return float(np.mean(np.where(gauss2d_posterior(X) > 0.5, 1, -1) != y))
+
+
+def _timeit(fn, repeat):
+    best = np.inf
+    out = None
+    for _ in range(repeat):
+        t = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, out
+
+
+def bench_evidence(sizes, gpc_max_n, repeat, seed):
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    from bsvm_scale._base import Standardizer
+    from bsvm_scale.btsvc import EvidenceObjective
+    from bsvm_scale.covariance import GaussianCovariance
+
+    # warm-up: Numba compilation outside the timings
+    Xw, yw = _data("gauss2d", 200, seed)
+    EvidenceObjective(Xw, np.where(yw > 0, 1.0, -1.0), False)(np.log([10.0, 0.5, 100.0]))
+
+    rows = []
+    for n in sizes:
+        X, y = _data("gauss2d", n, seed)
+        Xs = Standardizer.fit(X).transform(X)
+        yb = np.where(y > 0, 1.0, -1.0)
+        d = X.shape[1]
+        theta = GaussianCovariance(10.0, 1.0 / d, 100.0).theta
+        theta2 = theta + np.array([0.05, -0.05, 0.05])  # a nearby optimiser step
+
+        def cold():
+            obj = EvidenceObjective(Xs, yb, False)
+            t0 = time.perf_counter()
+            obj.solve(theta)
+            t1 = time.perf_counter()
+            val, grad, info = obj(theta)  # SMO returns at once (converged)
+            t2 = time.perf_counter()
+            return t1 - t0, t2 - t1, info["n_sv"], obj
+
+        (t_cold_total, (t_smo, t_ev, n_sv, obj)) = _timeit(cold, repeat)
+
+        def warm():
+            obj.alpha = obj.best[2].copy()
+            return obj(theta2)
+
+        t_warm, _ = _timeit(warm, repeat)
+        t_gpc = float("nan")
+        if n <= gpc_max_n:
+            ls = np.sqrt(d)  # kappa = 1/d  <=>  length scale sqrt(d)
+            kern = ConstantKernel(10.0) * RBF(ls)
+            gpc = GaussianProcessClassifier(kernel=kern, optimizer=None).fit(Xs, y)
+            base = gpc.base_estimator_
+            th = base.kernel_.theta
+            t_gpc, _ = _timeit(lambda: base.log_marginal_likelihood(th, eval_gradient=True),
+                               repeat)
+        rows.append((n, n_sv, t_smo, t_ev, t_smo + t_ev, t_warm, t_gpc))
+        print(f"  n={n}: done", file=sys.stderr, flush=True)
+    print("\nEvidence + gradient per optimiser iteration, C2 data, "
+          "kappa0=10, kappa=1/d, kappa_b=100 (best of %d)" % repeat)
+    hdr = ("n", "SVs", "SMO cold s", "evid+grad s", "BTSVC cold s", "BTSVC warm s", "GPC s",
+           "GPC/BTSVC warm")
+    print("%7s %6s %11s %12s %13s %13s %10s %15s" % hdr)
+    for n, m, a, b, c, w, g in rows:
+        print("%7d %6d %11.4f %12.4f %13.4f %13.4f %10.4f %15.1f" % (n, m, a, b, c, w, g, g / w))
+    return rows
+
+
+def _fit_worker(name, n, n_test, seed, queue):
+    import psutil
+
+    from bsvm_scale import BayesianSVC
+
+    proc = psutil.Process()
+    peak = [proc.memory_info().rss]
+    stop = threading.Event()
+
+    def sampler():
+        while not stop.is_set():
+            peak[0] = max(peak[0], proc.memory_info().rss)
+            time.sleep(0.02)
+
+    X, y = _data(name, n, seed)
+    Xt, yt = _data(name, n_test, seed + 1)
+    # warm-up compile on a tiny problem so that the timing is the fit itself
+    BayesianSVC(optimize=False).fit(X[:50], y[:50])
+    rss0 = proc.memory_info().rss
+    th = threading.Thread(target=sampler, daemon=True)
+    th.start()
+    t = time.perf_counter()
+    clf = BayesianSVC(n_starts=1).fit(X, y)
+    t_fit = time.perf_counter() - t
+    t = time.perf_counter()
+    err = float(np.mean(clf.predict(Xt) != yt))
+    t_pred = time.perf_counter() - t
+    stop.set()
+    th.join()
+    h = clf.hyperparameters_
+    queue.put({"data": name, "n": n, "fit_s": t_fit, "pred_s": t_pred, "n_test": n_test,
+               "peak_rss_mb": peak[0] / 2**20, "rss_before_mb": rss0 / 2**20,
+               "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               "n_sv": len(clf.support_), "n_iter": clf.n_iter_,
+               "n_eval": clf.starts_[0]["n_eval"], "err": err,
+               "bayes_err": _bayes_error(name, Xt, yt),
+               "kappa0": h["kappa0"], "kappa": h["kappa"], "kappa_b": h["kappa_b"],
+               "log_evidence": clf.log_evidence_})
+
+
+def bench_fit(datasets, n, n_test, seed):
+    ctx = mp.get_context("spawn")
+    out = []
+    for name in datasets:
+        q = ctx.Queue()
+        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q))
+        p.start()
+        res = q.get()
+        p.join()
+        out.append(res)
+        print(f"  {name}: done", file=sys.stderr, flush=True)
+    print(f"\nFull fit (1 start, L-BFGS-B on ln kappa0, ln kappa, ln kappa_b), n={n}, "
+          f"test n={n_test}")
+    print("%9s %7s %6s %5s %6s %9s %9s %10s %8s %8s %9s %9s %9s %11s" % (
+        "data", "n", "SVs", "iter", "evals", "fit s", "pred s", "peak MB", "err", "Bayes",
+        "kappa0", "kappa", "kappa_b", "ln evid"))
+    for r in out:
+        print("%9s %7d %6d %5d %6d %9.1f %9.2f %10.0f %8.4f %8.4f %9.3g %9.3g %9.3g %11.2f" % (
+            r["data"], r["n"], r["n_sv"], r["n_iter"], r["n_eval"], r["fit_s"], r["pred_s"],
+            r["peak_rss_mb"], r["err"], r["bayes_err"], r["kappa0"], r["kappa"], r["kappa_b"],
+            r["log_evidence"]))
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--part", choices=["evidence", "fit", "all"], default="all")
+    ap.add_argument("--sizes", type=int, nargs="+", default=[500, 1000, 2000, 5000])
+    ap.add_argument("--gpc-max-n", type=int, default=5000,
+                    help="largest n for which the GPC is timed")
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--fit-n", type=int, default=20000)
+    ap.add_argument("--test-n", type=int, default=20000)
+    ap.add_argument("--datasets", nargs="+", default=["gauss2d", "twonorm"])
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    if args.part in ("evidence", "all"):
+        bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
+    if args.part in ("fit", "all"):
+        bench_fit(args.datasets, args.fit_n, args.test_n, args.seed)
+
+
+if __name__ == "__main__":
+    main()
