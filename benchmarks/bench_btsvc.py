@@ -155,7 +155,7 @@ def _fit_worker(name, n, n_test, seed, queue):
     queue.put({"data": name, "n": n, "fit_s": t_fit, "pred_s": t_pred, "n_test": n_test,
                "peak_rss_mb": peak[0] / 2**20, "rss_before_mb": rss0 / 2**20,
                "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-               "n_sv": len(clf.support_), "n_iter": clf.n_iter_,
+               "n_sv": len(clf.support_), "n_iter": clf.n_opt_iter_,
                "n_eval": clf.starts_[0]["n_eval"], "err": err,
                "bayes_err": _bayes_error(name, Xt, yt),
                "kappa0": h["kappa0"], "kappa": h["kappa"], "kappa_b": h["kappa_b"],

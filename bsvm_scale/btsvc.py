@@ -235,8 +235,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Explicit starts, each a dict with any of ``kappa0``, ``kappa``,
         ``kappa_b`` (missing entries take the defaults). Overrides
         ``n_starts``; used e.g. to run one start per Dask task.
-    max_iter : int, default=1_000_000
-        SMO iteration limit per MAP solve.
+    max_iter : int, optional
+        SMO iteration limit per MAP solve (default ``max(10**6, 100 n)``).
     optimizer_options : dict, optional
         Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-7``,
         ``gtol=1e-4``).
@@ -261,17 +261,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Standardised inputs of the support vectors (binary).
     dual_coef_ : ndarray
         ``v_M = y_M alpha_M`` (5.32) of the support vectors (binary).
-    chol_ : ndarray
+    cholesky_ : ndarray
         Lower Cholesky factor of ``I + Lambda^1/2 Sigma_M Lambda^1/2``
         (binary), used for the predictive variance (5.41).
     lam_sqrt_ : ndarray
         ``Lambda_M^1/2`` (binary).
-    scaler_mean_, scaler_scale_ : ndarray
+    x_mean_, x_scale_ : ndarray
         Training statistics used to standardise inputs.
     n_iter_ : int or ndarray
+        SMO iterations of the final MAP solve (as BayesianSVR).
+    n_opt_iter_ : int or ndarray
         L-BFGS-B iterations of the chosen start (0 when ``optimize=False``).
-    smo_n_iter_ : int or ndarray
-        SMO iterations of the final MAP solve.
     starts_ : list of dict
         Per start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
         ``n_eval``, ``success``, ``message`` and ``trajectory`` (records with
@@ -286,7 +286,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
-                 max_iter=1_000_000, optimizer_options=None):
+                 max_iter=None, optimizer_options=None):
         self.ard = ard
         self.n_starts = n_starts
         self.tol = tol
@@ -304,7 +304,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _check_params(self, d):
         check_positive("tol", self.tol)
         check_positive("cache_mb", self.cache_mb)
-        if int(self.max_iter) < 1:
+        if self.max_iter is not None and int(self.max_iter) < 1:
             raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
         if self.n_starts is not None and int(self.n_starts) < 1:
             raise ValueError(f"n_starts must be a positive integer; got {self.n_starts!r}.")
@@ -351,7 +351,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             return out
         kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
         if self.kappa0 is not None:
-            k0s = [self.kappa0] * (1 if self.n_starts is None else 1)
+            k0s = [self.kappa0]
         else:
             n = 2 if self.n_starts is None else int(self.n_starts)
             k0s = list(KAPPA0_STARTS[:n])
@@ -396,7 +396,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
         self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
         self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
-        self.smo_n_iter_ = np.array([e.smo_n_iter_ for e in self.estimators_])
+        self.n_opt_iter_ = np.array([e.n_opt_iter_ for e in self.estimators_])
         self.starts_ = [e.starts_ for e in self.estimators_]
         self.support_ = [e.support_ for e in self.estimators_]
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
@@ -406,16 +406,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         d = X.shape[1]
         scaler = Standardizer.fit(X)
         Xs = scaler.transform(X)
-        self.scaler_mean_ = scaler.mean
-        self.scaler_scale_ = scaler.scale
+        self.x_mean_ = scaler.mean
+        self.x_scale_ = scaler.scale
         opts = dict(DEFAULT_OPTIONS)
         opts.update(self.optimizer_options or {})
+        max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
+                    else int(self.max_iter))
         records = []
         objectives = []
         if self.optimize:
             results = []
             for theta0 in self._start_thetas(d):
-                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, self.max_iter)
+                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
                 res = run_start(obj, theta0, self._bounds(d), opts)
                 if res.n_iter >= opts.get("maxiter", DEFAULT_OPTIONS["maxiter"]):
                     warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
@@ -443,12 +445,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, self.max_iter)
+            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
             best = 0
             n_iter = 0
         value, _, info = obj(theta, keep_factor=True)
         if obj.smo_limit_hits:
-            warnings.warn(f"SMO reached max_iter={self.max_iter} in {obj.smo_limit_hits} MAP "
+            warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",
                           ConvergenceWarning, stacklevel=3)
         if not self.optimize:
@@ -469,11 +471,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.support_ = np.asarray(info["support"], dtype=np.int64)
         self.support_vectors_ = np.ascontiguousarray(Xs[self.support_])
         self.dual_coef_ = np.asarray(info["dual_coef"], dtype=np.float64)
-        self.chol_ = info["chol"]
+        self.cholesky_ = info["chol"]
         self.lam_sqrt_ = info["lam_sqrt"]
         self.jitter_ = float(info["jitter"])
-        self.n_iter_ = n_iter
-        self.smo_n_iter_ = int(info["smo_iter"])
+        self.n_iter_ = int(info["smo_iter"])
+        self.n_opt_iter_ = n_iter
         self.starts_ = records
         self.best_start_ = int(best)
 
@@ -483,10 +485,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
 
     def _latent(self, X):
-        Xs = (X - self.scaler_mean_) / self.scaler_scale_
+        Xs = (X - self.x_mean_) / self.x_scale_
         Xs = np.ascontiguousarray(Xs, dtype=np.float64)
         mu, var = predictive_moments(self._covariance(), self.support_vectors_, self.dual_coef_,
-                                     self.chol_, self.lam_sqrt_, Xs)
+                                     self.cholesky_, self.lam_sqrt_, Xs)
         return mu, np.sqrt(var)
 
     def decision_function(self, X, return_std=False):

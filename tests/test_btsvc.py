@@ -207,9 +207,9 @@ def test_fixed_hyperparameters_and_fitted_state():
     labels = np.where(y > 0, "yes", "no")
     clf = BayesianSVC(optimize=False, kappa0=10.0, kappa=0.5, kappa_b=100.0).fit(X, labels)
     assert clf.hyperparameters_ == {"kappa0": 10.0, "kappa": 0.5, "kappa_b": 100.0}
-    assert list(clf.classes_) == ["no", "yes"] and clf.n_iter_ == 0
+    assert list(clf.classes_) == ["no", "yes"] and clf.n_opt_iter_ == 0 and clf.n_iter_ > 0
     # the stored evidence is the evidence at those hyperparameters
-    Xs = (X - clf.scaler_mean_) / clf.scaler_scale_
+    Xs = (X - clf.x_mean_) / clf.x_scale_
     obj = EvidenceObjective(Xs, y, ard=False, tol=1e-3)
     assert clf.log_evidence_ == pytest.approx(-obj(clf.theta_)[0], rel=1e-6)
     # predictions: mean from the SVs, class from its sign
