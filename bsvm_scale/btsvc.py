@@ -128,15 +128,20 @@ class EvidenceObjective:
         self.n_smo_iter = sol["n_iter"]
         return cov, sol
 
-    def __call__(self, theta, keep_factor=False):
+    def __call__(self, theta, keep_factor=False, with_grad=True):
         cov, sol = self.solve(theta)
         value, grad, info = neg_log_evidence(cov, self.X, self.y, sol["alpha"],
-                                             keep_factor=keep_factor)
+                                             with_grad=with_grad, keep_factor=keep_factor)
         info["smo_iter"] = sol["n_iter"]
         info["smo_violation"] = sol["max_violation"]
         if np.isfinite(value) and (self.best is None or value < self.best[0]):
-            self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy())
+            self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
+                         int(sol["n_iter"]))
         return value, grad, info
+
+    def release(self):
+        """Drop the row cache (kept: the best dual solution)."""
+        self.cache = None
 
     def restore(self, theta):
         """Warm start from the dual solution kept for ``theta`` if it is the
@@ -144,6 +149,8 @@ class EvidenceObjective:
         (the evidence jumps when a marginal SV enters or leaves the set)."""
         if self.best is not None and np.array_equal(self.best[1], np.asarray(theta, dtype=float)):
             self.alpha = self.best[2].copy()
+            return self.best[3]
+        return None
 
 
 # -- probabilistic prediction ---------------------------------------------------------
@@ -423,6 +430,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                     warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
                                   "evidence converged; increase optimizer_options['maxiter'].",
                                   ConvergenceWarning, stacklevel=3)
+                obj.release()  # one row cache alive at a time
                 results.append(res)
                 objectives.append(obj)
                 records.append({
@@ -439,7 +447,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             best = best_start(results)
             theta = np.asarray(results[best].theta, dtype=float)
             obj = objectives[best]
-            obj.restore(theta)
+            smo_iter = obj.restore(theta)
             n_iter = int(results[best].n_iter)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
@@ -448,7 +456,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
             best = 0
             n_iter = 0
-        value, _, info = obj(theta, keep_factor=True)
+            smo_iter = None
+        value, _, info = obj(theta, keep_factor=True, with_grad=False)
+        if smo_iter is None:
+            smo_iter = info["smo_iter"]
         if obj.smo_limit_hits:
             warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",
@@ -474,7 +485,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.cholesky_ = info["chol"]
         self.lam_sqrt_ = info["lam_sqrt"]
         self.jitter_ = float(info["jitter"])
-        self.n_iter_ = int(info["smo_iter"])
+        self.n_iter_ = int(smo_iter)
         self.n_opt_iter_ = n_iter
         self.starts_ = records
         self.best_start_ = int(best)
