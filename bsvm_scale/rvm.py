@@ -45,10 +45,10 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from threadpoolctl import threadpool_limits
 
 from ._base import Standardizer, check_positive
 from .covariance import GaussianCovariance, as_float_matrix
@@ -154,7 +154,8 @@ def _design(Xq, centres, has_bias, kappa):
 
 def _lam(alpha, s, q):
     """``lambda(alpha)`` of Bishop 7.97 (0 at alpha = inf)."""
-    return 0.5 * (np.log(alpha) - np.log(alpha + s) + q * q / (alpha + s))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 0.5 * (np.log(alpha) - np.log(alpha + s) + q * q / (alpha + s))
 
 
 def _sequential_step(S, Q, active_mask, alpha_full, can_delete, S_ref):
@@ -184,10 +185,11 @@ def _sequential_step(S, Q, active_mask, alpha_full, can_delete, S_ref):
     collinear = ~active_mask & ~(S > _COLLINEAR * S_ref)
     S = np.maximum(S, 1e-300)
     alpha_a = np.where(active_mask, alpha_full, 1.0)
-    denom = np.where(active_mask, alpha_a - S, 1.0)
-    s = np.where(active_mask, alpha_a * S / denom, S)         # (7.105)
-    q = np.where(active_mask, alpha_a * Q / denom, Q)         # (7.104)
-    theta = q * q - s
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        denom = np.where(active_mask, alpha_a - S, 1.0)
+        s = np.where(active_mask, alpha_a * S / denom, S)         # (7.105)
+        q = np.where(active_mask, alpha_a * Q / denom, Q)         # (7.104)
+        theta = q * q - s
     relevant = (theta > 0) & np.isfinite(theta) & (s > 0) & ~collinear
     alpha_new = np.full(S.shape, np.inf)
     alpha_new[relevant] = s[relevant] ** 2 / theta[relevant]  # (7.101)
@@ -220,13 +222,38 @@ def _converged(dL, alpha_new, active_mask, alpha_full, tol, tol_evidence):
     act = active_mask & np.isfinite(alpha_new)
     if not np.any(act):
         return True
-    return bool(np.max(np.abs(np.log(alpha_new[act]) - np.log(alpha_full[act]))) < tol)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        change = np.abs(np.log(alpha_new[act]) - np.log(alpha_full[act]))
+    return bool(np.all(change < tol))
 
 
 def _choose_first(PhiT_t, sq_norms):
     """Start with the candidate most aligned with the targets."""
     score = PhiT_t ** 2 / np.maximum(sq_norms, 1e-300)
     return int(np.argmax(score))
+
+
+def _spd_inverse(H, model):
+    """Inverse and log-determinant of a small symmetric positive-definite matrix.
+
+    NumPy's LAPACK is used on purpose: mixing tiny SciPy LAPACK calls with
+    NumPy BLAS calls makes the two OpenBLAS thread pools contend, which costs
+    milliseconds per call. A vanishing jitter is added only if the Cholesky
+    factorisation fails.
+    """
+    H = 0.5 * (H + H.T)
+    m = H.shape[0]
+    jitter = 0.0
+    for _ in range(8):
+        try:
+            L = np.linalg.cholesky(H + jitter * np.eye(m) if jitter else H)
+            break
+        except np.linalg.LinAlgError:
+            jitter = max(jitter * 10.0, 1e-10 * np.trace(H) / m)
+    else:
+        raise np.linalg.LinAlgError(f"{model}: posterior precision is not positive definite.")
+    Linv = np.linalg.inv(L)
+    return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
 
 
 def _check_X_y(X, y, model):
@@ -375,6 +402,10 @@ class RVR(RegressorMixin, _RVMBase):
     def fit(self, X, y):
         """Run the sequential sparse Bayesian learning algorithm.
 
+        BLAS is limited to one thread during the fit: the sequential steps are
+        many small or memory-bound products for which thread start-up costs
+        more than it saves.
+
         Parameters
         ----------
         X : array-like of shape (n, d)
@@ -384,6 +415,10 @@ class RVR(RegressorMixin, _RVMBase):
         -------
         self
         """
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         X, y = _check_X_y(X, y, "RVR")
         t = y.astype(np.float64)
         if not np.all(np.isfinite(t)):
@@ -501,19 +536,8 @@ class RVR(RegressorMixin, _RVMBase):
         """``Sigma = (A + beta Phi^T Phi)^-1`` (7.83), ``m = beta Sigma Phi^T t``
         (7.82) and ``ln|A + beta Phi^T Phi|`` over the active set."""
         H = beta * PhiTPhi + np.diag(alpha)
-        H = 0.5 * (H + H.T)
-        jitter = 0.0
-        for _ in range(8):
-            try:
-                c = cho_factor(H + jitter * np.eye(H.shape[0]), lower=True)
-                break
-            except np.linalg.LinAlgError:
-                jitter = max(jitter * 10.0, 1e-10 * np.trace(H) / H.shape[0])
-        else:
-            raise np.linalg.LinAlgError("RVR: posterior precision is not positive definite.")
-        Sigma = cho_solve(c, np.eye(H.shape[0]))
-        mean = beta * cho_solve(c, PhiT_t)
-        logdet = 2.0 * float(np.sum(np.log(np.diag(c[0]))))
+        Sigma, logdet = _spd_inverse(H, "RVR")
+        mean = beta * (Sigma @ PhiT_t)
         return Sigma, mean, logdet
 
     def predict(self, X, return_std=False, include_noise=False):
@@ -600,8 +624,7 @@ class RVC(ClassifierMixin, _RVMBase):
             b = y * (1.0 - y)
             g = Pm.T @ (t - y) - alpha * w                   # (7.110)
             H = Pm.T @ (b[:, None] * Pm) + np.diag(alpha)    # -(7.111)
-            c = cho_factor(H, lower=True)
-            dw = cho_solve(c, g)
+            dw = np.linalg.solve(H, g)
             step = 1.0
             while True:
                 w_try = w + step * dw
@@ -615,13 +638,12 @@ class RVC(ClassifierMixin, _RVMBase):
         y = expit(Pm @ w)
         b = y * (1.0 - y)
         H = Pm.T @ (b[:, None] * Pm) + np.diag(alpha)
-        c = cho_factor(H, lower=True)
-        Sigma = cho_solve(c, np.eye(H.shape[0]))
-        logdet = 2.0 * float(np.sum(np.log(np.diag(c[0]))))
+        Sigma, logdet = _spd_inverse(H, "RVC")
         return w, y, Sigma, logdet, ll
 
     def fit(self, X, y):
-        """Run the sequential algorithm with a Laplace inner loop.
+        """Run the sequential algorithm with a Laplace inner loop (BLAS limited
+        to one thread, as for :meth:`RVR.fit`).
 
         Parameters
         ----------
@@ -632,6 +654,10 @@ class RVC(ClassifierMixin, _RVMBase):
         -------
         self
         """
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._fit(X, y)
+
+    def _fit(self, X, y):
         X, y = _check_X_y(X, y, "RVC")
         if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values.")
