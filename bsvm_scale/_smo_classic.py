@@ -63,6 +63,11 @@ from numba import njit
 
 from ._row_cache import get_row
 
+# Functions that call the (parallel) ``get_row`` are not cached on disk: with
+# numba 0.5x-0.6x a cached caller compiled while ``get_row`` itself was loaded
+# from the on-disk cache segfaults when it is loaded again in a new process.
+_CACHE_GET_ROW_CALLERS = False
+
 TAU = 1e-12          # curvature floor for non-positive-definite pairs
 STATUS_OK = 0
 STATUS_MAX_ITER = 1
@@ -389,7 +394,7 @@ def shrink(G, alpha, s, U, active, n_act, m, M):
     return n_act
 
 
-@njit(cache=True)
+@njit(cache=_CACHE_GET_ROW_CALLERS)
 def reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
                          n, G, G_bar, p, alpha, s, U, active, n_act):
     """Rebuild ``G`` of the inactive variables: ``G_t = G_bar_t + p_t +
@@ -412,7 +417,7 @@ def reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
 # ---------------------------------------------------------------------------
 # drivers
 # ---------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=_CACHE_GET_ROW_CALLERS)
 def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
            n, s, p, U, alpha, G, tol, max_iter, shrinking):
     """SMO for the quadratic duals (SVC, SVR), starting from ``alpha`` (any
@@ -520,7 +525,7 @@ def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
     return it, status, gap
 
 
-@njit(cache=True)
+@njit(cache=_CACHE_GET_ROW_CALLERS)
 def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
              s, alpha, Kv, tol, max_iter):
     """SMO for the trigonometric SVC dual with bias (H.4).
