@@ -1,0 +1,118 @@
+"""Tests of the two-stage CV grid search (bsvm_scale.model_selection)."""
+
+import numpy as np
+import pytest
+from sklearn.model_selection import KFold
+
+from bsvm_scale.model_selection import C1_BOX, R2_BOX, _pick_best, grid_search_cv, log_grid
+from bsvm_scale.svm import SVC, SVR, TSVC
+
+
+def sinc_data(n, seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-10, 10, (n, 1))
+    return X, np.sinc(X[:, 0] / np.pi) + 0.2 * rng.standard_normal(n)
+
+
+def c1_data(seed, n_per=15):
+    rng = np.random.default_rng(seed)
+    X = np.r_[rng.normal(-2, 1, n_per), rng.normal(2, 1, n_per)][:, None]
+    y = np.r_[np.ones(n_per), -np.ones(n_per)]
+    return X, y
+
+
+def test_grid_shapes_defaults_and_refit():
+    X, y = sinc_data(60, 0)
+    est = SVR(epsilon=0.1, tol=1e-3)
+    res = grid_search_cv(est, X, y, coarse_points=3, fine_points=3, cv=3)
+    t = res.table
+    assert len(t["score"]) == 9 + 9
+    assert np.all(t["stage"][:9] == 0) and np.all(t["stage"][9:] == 1)
+    np.testing.assert_allclose(np.unique(t["log10_C"][:9]), log_grid(*R2_BOX[0], 3))
+    np.testing.assert_allclose(np.unique(t["log10_kappa"][:9]), log_grid(*R2_BOX[1], 3))
+    fine_c = np.unique(np.round(t["log10_C"][9:], 12))
+    np.testing.assert_allclose(np.diff(fine_c), 0.1)
+    # the fine grid is centred on the best coarse point
+    k = _pick_best(t["log10_C"][:9], t["log10_kappa"][:9], t["score"][:9], t["n_sv"][:9])
+    assert np.isclose(np.median(t["log10_C"][9:]), t["log10_C"][k])
+    assert np.isclose(np.median(t["log10_kappa"][9:]), t["log10_kappa"][k])
+    # best params belong to the fine stage and are the minimum of it
+    fine_scores = t["score"][9:]
+    assert res.best_score == pytest.approx(fine_scores.min())
+    assert res.best_estimator.C == pytest.approx(res.best_params["C"])
+    assert res.best_estimator.kappa == pytest.approx(res.best_params["kappa"])
+    assert res.best_estimator.epsilon == 0.1
+    assert res.scoring == "mse" and res.n_folds == 3
+
+
+def test_score_is_pooled_cv_loss():
+    X, y = sinc_data(40, 1)
+    res = grid_search_cv(SVR(), X, y, log10_C=(0.0, 1.0), log10_kappa=(-1.0, 0.0),
+                         coarse_points=2, fine_points=0, cv=4, random_state=3)
+    # recompute one grid point by hand
+    C, kappa = 10 ** res.table["log10_C"][1], 10 ** res.table["log10_kappa"][1]
+    sse, nsv = 0.0, 0
+    for tr, te in KFold(4, shuffle=True, random_state=3).split(X):
+        m = SVR(C=C, kappa=kappa).fit(X[tr], y[tr])
+        sse += np.sum((m.predict(X[te]) - y[te]) ** 2)
+        nsv += len(m.support_)
+    assert res.table["score"][1] == pytest.approx(sse / len(y))
+    assert res.table["n_sv"][1] == pytest.approx(nsv / 4)
+
+
+def test_loo_classification_ties_go_to_fewer_svs():
+    X, y = c1_data(2)
+    res = grid_search_cv(SVC(), X, y, coarse_points=4, fine_points=3, cv="loo")
+    assert res.n_folds == len(y) and res.scoring == "error_rate"
+    np.testing.assert_allclose(np.unique(res.table["log10_C"][:16]), log_grid(*C1_BOX[0], 4))
+    fine = res.table["stage"] == 1
+    s, nsv = res.table["score"][fine], res.table["n_sv"][fine]
+    best = s.min()
+    # among the tied best points the chosen one has the fewest SVs
+    assert res.best_score == best
+    assert res.best_n_sv == nsv[s == best].min()
+    # error rates are multiples of 1/n
+    assert np.allclose(res.table["score"] * len(y), np.round(res.table["score"] * len(y)))
+
+
+def test_pick_best_tie_rules():
+    lx = np.array([0.0, 1.0, 2.0, 0.5])
+    ly = np.array([0.0, 0.0, 0.0, -1.0])
+    score = np.array([0.1, 0.1, 0.2, 0.1])
+    nsv = np.array([5.0, 3.0, 1.0, 3.0])
+    assert _pick_best(lx, ly, score, nsv) == 3        # fewest SVs, then smaller C
+    assert _pick_best(lx, ly, np.array([0.1, 0.1, 0.05, 0.1]), nsv) == 2
+
+
+def test_tsvc_params_option():
+    X, y = c1_data(3, 10)
+    res = grid_search_cv(TSVC(), X, y, params=("kappa0", "kappa"), log10_C=(-1, 1),
+                         log10_kappa=(-1, 0), coarse_points=2, fine_points=0, cv=2)
+    assert set(res.best_params) == {"kappa0", "kappa"}
+
+
+@pytest.mark.parametrize("kw,name", [
+    (dict(cv=1), "cv"), (dict(cv="bogus"), "cv"), (dict(log10_C=(2, 1)), "log10_C"),
+    (dict(log10_kappa=(0, np.inf)), "log10_kappa"), (dict(coarse_points=0), "coarse_points"),
+    (dict(fine_step=0.0), "fine_step"), (dict(params=("C", "gamma")), "params"),
+])
+def test_bad_arguments(kw, name):
+    X, y = sinc_data(20, 4)
+    with pytest.raises(ValueError, match=name):
+        grid_search_cv(SVR(), X, y, **kw)
+
+
+def test_dask_matches_serial():
+    distributed = pytest.importorskip("distributed")
+    X, y = c1_data(5, 12)
+    kw = dict(coarse_points=3, fine_points=3, cv=3, log10_C=(0, 2), log10_kappa=(-2, 0))
+    serial = grid_search_cv(SVC(), X, y, **kw)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        par = grid_search_cv(SVC(), X, y, client=client, **kw)
+    assert par.best_params == serial.best_params
+    for key in serial.table:
+        np.testing.assert_array_equal(par.table[key], serial.table[key])
+    np.testing.assert_array_equal(par.best_estimator.decision_function(X),
+                                  serial.best_estimator.decision_function(X))
