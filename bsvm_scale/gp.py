@@ -425,8 +425,7 @@ class GPR(RegressorMixin, BaseEstimator):
         self.log_marginal_likelihood_ = float(
             -0.5 * yc @ alpha - np.sum(np.log(np.diag(c))) - 0.5 * n * _LOG_2PI)
 
-    @property
-    def covariance_(self):
+    def get_covariance(self):
         """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""
         _check_fitted(self, "theta_")
         return GaussianCovariance.from_theta(self.theta_[:-1], ard=bool(self.ard))
@@ -455,7 +454,7 @@ class GPR(RegressorMixin, BaseEstimator):
                              f"{self.n_features_in_}.")
         Xs = (X - self.x_mean_) / self.x_scale_
         Xs = np.ascontiguousarray(Xs)
-        cov = self.covariance_
+        cov = self.get_covariance()
         mean = cov.cross_matvec(Xs, self.X_train_, self.alpha_) + self.y_mean_
         if not return_std:
             return mean
@@ -515,8 +514,10 @@ class GPC(ClassifierMixin, BaseEstimator):
         How ``int sigma(f) q(f) df`` (6.76) is computed: Gauss-Hermite
         quadrature or the probit approximation (4.153).
     max_memory_mb : float, default=4096
-        Budget for the four dense ``n x n`` matrices of an evidence-gradient
-        evaluation; a larger problem raises ``ValueError`` before allocation.
+        Budget for the dense ``n x n`` matrices of an evidence-gradient
+        evaluation (counted as four: covariance, Cholesky factor of ``B``,
+        ``R`` and one work matrix; ``32 n^2`` bytes); a larger problem raises
+        ``ValueError`` before allocation.
 
     Attributes
     ----------
@@ -619,10 +620,12 @@ class GPC(ClassifierMixin, BaseEstimator):
             return lml, None, state
         del B
         # R = W^1/2 L^-T L^-1 W^1/2 = W^1/2 B^-1 W^1/2 = (W^-1 + K)^-1
-        Linv_sw = solve_triangular(L, np.diag(sw), lower=True, check_finite=False)
-        R = Linv_sw.T @ Linv_sw
-        del Linv_sw
-        C = solve_triangular(L, sw[:, None] * K, lower=True, check_finite=False)
+        M = solve_triangular(L, np.eye(n), lower=True, check_finite=False, overwrite_b=True)
+        M *= sw[None, :]
+        R = M.T @ M
+        del M
+        C = solve_triangular(L, sw[:, None] * K, lower=True, check_finite=False,
+                             overwrite_b=True)
         # (6.92): d lml / d f_n = -1/2 [(K^-1 + W)^-1]_nn * sigma_n (1 - sigma_n)(1 - 2 sigma_n)
         diag_post = np.diag(K) - np.einsum("ij,ij->j", C, C)
         del C
@@ -731,9 +734,8 @@ class GPC(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = d
         return self
 
-    @property
-    def covariance_(self):
-        """The fitted :class:`GaussianCovariance`."""
+    def get_covariance(self):
+        """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""
         _check_fitted(self, "theta_")
         return GaussianCovariance.from_theta(self.theta_, ard=bool(self.ard))
 
@@ -750,7 +752,7 @@ class GPC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[1]} features but GPC was fitted with "
                              f"{self.n_features_in_}.")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
-        cov = self.covariance_
+        cov = self.get_covariance()
         mean = cov.cross_matvec(Xs, self.X_train_, self.grad_loglik_)
         if not return_std:
             return mean
