@@ -478,6 +478,9 @@ def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
     while True:
         if max_iter >= 0 and it >= max_iter:
             status = STATUS_MAX_ITER
+            # leave a complete gradient behind for the bias and the caller
+            reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+                                 n, G, G_bar, p, alpha, s, U, active, n_act)
             break
         if shrinking and not just_rebuilt:
             counter -= 1

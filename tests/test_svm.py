@@ -143,6 +143,13 @@ def test_max_iter_warns():
     with pytest.warns(ConvergenceWarning):
         m = SVR(C=10, kappa=0.5, max_iter=5).fit(X, y)
     assert m.n_iter_ == 5
+    # even when stopped early (shrinking on) the full gradient is rebuilt
+    X2, y2 = sinc_data(300, 13)
+    with pytest.warns(ConvergenceWarning):
+        m2 = SVR(C=10, kappa=0.5, max_iter=1500, shrinking=True).fit(X2, y2)
+    beta = np.zeros(300)
+    beta[m2.support_] = m2.dual_coef_[0]
+    np.testing.assert_allclose(m2._Kbeta, gram(X2, X2, 0.5) @ beta, atol=1e-9)
 
 
 @pytest.mark.parametrize("Est,bad", [
