@@ -16,16 +16,19 @@ call :func:`get_row` without returning to Python:
                                      tail (LRU), slots in use]
 
 A lookup is O(1) (array index plus list splice); a miss costs one covariance
-row, O(n d), computed in parallel over the row.
+row, O(n d). Rows are computed serially here: the SMO loop is sequential, and
+measurements on the 2-core machine showed a prange row launched from inside
+the loop costing up to ten times a serial one whenever the other core was
+busy (another worker, another start). :func:`bsvm_scale._covariance_kernels.cov_row`
+(prange) remains for one-off rows from Python.
 """
 
 import numpy as np
 from numba import njit
 
-from ._covariance_kernels import cov_row, cov_row_serial
+from ._covariance_kernels import cov_row_serial
 
 HITS, MISSES, EVICTIONS, HEAD, TAIL, USED = 0, 1, 2, 3, 4, 5
-PARALLEL_ROW_MIN = 4096  # below this a serial row is faster than a prange launch
 
 
 def allocate(n, n_slots):
@@ -115,10 +118,7 @@ def get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i):
     meta[MISSES] += 1
     s = _claim_slot(slot_of, row_of, prev, nxt, meta)
     row = buf[s]
-    if X.shape[0] >= PARALLEL_ROW_MIN:
-        cov_row(X, i, w, kappa0, kappa_b, row)
-    else:
-        cov_row_serial(X, i, w, kappa0, kappa_b, row)
+    cov_row_serial(X, i, w, kappa0, kappa_b, row)
     slot_of[i] = s
     row_of[s] = i
     _push_front(s, prev, nxt, meta)

@@ -91,7 +91,8 @@ class GaussianCovariance:
         Inverse squared length scale; an array gives the ARD form with one
         relevance weight per input.
     kappa_b : float
-        Variance of the bias (offset) of f, > 0.
+        Variance of the bias (offset) of f, > 0; 0 gives the pure Gaussian
+        kernel (then ``theta`` is not defined).
     """
 
     def __init__(self, kappa0=1.0, kappa=1.0, kappa_b=1.0):
@@ -100,7 +101,10 @@ class GaussianCovariance:
         if k.ndim > 1:
             raise ValueError(f"kappa must be a float or a 1-D array; got shape {k.shape}.")
         self.kappa = float(k) if k.ndim == 0 else k.copy()
-        self.kappa_b = float(_positive("kappa_b", kappa_b))
+        if kappa_b == 0:  # a pure Gaussian kernel (no bias term) is allowed
+            self.kappa_b = 0.0
+        else:
+            self.kappa_b = float(_positive("kappa_b", kappa_b))
 
     # -- parameters -----------------------------------------------------
     @property
@@ -142,7 +146,8 @@ class GaussianCovariance:
     def same_as(self, other):
         """True when ``other`` has exactly the same hyperparameters."""
         return (isinstance(other, GaussianCovariance) and self.ard == other.ard
-                and np.array_equal(self.theta, other.theta))
+                and self.kappa0 == other.kappa0 and self.kappa_b == other.kappa_b
+                and np.array_equal(np.atleast_1d(self.kappa), np.atleast_1d(other.kappa)))
 
     def __repr__(self):
         return f"GaussianCovariance(kappa0={self.kappa0!r}, kappa={self.kappa!r}, kappa_b={self.kappa_b!r})"

@@ -1,0 +1,401 @@
+"""Bayesian support vector regression (BSVR), thesis chapter 4.
+
+A thin public estimator over the shared engines:
+
+- the MAP solution of (4.25) by the Numba SMO of :mod:`bsvm_scale._smo_silf`
+  over the kernel-row cache of :mod:`bsvm_scale.covariance`;
+- the evidence (4.38) and its gradient (4.39)-(4.41), ARD (4.42), in
+  :mod:`bsvm_scale.evidence_silf`;
+- evidence maximisation from several starts by :mod:`bsvm_scale.optimize`;
+- prediction with error bars (4.46) and the SILF noise variance (2.33).
+
+Inputs are standardised with training statistics; targets are used as given.
+The default box prior and starting values of ``C`` and ``epsilon`` are the
+thesis' values (experiments.md) expressed in units of the standard deviation
+``s`` of the training targets (``C`` in units of ``1/s``, ``epsilon`` in
+units of ``s``), so that the box stays meaningful for targets of any scale;
+for targets of unit spread they coincide with the thesis' values.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import losses
+from ._base import Standardizer, check_beta, check_positive, resolve_rng
+from ._smo_silf import smo_silf
+from .covariance import GaussianCovariance, RowCache
+from .evidence_silf import predictive_variance_chunk, silf_evidence
+from .optimize import best_start, run_start
+
+__all__ = ["BayesianSVR", "default_beta"]
+
+#: thesis box prior (experiments.md) for unit-scale targets
+BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
+       "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
+_PRED_CHUNK_BYTES = 32 * 2**20
+
+
+def default_beta(n):
+    """Default ``beta`` for ``n`` training samples.
+
+    The thesis heuristic (section 4.3.3): 0.3 below 2000 samples, 0.1 for
+    2000-4000 and 0.05 for 4000-6000. Beyond 6000 the number of off-bound SVs
+    grows like ``n beta``; to keep the ``m x m`` block (and the O(m^3) cost)
+    roughly constant we continue with ``beta = 300 / n`` (continuous at
+    6000, e.g. 0.006 at 50,000).
+    """
+    if n < 2000:
+        return 0.3
+    if n < 4000:
+        return 0.1
+    if n <= 6000:
+        return 0.05
+    return 300.0 / n
+
+
+class _Problem:
+    """Objective ``theta -> (-ln evidence, gradient, info)`` for one data set.
+
+    ``theta = [ln C, ln eps, ln kappa | ln kappa_1..d, ln kappa_b]``. Keeps the
+    row cache and the last dual solution, so each evaluation warm-starts SMO
+    from the previous one (clipped to the new box).
+    """
+
+    def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter):
+        self.X, self.y = X, y
+        self.kappa0, self.beta, self.ard = kappa0, beta, ard
+        self.tol, self.max_iter = tol, max_iter
+        d = X.shape[1]
+        init = GaussianCovariance(kappa0, np.ones(d) if ard else 1.0, 0.0)
+        self.cache = RowCache(X, init, cache_mb)
+        self.nu = np.zeros(X.shape[0])
+        self.last = None
+
+    def unpack(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        C, eps = float(np.exp(theta[0])), float(np.exp(theta[1]))
+        kappa = np.exp(theta[2:-1]) if self.ard else float(np.exp(theta[2]))
+        return C, eps, GaussianCovariance(self.kappa0, kappa, float(np.exp(theta[-1])))
+
+    def solve(self, C, eps, cov):
+        """MAP solution of (4.25) at the given hyperparameters (warm start)."""
+        # the cache holds rows without the bias term; SMO handles kappa_b exactly
+        self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
+        X, w, k0, _, *state = self.cache.args
+        nu = np.clip(self.nu, -C, C)
+        g, bias, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps, self.beta,
+                                         cov.kappa_b, self.tol, self.max_iter)
+        f = g + self.y - (2.0 * self.beta * eps / C) * nu
+        self.nu = nu
+        return nu, f, float(bias), int(n_iter), float(vmax)
+
+    def __call__(self, theta, need_grad=True):
+        C, eps, cov = self.unpack(theta)
+        nu, f, bias, n_iter, vmax = self.solve(C, eps, cov)
+        ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad, bias)
+        info = {"n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
+                "n_on_bound": int(ev.support.size - ev.off_bound.size),
+                "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias}
+        self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info)
+        return ev.value, ev.grad, info
+
+
+class BayesianSVR(RegressorMixin, BaseEstimator):
+    """Bayesian support vector regression with the soft insensitive loss.
+
+    Parameters
+    ----------
+    beta : float in (0, 1], optional
+        Shape of the soft insensitive loss (2.28); fixed, not inferred.
+        Default: :func:`default_beta` of the training-set size.
+    ard : bool, default=False
+        One relevance weight ``kappa_l`` per input (4.42).
+    n_starts : int, optional
+        Number of optimiser starts (default: the two starts of the thesis
+        protocol, or ``len(starts)``). Starts beyond the given/default ones
+        are drawn uniformly inside the box prior with ``random_state``.
+    tol : float, default=1e-3
+        SMO tolerance ``tau`` of the stopping rule (4.33).
+    cache_mb : float, default=256
+        Memory budget of the kernel-row cache in MiB.
+    random_state : int, Generator or None
+        Seed for extra random starts.
+    optimize : bool, default=True
+        Maximise the evidence; with ``False`` the given hyperparameters are
+        used as they are (fit solves the MAP problem and evaluates the
+        evidence only).
+    C, epsilon, kappa, kappa_b : float, optional
+        Fixed hyperparameters (``optimize=False``) or the first start.
+        ``kappa`` may be an array with ``ard=True``.
+    kappa0 : float, optional
+        Signal variance; default the variance of the training targets
+        (thesis footnote 9). Never optimised.
+    starts : list of dict, optional
+        Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``.
+    bounds : dict, optional
+        Box prior overriding the default, keys ``ln_C, ln_epsilon, ln_kappa,
+        ln_kappa_b`` with ``(low, high)`` in natural-log units of the raw
+        hyperparameters.
+    max_iter : int, optional
+        SMO iteration limit per solve (default ``max(10^6, 100 n)``).
+    optimizer_options : dict, optional
+        Passed to SciPy's L-BFGS-B.
+
+    Attributes
+    ----------
+    hyperparameters_ : dict
+        ``C, epsilon, beta, kappa0, kappa, kappa_b`` at the optimum.
+    log_evidence_ : float
+        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters.
+    noise_variance_ : float
+        ``sigma_n^2`` of the fitted SILF noise model (2.33).
+    support_, off_bound_, on_bound_ : ndarray of int
+        Training indices of all SVs, off-bound SVs (``0 < |nu| < C``) and
+        on-bound SVs (``|nu| = C``).
+    dual_coef_ : ndarray
+        ``alpha - alpha*`` of the support vectors.
+    intercept_ : float
+        The bias ``b = kappa_b sum(alpha - alpha*)`` of ``f`` (4.12), as
+        found by the SMO's exact bias search.
+    support_vectors_ : ndarray
+        Standardised inputs of the SVs.
+    n_iter_ : int
+        SMO iterations of the final solve.
+    starts_ : list of dict
+        Every start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
+        ``success``, ``message`` and the ``trajectory`` (theta, -ln evidence,
+        projected gradient norm, SV counts per evaluation).
+    """
+
+    def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
+                 random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
+                 kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
+                 optimizer_options=None):
+        self.beta = beta
+        self.ard = ard
+        self.n_starts = n_starts
+        self.tol = tol
+        self.cache_mb = cache_mb
+        self.random_state = random_state
+        self.optimize = optimize
+        self.C = C
+        self.epsilon = epsilon
+        self.kappa = kappa
+        self.kappa_b = kappa_b
+        self.kappa0 = kappa0
+        self.starts = starts
+        self.bounds = bounds
+        self.max_iter = max_iter
+        self.optimizer_options = optimizer_options
+
+    # ------------------------------------------------------------------
+    def _check_params(self, n, d):
+        beta = default_beta(n) if self.beta is None else check_beta(self.beta)
+        check_positive("tol", self.tol)
+        check_positive("cache_mb", self.cache_mb)
+        for name in ("C", "epsilon", "kappa_b", "kappa0"):
+            check_positive(name, getattr(self, name), allow_none=True)
+        if self.kappa is not None:
+            k = np.atleast_1d(check_positive("kappa", self.kappa))
+            if k.size not in (1, d) or (k.size == d and d > 1 and not self.ard):
+                raise ValueError(f"kappa must be a float, or an array of length n_features={d} "
+                                 f"with ard=True; got {self.kappa!r}.")
+        if self.n_starts is not None and (int(self.n_starts) != self.n_starts or self.n_starts < 1):
+            raise ValueError(f"n_starts must be a positive integer; got {self.n_starts!r}.")
+        if self.max_iter is not None and self.max_iter < 1:
+            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        return beta
+
+    def _box(self, s, d):
+        box = dict(BOX)
+        box["ln_C"] = (box["ln_C"][0] - np.log(s), box["ln_C"][1] - np.log(s))
+        box["ln_epsilon"] = (box["ln_epsilon"][0] + np.log(s), box["ln_epsilon"][1] + np.log(s))
+        if self.bounds:
+            unknown = set(self.bounds) - set(BOX)
+            if unknown:
+                raise ValueError(f"bounds has unknown keys {sorted(unknown)}; allowed: {sorted(BOX)}.")
+            box.update({k: tuple(map(float, v)) for k, v in self.bounds.items()})
+        k = d if self.ard else 1
+        return [box["ln_C"], box["ln_epsilon"]] + [box["ln_kappa"]] * k + [box["ln_kappa_b"]]
+
+    def _theta_from(self, start, s, d):
+        """Start dict -> optimisation vector."""
+        allowed = {"C", "epsilon", "kappa", "kappa_b"}
+        unknown = set(start) - allowed
+        if unknown:
+            raise ValueError(f"start has unknown hyperparameter names {sorted(unknown)}; "
+                             f"allowed: {sorted(allowed)}.")
+        C = check_positive("C", start.get("C", 1.0 / s))
+        eps = check_positive("epsilon", start.get("epsilon", 0.05 * s))
+        kappa = np.atleast_1d(check_positive("kappa", start.get("kappa", 0.5)))
+        kappa = np.broadcast_to(kappa, (d,)) if self.ard else kappa[:1]
+        kb = check_positive("kappa_b", start.get("kappa_b", 100.0))
+        return np.concatenate(([np.log(C), np.log(eps)], np.log(kappa), [np.log(kb)]))
+
+    def _start_points(self, s, d, bounds):
+        given = {k: getattr(self, k) for k in ("C", "epsilon", "kappa", "kappa_b")
+                 if getattr(self, k) is not None}
+        if self.starts is not None:
+            starts = [dict(st) for st in self.starts]
+        else:
+            starts = [dict(given) or {}, {**given, "C": 10.0 / s, "kappa": 1.0 / d}]
+            if given:
+                starts = starts[:1] + [{"C": 10.0 / s, "kappa": 1.0 / d}]
+        n = len(starts) if self.n_starts is None else int(self.n_starts)
+        thetas = [self._theta_from(st, s, d) for st in starts[:n]]
+        rng = resolve_rng(self.random_state)
+        lo = np.array([b[0] for b in bounds])
+        hi = np.array([b[1] for b in bounds])
+        while len(thetas) < n:
+            thetas.append(rng.uniform(lo, hi))
+        return thetas
+
+    # ------------------------------------------------------------------
+    def fit(self, X, y, callback=None, init=None):
+        """Fit the MAP solution and, with ``optimize=True``, maximise the evidence.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : array-like (n_samples,)
+        callback : callable, optional
+            ``callback(start_index, record, nu)`` after every evidence
+            evaluation (used by pipelines for checkpoints); ``nu`` is the
+            current dual solution (warm-start vector).
+        init : dict, optional
+            Resume state ``{"theta": array, "nu": array}``: the (single) start
+            continues from ``theta`` with SMO warm-started at ``nu``.
+        """
+        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        n, d = X.shape
+        if n < 2:
+            raise ValueError(f"X must have at least 2 samples to fit BayesianSVR; got n_samples={n}.")
+        beta = self._check_params(n, d)
+        self._scaler = Standardizer.fit(X)
+        Xs = self._scaler.transform(X)
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        kappa0 = float(np.var(y)) if self.kappa0 is None else float(self.kappa0)
+        if not kappa0 > 0:
+            raise ValueError("the training targets y are constant, so the default kappa0 = var(y) "
+                             "is 0; pass kappa0 explicitly or check y.")
+        s = float(np.std(y))
+        bounds = self._box(s, d)
+        max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
+        problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
+                           float(self.cache_mb), max_iter)
+        thetas = self._start_points(s, d, bounds)
+        if init is not None:
+            thetas = [np.asarray(init["theta"], dtype=float)]
+            problem.nu = np.asarray(init["nu"], dtype=float).copy()
+
+        self.starts_ = []
+        if not self.optimize:
+            value, _, info = problem(thetas[0], need_grad=False)
+            final = problem.last
+            self.starts_.append({"theta0": thetas[0], "theta": thetas[0], "neg_log_evidence": value,
+                                 "n_iter": 0, "success": True, "message": "optimize=False",
+                                 "trajectory": []})
+        else:
+            results, finals = [], []
+            for k, theta0 in enumerate(thetas):
+                if k > 0 and init is None:
+                    problem.nu = np.zeros(n)
+                cb = None if callback is None else (
+                    lambda rec, k=k: callback(k, rec, problem.nu))
+                res = run_start(problem, theta0, bounds, self.optimizer_options, cb)
+                results.append(res)
+                self.starts_.append({"theta0": res.theta0, "theta": res.theta,
+                                     "neg_log_evidence": res.fun, "n_iter": res.n_iter,
+                                     "success": res.success, "message": res.message,
+                                     "trajectory": res.trajectory})
+                finals.append(res)
+                if not res.success and "ITERATIONS" in res.message.upper():
+                    warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
+                                  f"{res.message}", ConvergenceWarning, stacklevel=2)
+            best = best_start(results)
+            problem.nu = np.zeros(n)
+            problem(results[best].theta, need_grad=False)
+            final = problem.last
+        self._set_fitted(final, beta, kappa0, Xs)
+        return self
+
+    def _set_fitted(self, final, beta, kappa0, X):
+        theta, C, eps, cov, nu, ev, info = final
+        if info["smo_violation"] > self.tol:
+            warnings.warn(f"SMO stopped after {info['smo_iter']} iterations with KKT violation "
+                          f"{info['smo_violation']:.3g} > tol={self.tol}; increase max_iter.",
+                          ConvergenceWarning, stacklevel=3)
+        if ev.jitter:
+            warnings.warn(f"Sigma_M was not numerically positive definite; relative jitter "
+                          f"{ev.jitter:g} was added to its diagonal.", RuntimeWarning, stacklevel=3)
+        if not np.isfinite(ev.value):
+            raise FloatingPointError("the evidence at the fitted hyperparameters is not finite.")
+        self.x_mean_ = self._scaler.mean
+        self.x_scale_ = self._scaler.scale
+        self.theta_ = theta
+        self.hyperparameters_ = {"C": C, "epsilon": eps, "beta": beta, "kappa0": kappa0,
+                                 "kappa": cov.kappa if not cov.ard else np.array(cov.kappa),
+                                 "kappa_b": cov.kappa_b}
+        self.log_evidence_ = -float(ev.value)
+        self.noise_variance_ = float(losses.silf_noise_variance(C, eps, beta))
+        absnu = np.abs(nu)
+        self.support_ = ev.support
+        self.off_bound_ = ev.off_bound
+        self.on_bound_ = np.flatnonzero(absnu >= C)
+        self.dual_coef_ = nu[ev.support].copy()
+        self.intercept_ = float(info["bias"])
+        self.support_vectors_ = X[ev.support].copy()
+        self.off_bound_vectors_ = X[ev.off_bound].copy()
+        self.cholesky_ = ev.L
+        self.jitter_ = float(ev.jitter)
+        self.n_iter_ = int(info["smo_iter"])
+        self.fit_info_ = dict(info)
+        del self._scaler
+
+    # ------------------------------------------------------------------
+    def _covariance(self):
+        h = self.hyperparameters_
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+
+    def predict(self, X, return_std=False, include_noise=False):
+        """Predictive mean (and standard deviation) at ``X``.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation: of ``f(x)`` (``sigma_t``,
+            4.46), or of the target ``sqrt(sigma_t^2 + sigma_n^2)`` with
+            ``include_noise=True``.
+        include_noise : bool, default=False
+
+        Returns
+        -------
+        mean : ndarray (n_samples,)
+        std : ndarray (n_samples,), only with ``return_std=True``
+        """
+        check_is_fitted(self, "dual_coef_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
+        cov = self._covariance()
+        # f(x) = sum_i nu_i Cov~(x, x_i) + b, with b = kappa_b sum(nu) at the optimum
+        kern = GaussianCovariance(cov.kappa0, cov.kappa, 0.0)
+        mean = kern.cross_matvec(Xs, self.support_vectors_, self.dual_coef_) \
+            if self.dual_coef_.size else np.zeros(Xs.shape[0])
+        mean = mean + self.intercept_
+        if not return_std:
+            return mean
+        var = np.empty(Xs.shape[0])
+        rows = max(1, _PRED_CHUNK_BYTES // (8 * max(1, self.off_bound_vectors_.shape[0])))
+        for a in range(0, Xs.shape[0], rows):
+            var[a:a + rows] = predictive_variance_chunk(cov, Xs[a:a + rows],
+                                                        self.off_bound_vectors_, self.cholesky_)
+        if include_noise:
+            var = var + self.noise_variance_
+        return mean, np.sqrt(var)
