@@ -64,7 +64,7 @@ from numba import njit
 from ._row_cache import get_row
 
 # Functions that call the (parallel) ``get_row`` are not cached on disk: with
-# numba 0.5x-0.6x a cached caller compiled while ``get_row`` itself was loaded
+# numba 0.68 a cached caller compiled while ``get_row`` itself was loaded
 # from the on-disk cache segfaults when it is loaded again in a new process.
 _CACHE_GET_ROW_CALLERS = False
 

@@ -304,3 +304,32 @@ def test_reestimate_C_reaches_fixed_point_of_eq17():
     # the final model is fitted at the selected C
     assert m._C_fit == m.C
     assert np.isfinite(m.log_evidence_)
+
+
+# ---------------------------------------------------------------------------
+# property: the SVR solution satisfies the KKT conditions (C.13)
+# ---------------------------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), logC=st.floats(-1, 2), eps=st.floats(0.0, 0.5),
+       logk=st.floats(-1.5, 1), n=st.integers(5, 60), shrinking=st.booleans())
+def test_svr_kkt_property(seed, logC, eps, logk, n, shrinking):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.sin(X[:, 0]) + 0.3 * rng.standard_normal(n)
+    C, kappa = 10 ** logC, 10 ** logk
+    m = SVR(C=C, epsilon=eps, kappa=kappa, tol=1e-7, shrinking=shrinking).fit(X, y)
+    beta = np.zeros(n)
+    beta[m.support_] = m.dual_coef_[0]
+    assert abs(beta.sum()) < 1e-9 * max(1.0, C)                       # (B.24)
+    assert np.all(np.abs(beta) <= C * (1 + 1e-12))
+    r = y - (gram(X, X, kappa) @ beta + m.intercept_[0])               # y - f
+    tol = 1e-5
+    free = (np.abs(beta) > 0) & (np.abs(beta) < C)
+    assert np.all(np.abs(np.abs(r[free]) - eps) < tol)                 # cases 4, 5
+    assert np.all(np.abs(r[beta == 0]) <= eps + tol)                   # case 1
+    assert np.all(np.abs(r[np.abs(beta) >= C]) >= eps - tol)           # cases 2, 3
+    big = (beta != 0) & (np.abs(r) > tol)
+    assert np.all(np.sign(r[big]) == np.sign(beta[big]))                # beta_i > 0 iff above the tube
