@@ -1,0 +1,368 @@
+"""HDF5 storage of fitted estimators: :func:`save_model` / :func:`load_model`.
+
+Every estimator of the package (BayesianSVR, BayesianSVC including its
+one-versus-rest ``estimators_``, SVR, SVC, TSVC, GPR, GPC, RVR, RVC) is
+stored without pickling: the constructor parameters and every attribute the
+fit set (public fitted attributes ending in ``_`` such as ``dual_coef_``,
+sklearn's ``n_features_in_``/``classes_``, and the private state a model
+needs to predict, e.g. ``SVR._kappa``) are written as HDF5 datasets, groups
+and attributes, recursively:
+
+* ``dict`` -> group (``kind='dict'``), one child per key;
+* ``list`` / ``tuple`` -> group (``kind='list'``/``'tuple'``) with children
+  ``0, 1, ...``;
+* a nested estimator -> group (``kind='estimator'``, ``class`` = its class
+  name) laid out like the root;
+* ``Standardizer`` -> group (``kind='standardizer'``) with ``mean``, ``scale``;
+* leaves -> datasets with ``kind`` in ``none, bool, int, float, complex, str,
+  npscalar, ndarray`` so that the exact Python/NumPy type comes back.
+
+File layout::
+
+    /                attrs: library='bsvm_scale', library_version, format_version=1,
+                            estimator=<class name>, params=<JSON of get_params()>
+    /params          the parameters, recursively (exact types)
+    /attributes      every fitted attribute, recursively
+
+Writes are atomic (temporary file in the target directory, fsync,
+:func:`os.replace`). Loading validates the file and reports any problem (not
+HDF5, truncated, another format version, not a model) as a
+:class:`ModelFileError` (a ``ValueError``) naming the file. A loaded model
+predicts bitwise what the saved one did: arrays are stored losslessly with
+their dtype and memory layout (C or Fortran order).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["save_model", "load_model", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
+           "encode", "decode"]
+
+FORMAT_VERSION = 1
+LIBRARY = "bsvm_scale"
+
+
+class ModelFileError(ValueError):
+    """A model file that cannot be read (names the file and the problem)."""
+
+
+def _estimator_classes():
+    from .bsvr import BayesianSVR
+    from .btsvc import BayesianSVC
+    from .gp import GPC, GPR
+    from .rvm import RVC, RVR
+    from .svm import SVC, SVR, TSVC
+
+    return {c.__name__: c for c in (BayesianSVR, BayesianSVC, SVR, SVC, TSVC, GPR, GPC, RVR, RVC)}
+
+
+#: names of the estimator classes that can be stored
+ESTIMATORS = ("BayesianSVR", "BayesianSVC", "SVR", "SVC", "TSVC", "GPR", "GPC", "RVR", "RVC")
+
+
+def _json_default(obj):
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return repr(obj)
+
+
+# ----------------------------------------------------------------- encoding
+def _child_name(key, index):
+    """HDF5-safe child name for a dict key (the original key is kept as attr)."""
+    if isinstance(key, str) and key and "/" not in key and key not in (".", ".."):
+        return key
+    return f"__key{index}"
+
+
+def encode(group, name, value, where="model"):
+    """Write ``value`` under ``group[name]`` (recursively, no pickling)."""
+    from ._base import Standardizer
+    from sklearn.base import BaseEstimator
+
+    if isinstance(value, BaseEstimator):
+        g = group.create_group(name, track_order=True)
+        g.attrs["kind"] = "estimator"
+        _write_estimator(g, value, f"{where}.{name}")
+        return
+    if isinstance(value, Standardizer):
+        g = group.create_group(name, track_order=True)
+        g.attrs["kind"] = "standardizer"
+        encode(g, "mean", value.mean, where)
+        encode(g, "scale", value.scale, where)
+        return
+    if isinstance(value, dict):
+        g = group.create_group(name, track_order=True)
+        g.attrs["kind"] = "dict"
+        for i, (k, v) in enumerate(value.items()):
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"{where}.{name}: dict key {k!r} is not a str or int")
+            cn = _child_name(k, i)
+            encode(g, cn, v, f"{where}.{name}[{k!r}]")
+            g[cn].attrs["key"] = k if isinstance(k, str) else np.int64(k)
+            g[cn].attrs["key_type"] = "str" if isinstance(k, str) else "int"
+        return
+    if isinstance(value, (list, tuple)):
+        g = group.create_group(name, track_order=True)
+        g.attrs["kind"] = "list" if isinstance(value, list) else "tuple"
+        g.attrs["length"] = np.int64(len(value))
+        for i, v in enumerate(value):
+            encode(g, str(i), v, f"{where}.{name}[{i}]")
+        return
+    if value is None:
+        ds = group.create_dataset(name, data=np.int8(0))
+        ds.attrs["kind"] = "none"
+    elif isinstance(value, (bool, np.bool_)) and not isinstance(value, np.ndarray):
+        ds = group.create_dataset(name, data=np.bool_(value))
+        ds.attrs["kind"] = "bool" if isinstance(value, bool) else "npscalar"
+    elif isinstance(value, int):
+        if not -2**63 <= value < 2**63:
+            raise TypeError(f"{where}.{name}: integer {value} does not fit in 64 bits")
+        ds = group.create_dataset(name, data=np.int64(value))
+        ds.attrs["kind"] = "int"
+    elif isinstance(value, float):
+        ds = group.create_dataset(name, data=np.float64(value))
+        ds.attrs["kind"] = "float"
+    elif isinstance(value, complex):
+        ds = group.create_dataset(name, data=np.complex128(value))
+        ds.attrs["kind"] = "complex"
+    elif isinstance(value, str):
+        import h5py
+
+        ds = group.create_dataset(name, data=value, dtype=h5py.string_dtype())
+        ds.attrs["kind"] = "str"
+    elif isinstance(value, np.generic):
+        if value.dtype.kind in "OUSV":
+            raise TypeError(f"{where}.{name}: unsupported numpy scalar dtype {value.dtype}")
+        ds = group.create_dataset(name, data=value)
+        ds.attrs["kind"] = "npscalar"
+    elif isinstance(value, np.ndarray):
+        if value.dtype.kind in "OV":
+            raise TypeError(f"{where}.{name}: arrays of dtype {value.dtype} cannot be stored")
+        if value.dtype.kind in "US":
+            import h5py
+
+            flat = np.array([str(v) for v in value.ravel()], dtype=object)
+            ds = group.create_dataset(name, data=flat, dtype=h5py.string_dtype())
+            ds.attrs["kind"] = "strarray"
+            ds.attrs["shape"] = np.array(value.shape, dtype=np.int64)
+            ds.attrs["dtype"] = value.dtype.str
+            return
+        fortran = bool(value.ndim > 1 and value.flags.f_contiguous and not value.flags.c_contiguous)
+        data = np.ascontiguousarray(value.T if fortran else value)
+        if data.size == 0:
+            ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype)
+        else:
+            ds = group.create_dataset(name, data=data)
+        ds.attrs["kind"] = "ndarray"
+        ds.attrs["fortran"] = fortran
+    else:
+        raise TypeError(f"{where}.{name}: cannot store an object of type "
+                        f"{type(value).__module__}.{type(value).__name__}")
+
+
+def _attr_str(obj, key):
+    v = obj.attrs.get(key)
+    if isinstance(v, bytes):
+        v = v.decode("utf-8")
+    if isinstance(v, np.ndarray) and v.shape == ():
+        v = v.item()
+        if isinstance(v, bytes):
+            v = v.decode("utf-8")
+    return v
+
+
+def decode(node, where="model"):
+    """Inverse of :func:`encode` for one node."""
+    import h5py
+
+    kind = _attr_str(node, "kind")
+    if isinstance(node, h5py.Group):
+        if kind == "estimator":
+            return _read_estimator(node, where)
+        if kind == "standardizer":
+            from ._base import Standardizer
+
+            return Standardizer(decode(node["mean"]), decode(node["scale"]))
+        if kind == "dict":
+            out = {}
+            for cn in node:
+                child = node[cn]
+                key = _attr_str(child, "key")
+                key = int(key) if _attr_str(child, "key_type") == "int" else str(key)
+                out[key] = decode(child, f"{where}[{key!r}]")
+            return out
+        if kind in ("list", "tuple"):
+            n = int(node.attrs["length"])
+            items = [decode(node[str(i)], f"{where}[{i}]") for i in range(n)]
+            return items if kind == "list" else tuple(items)
+        raise ValueError(f"{where}: unknown group kind {kind!r}")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return bool(node[()])
+    if kind == "int":
+        return int(node[()])
+    if kind == "float":
+        return float(node[()])
+    if kind == "complex":
+        return complex(node[()])
+    if kind == "str":
+        v = node[()]
+        return v.decode("utf-8") if isinstance(v, bytes) else str(v)
+    if kind == "npscalar":
+        return node[()]
+    if kind == "strarray":
+        shape = tuple(int(s) for s in node.attrs["shape"])
+        vals = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in node[()]]
+        return np.array(vals, dtype=_attr_str(node, "dtype")).reshape(shape)
+    if kind == "ndarray":
+        data = node[()] if node.size else np.empty(node.shape, dtype=node.dtype)
+        data = np.asarray(data)
+        if bool(node.attrs.get("fortran", False)):
+            data = np.asfortranarray(data.T)
+        return data
+    raise ValueError(f"{where}: unknown dataset kind {kind!r}")
+
+
+def _write_estimator(g, model, where):
+    from . import __version__
+
+    params = model.get_params(deep=False)
+    g.attrs["class"] = type(model).__name__
+    g.attrs["module"] = type(model).__module__
+    g.attrs["params_json"] = json.dumps(params, default=_json_default, sort_keys=True)
+    pg = g.create_group("params", track_order=True)
+    pg.attrs["kind"] = "dict"
+    for i, (k, v) in enumerate(params.items()):
+        encode(pg, k, v, f"{where}.params")
+        pg[k].attrs["key"] = k
+        pg[k].attrs["key_type"] = "str"
+    ag = g.create_group("attributes", track_order=True)
+    ag.attrs["kind"] = "dict"
+    fitted = {k: v for k, v in vars(model).items() if k not in params}
+    for i, (k, v) in enumerate(fitted.items()):
+        encode(ag, k, v, where)
+        ag[k].attrs["key"] = k
+        ag[k].attrs["key_type"] = "str"
+    g.attrs["library_version"] = __version__
+
+
+def _read_estimator(g, where):
+    name = _attr_str(g, "class")
+    classes = _estimator_classes()
+    if name not in classes:
+        raise ValueError(f"{where}: unknown estimator class {name!r}; known: {', '.join(classes)}")
+    if "params" not in g or "attributes" not in g:
+        raise ValueError(f"{where}: estimator group lacks 'params' or 'attributes'")
+    params = decode(g["params"], f"{where}.params")
+    model = classes[name](**params)
+    for k, v in decode(g["attributes"], f"{where}.attributes").items():
+        setattr(model, k, v)
+    return model
+
+
+# ----------------------------------------------------------------- public API
+def save_model(model, path):
+    """Write the (fitted) ``model`` to ``path`` atomically; returns the path.
+
+    Raises ``TypeError`` for an estimator class this module does not know or
+    an attribute that cannot be stored.
+    """
+    import h5py
+
+    from . import __version__
+
+    name = type(model).__name__
+    if name not in _estimator_classes() or type(model) is not _estimator_classes()[name]:
+        raise TypeError(f"save_model: {type(model).__module__}.{name} is not a bsvm_scale "
+                        f"estimator ({', '.join(ESTIMATORS)})")
+    path = Path(path)
+    directory = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise IsADirectoryError(f"cannot write model to {str(path)!r}: it is a directory")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w", track_order=True) as f:
+            f.attrs["library"] = LIBRARY
+            f.attrs["library_version"] = __version__
+            f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+            f.attrs["estimator"] = name
+            f.attrs["kind"] = "estimator"
+            _write_estimator(f, model, name)
+            f.attrs["params"] = f.attrs["params_json"]
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        umask = os.umask(0o022)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def load_model(path):
+    """Read a model written by :func:`save_model`.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist.
+    ModelFileError (ValueError)
+        Not an HDF5 file, truncated/corrupted, another format version, or an
+        HDF5 file that is not a bsvm_scale model; the message names the file.
+    """
+    import h5py
+
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"model file {str(p)!r} does not exist")
+    if p.is_dir():
+        raise ModelFileError(f"{str(p)!r} is a directory, not a model file")
+    if not h5py.is_hdf5(p):
+        raise ModelFileError(f"model file {str(p)!r} is not an HDF5 file (no HDF5 signature)")
+    try:
+        try:
+            f = h5py.File(p, "r", locking=False)
+        except (TypeError, ValueError):
+            f = h5py.File(p, "r")
+    except OSError as exc:
+        raise ModelFileError(f"model file {str(p)!r} cannot be opened as HDF5 "
+                             f"(truncated or corrupted?): {exc}") from None
+    try:
+        with f:
+            if _attr_str(f, "library") != LIBRARY or "estimator" not in f.attrs:
+                raise ModelFileError(f"{str(p)!r} is an HDF5 file but not a bsvm_scale model "
+                                     "(missing library='bsvm_scale' / estimator attributes)")
+            version = f.attrs.get("format_version")
+            try:
+                version = int(version)
+            except (TypeError, ValueError):
+                version = None
+            if version != FORMAT_VERSION:
+                raise ModelFileError(f"model file {str(p)!r} has format_version "
+                                     f"{f.attrs.get('format_version')!r}; this bsvm_scale reads "
+                                     f"format_version {FORMAT_VERSION}")
+            try:
+                return _read_estimator(f, str(p))
+            except ModelFileError:
+                raise
+            except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:
+                raise ModelFileError(f"model file {str(p)!r} is damaged or incomplete: "
+                                     f"{exc}") from None
+    except OSError as exc:
+        raise ModelFileError(f"model file {str(p)!r} cannot be read (truncated or "
+                             f"corrupted?): {exc}") from None

@@ -1,0 +1,154 @@
+"""save_model / load_model: lossless round trips for every estimator, clear errors."""
+
+import os
+
+import h5py
+import numpy as np
+import pytest
+
+from bsvm_scale.storage import FORMAT_VERSION, ModelFileError, load_model, save_model
+
+RNG = np.random.default_rng(3)
+X = RNG.normal(size=(30, 2))
+XT = RNG.normal(size=(25, 2))
+Y_REG = np.sin(X[:, 0]) + 0.1 * RNG.normal(size=30)
+Y_BIN = np.where(X[:, 0] + 0.5 * RNG.normal(size=30) > 0, 1, -1)
+Y_3 = np.digitize(X[:, 0], [-0.4, 0.4])
+OPT = {"maxiter": 5}
+
+
+def _models():
+    from bsvm_scale.bsvr import BayesianSVR
+    from bsvm_scale.btsvc import BayesianSVC
+    from bsvm_scale.gp import GPC, GPR
+    from bsvm_scale.rvm import RVC, RVR
+    from bsvm_scale.svm import SVC, SVR, TSVC
+
+    return [
+        ("bsvr", BayesianSVR(n_starts=1, optimizer_options=OPT), Y_REG),
+        ("bsvr_ard", BayesianSVR(n_starts=1, ard=True, optimizer_options=OPT,
+                                 bounds={"ln_C": (-3.0, 5.0)}), Y_REG),
+        ("btsvc", BayesianSVC(n_starts=1, optimizer_options=OPT), Y_BIN),
+        ("btsvc_ovr", BayesianSVC(n_starts=1, optimizer_options=OPT), Y_3),
+        ("svr", SVR(C=3.0, epsilon=0.05), Y_REG),
+        ("svr_eb", SVR(C=3.0, epsilon=0.05, error_bars=True, standardize=True), Y_REG),
+        ("svc", SVC(C=2.0), Y_BIN),
+        ("tsvc", TSVC(kappa0=2.0), Y_BIN),
+        ("gpr", GPR(n_starts=1, options=OPT), Y_REG),
+        ("gpc", GPC(n_starts=1, options=OPT), Y_BIN),
+        ("rvr", RVR(), Y_REG),
+        ("rvc", RVC(), Y_BIN),
+    ]
+
+
+def _outputs(m):
+    out = {"predict": m.predict(XT)}
+    name = type(m).__name__
+    if name in ("BayesianSVR", "GPR", "RVR"):
+        out["std"] = m.predict(XT, return_std=True)[1]
+        out["std_noise"] = m.predict(XT, return_std=True, include_noise=True)[1]
+    if name == "SVR":
+        out["std"] = m.predict(XT, return_std=True)[1]
+    if hasattr(m, "predict_proba"):
+        out["proba"] = m.predict_proba(XT)
+    if hasattr(m, "decision_function"):
+        df = m.decision_function(XT)
+        out["decision"] = df
+        if name in ("BayesianSVC", "GPC", "RVC"):
+            out["decision_std"] = m.decision_function(XT, return_std=True)[1]
+    return out
+
+
+@pytest.mark.parametrize("case", range(12))
+def test_round_trip_bitwise(case, tmp_path):
+    import warnings
+
+    label, model, y = _models()[case]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(X, y)
+    path = tmp_path / f"{label}.h5"
+    save_model(model, path)
+    loaded = load_model(path)
+    assert type(loaded) is type(model)
+    assert repr(loaded.get_params()) == repr(model.get_params())
+    a, b = _outputs(model), _outputs(loaded)
+    assert a.keys() == b.keys()
+    for k in a:
+        assert np.array_equal(a[k], b[k]), (label, k)
+    for k, v in vars(model).items():
+        if k.endswith("_") and isinstance(v, np.ndarray):
+            assert np.array_equal(getattr(loaded, k), v)
+            assert getattr(loaded, k).dtype == v.dtype
+    with h5py.File(path, "r") as f:
+        assert f.attrs["library"] == "bsvm_scale"
+        assert int(f.attrs["format_version"]) == FORMAT_VERSION
+        assert f.attrs["estimator"] == type(model).__name__
+    if label == "btsvc_ovr":
+        assert len(loaded.estimators_) == 3
+        assert all(type(e).__name__ == "BayesianSVC" for e in loaded.estimators_)
+
+
+def test_no_pickle_anywhere():
+    import bsvm_scale.storage as st
+
+    src = open(st.__file__).read()
+    for word in ("import pickle", "cloudpickle", "joblib", "dill"):
+        assert word not in src
+
+
+def _small_model():
+    from bsvm_scale.svm import SVC
+
+    return SVC(C=1.0).fit(X, Y_BIN)
+
+
+def test_load_errors(tmp_path):
+    good = tmp_path / "good.h5"
+    save_model(_small_model(), good)
+    # truncated
+    data = good.read_bytes()
+    bad = tmp_path / "trunc.h5"
+    bad.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="trunc.h5"):
+        load_model(bad)
+    # not HDF5
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello")
+    with pytest.raises(ModelFileError, match="not an HDF5 file"):
+        load_model(txt)
+    # HDF5 but not a model
+    other = tmp_path / "other.h5"
+    with h5py.File(other, "w") as f:
+        f["X"] = np.zeros(3)
+    with pytest.raises(ModelFileError, match="not a bsvm_scale model"):
+        load_model(other)
+    # another format version
+    v2 = tmp_path / "v2.h5"
+    v2.write_bytes(data)
+    with h5py.File(v2, "r+") as f:
+        f.attrs["format_version"] = np.int64(2)
+    with pytest.raises(ModelFileError, match="format_version"):
+        load_model(v2)
+    with pytest.raises(FileNotFoundError):
+        load_model(tmp_path / "missing.h5")
+
+
+def test_atomic_write_keeps_old_file(tmp_path):
+    path = tmp_path / "m.h5"
+    save_model(_small_model(), path)
+    before = path.read_bytes()
+
+    class NotAModel:
+        pass
+
+    with pytest.raises(TypeError):
+        save_model(NotAModel(), path)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.h5"]
+    m = _small_model()
+    m.strange_ = object()
+    with pytest.raises(TypeError, match="strange_"):
+        save_model(m, path)
+    assert path.read_bytes() == before
+    assert sorted(os.listdir(tmp_path)) == ["m.h5"]
