@@ -43,7 +43,7 @@ def dense_reference_solve(y, S, n_newton=100):
     n = y.size
     res = minimize(dense_dual, np.zeros(n), args=(y, S), jac=True, method="L-BFGS-B",
                    bounds=[(0.0, None)] * n,
-                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 20000, "maxcor": 30})
+                   options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 3000, "maxcor": 30})
     a = res.x.copy()
     Q = (y[:, None] * y[None, :]) * S
     for _ in range(n_newton):
