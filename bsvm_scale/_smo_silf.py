@@ -243,65 +243,72 @@ def _shift(g, delta):
 
 @njit(cache=True)
 def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-             y, nu, C, epsilon, beta, kappa_b, tau, max_iter):
+             y, nu, C, epsilon, beta, kappa_b, tau, max_iter, b0, slope0):
     """Solve (4.25) in place in ``nu`` (a feasible warm start).
 
     ``Sigma = Sigma~ + kappa_b 1 1^T``: the cache holds rows of ``Sigma~``
     (built with a zero bias variance) and the bias is handled exactly by an
     outer one-dimensional root search. For a fixed bias ``b`` the problem
     without the rank-one term is solved by pair SMO (:func:`smo_inner`); the
-    full problem is solved when ``b = kappa_b sum(nu(b))``, a monotone
-    equation in ``b`` solved by bracketing and the Illinois variant of
-    regula falsi. This keeps SMO well conditioned however large ``kappa_b``
-    is (plain coordinate methods slow down in proportion to
-    ``kappa_b / kappa0``).
+    full problem is solved when ``psi(b) = kappa_b sum(nu(b)) - b = 0``, a
+    decreasing function of ``b``, found by secant steps (starting from the
+    previous solve's bias ``b0`` and slope ``slope0``) until the root is
+    bracketed, then the Illinois variant of regula falsi. This keeps SMO well
+    conditioned however large ``kappa_b`` is (plain coordinate methods slow
+    down in proportion to ``kappa_b / kappa0``).
 
-    The bias mode is very stiff (an error ``ds`` in ``sum(nu)`` moves every
-    gradient entry by ``kappa_b ds``), so the search stops once either
-    ``|b - kappa_b sum(nu)| <= tau / 2`` or the bracket on ``b`` is narrower
-    than ``tau / 2``; the solution is then exact (to ``tau / 2``) for the
-    bias ``b``, which is returned and used for ``f``.
+    The bias mode is very stiff: the inner tolerance leaves an error ``ds``
+    in ``sum(nu)`` that ``psi`` magnifies by ``kappa_b``, so ``psi`` itself
+    cannot be driven to zero. Accuracy is judged on ``b`` instead: the search
+    stops once the secant (Newton) step ``|psi / psi'|`` or the bracket on
+    ``b`` is below ``tau / 2``. The solution is then exact (to ``tau / 2``)
+    for the bias ``b``, which is returned and used for ``f``; ``b`` differs
+    from ``kappa_b sum(nu)`` only through the inner tolerance.
 
-    Returns ``(g, b, n_iter, max_violation)`` where ``g = Q~ nu - y + b`` is
-    the gradient ``-F`` of (4.30) with bias ``b``, and ``max_violation`` adds
-    the remaining bias uncertainty to the largest KKT violation, so
-    ``max_violation <= tau`` is the stopping rule (4.33).
+    Returns ``(g, b, slope, n_iter, max_violation)`` where
+    ``g = Q~ nu - y + b`` is the gradient ``-F`` of (4.30) with bias ``b``,
+    ``slope`` the last secant estimate of ``psi'`` (for the next warm start)
+    and ``max_violation`` adds the remaining bias uncertainty to the largest
+    KKT violation, so ``max_violation <= tau`` is the stopping rule (4.33).
     """
     eps1 = (1.0 - beta) * epsilon
     diag_add = 2.0 * beta * epsilon / C
-    qdiag = kappa0 + diag_add
     half = 0.5 * tau
-    b = kappa_b * np.sum(nu)
+    b = b0
+    slope = slope0 if slope0 < 0.0 else -(1.0 + kappa_b * nu.shape[0] / (kappa0 + diag_add))
     g = init_gradient(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
                       nu, y, diag_add, b)
-    total = 0
-    it, v = smo_inner(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
-                      g, nu, C, eps1, diag_add, half, max_iter)
-    total += it
+    total, v = smo_inner(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
+                         g, nu, C, eps1, diag_add, half, max_iter)
     psi = kappa_b * np.sum(nu) - b
-    # bracket the root of psi(b) (decreasing in b)
-    n_free = 0
-    for k in range(nu.shape[0]):
-        if 0.0 < abs(nu[k]) < C:
-            n_free += 1
-    step = psi / (1.0 + kappa_b * max(n_free, 1) / qdiag)
     b_a, psi_a, b_b, psi_b = b, psi, b, psi
     have_bracket = False
-    outer = 0
+    measured = False  # slope from a secant of this solve, not a guess
     width = np.inf
-    while abs(psi) > half and width > half and total < max_iter and outer < 200:
+    outer = 0
+    while total < max_iter and outer < 200:
+        # psi carries the inner tolerance magnified by kappa_b, so accuracy is
+        # judged on b: the Newton step |psi / slope| or the bracket width
+        if width <= half or (measured and abs(psi / slope) <= half) or psi == 0.0:
+            break
         outer += 1
         if not have_bracket:
-            b_new = b + step
-            step *= 2.0
+            b_new = b - psi / slope
         else:
             b_new = b_b - psi_b * (b_b - b_a) / (psi_b - psi_a)
         _shift(g, b_new - b)
-        b = b_new
         it, v = smo_inner(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
                           g, nu, C, eps1, diag_add, half, max_iter - total)
         total += it
-        psi_new = kappa_b * np.sum(nu) - b
+        psi_new = kappa_b * np.sum(nu) - b_new
+        if b_new != b:
+            sec = (psi_new - psi) / (b_new - b)
+            if sec < 0.0:
+                slope = sec
+                measured = True
+            elif not have_bracket:
+                slope *= 0.5  # flat or noisy: take a longer step next time
+        b = b_new
         if not have_bracket:
             if (psi_new > 0.0) != (psi_a > 0.0):
                 have_bracket = True
@@ -321,4 +328,4 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     # ``g`` is exact for the bias ``b``; the bias itself is known to within
     # the bracket, which bounds the remaining violation of the full problem
     i, vmax = select_first(g, nu, C, eps1)
-    return g, b, total, vmax + min(abs(psi), width)
+    return g, b, slope, total, max(vmax, min(abs(psi / slope), width))

@@ -41,6 +41,7 @@ BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
 _PRED_CHUNK_BYTES = 32 * 2**20
 
 
+
 def default_beta(n):
     """Default ``beta`` for ``n`` training samples.
 
@@ -74,8 +75,14 @@ class _Problem:
         d = X.shape[1]
         init = GaussianCovariance(kappa0, np.ones(d) if ard else 1.0, 0.0)
         self.cache = RowCache(X, init, cache_mb)
-        self.nu = np.zeros(X.shape[0])
         self.last = None
+        self.reset()
+
+    def reset(self, nu=None, bias=None):
+        """Start SMO afresh (``nu = 0``) or from a stored warm-start vector."""
+        self.nu = np.zeros(self.X.shape[0]) if nu is None else np.asarray(nu, dtype=float).copy()
+        self.bias, self.slope = bias, 0.0
+        self.best = None
 
     def unpack(self, theta):
         theta = np.asarray(theta, dtype=float)
@@ -89,8 +96,11 @@ class _Problem:
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
         X, w, k0, _, *state = self.cache.args
         nu = np.clip(self.nu, -C, C)
-        g, bias, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps, self.beta,
-                                         cov.kappa_b, self.tol, self.max_iter)
+        b0 = self.bias if self.bias is not None else cov.kappa_b * float(nu.sum())
+        g, bias, slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps,
+                                                self.beta, cov.kappa_b, self.tol,
+                                                self.max_iter, b0, self.slope)
+        self.bias, self.slope = float(bias), float(slope)
         f = g + self.y - (2.0 * self.beta * eps / C) * nu
         self.nu = nu
         return nu, f, float(bias), int(n_iter), float(vmax)
@@ -103,6 +113,8 @@ class _Problem:
                 "n_on_bound": int(ev.support.size - ev.off_bound.size),
                 "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info)
+        if np.isfinite(ev.value) and (self.best is None or ev.value < self.best[0]):
+            self.best = (ev.value, nu.copy(), bias)
         return ev.value, ev.grad, info
 
 
@@ -292,7 +304,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         thetas = self._start_points(s, d, bounds)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
-            problem.nu = np.asarray(init["nu"], dtype=float).copy()
+            problem.reset(init["nu"])
 
         self.starts_ = []
         if not self.optimize:
@@ -305,21 +317,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             results, finals = [], []
             for k, theta0 in enumerate(thetas):
                 if k > 0 and init is None:
-                    problem.nu = np.zeros(n)
+                    problem.reset()
                 cb = None if callback is None else (
                     lambda rec, k=k: callback(k, rec, problem.nu))
-                res = run_start(problem, theta0, bounds, self.optimizer_options, cb)
+                res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
+                                precondition=True)
                 results.append(res)
+                finals.append(problem.best)
                 self.starts_.append({"theta0": res.theta0, "theta": res.theta,
                                      "neg_log_evidence": res.fun, "n_iter": res.n_iter,
                                      "success": res.success, "message": res.message,
                                      "trajectory": res.trajectory})
-                finals.append(res)
                 if not res.success and "ITERATIONS" in res.message.upper():
                     warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
                                   f"{res.message}", ConvergenceWarning, stacklevel=2)
             best = best_start(results)
-            problem.nu = np.zeros(n)
+            problem.reset(finals[best][1], finals[best][2])
             problem(results[best].theta, need_grad=False)
             final = problem.last
         self._set_fitted(final, beta, kappa0, Xs)

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
+from threadpoolctl import threadpool_limits
 
 from . import losses
 
@@ -118,6 +119,15 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True, bias=None)
     ratio = 2.0 * beta * epsilon / C
     B = cov.subset(X, off)
     B[np.diag_indices_from(B)] += ratio
+    # multithreaded BLAS only pays on large blocks; on small ones its thread
+    # start-up dominates and oversubscribes cores shared with other workers
+    with threadpool_limits(limits=1 if m < 1500 else None, user_api="blas"):
+        return _finish(X, y, nu, f, cov, C, epsilon, beta, need_grad, bias, B,
+                       off, support, m, n, resid, loss, lnZ, ratio)
+
+
+def _finish(X, y, nu, f, cov, C, epsilon, beta, need_grad, bias, B, off, support, m, n,
+            resid, loss, lnZ, ratio):
     L, jitter = stable_cholesky(B)
     logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(C / (2.0 * beta * epsilon))
     if bias is None:

@@ -27,7 +27,7 @@ from scipy.optimize import minimize
 
 __all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS"]
 
-DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-7, "gtol": 1e-4}
+DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4}
 
 
 @dataclass
@@ -55,6 +55,8 @@ class StartResult:
         (projected onto the box) and the objective's ``info``.
     n_nonfinite : int
         Evaluations whose value was not finite (rejected steps).
+    n_rejected : int
+        Trial points outside the trust radius (not evaluated).
     """
 
     theta0: np.ndarray
@@ -68,6 +70,7 @@ class StartResult:
     message: str
     trajectory: list = field(default_factory=list)
     n_nonfinite: int = 0
+    n_rejected: int = 0
 
 
 def _projected_grad_norm(theta, grad, bounds):
@@ -81,7 +84,8 @@ def _projected_grad_norm(theta, grad, bounds):
     return float(np.max(np.abs(g))) if g.size else 0.0
 
 
-def run_start(objective, theta0, bounds=None, options=None, callback=None):
+def run_start(objective, theta0, bounds=None, options=None, callback=None, max_step=None,
+              precondition=False):
     """Minimise ``objective`` from ``theta0`` with L-BFGS-B.
 
     Parameters
@@ -97,6 +101,18 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None):
     callback : callable, optional
         Called as ``callback(record)`` after every evaluation, with the
         trajectory record (used for checkpointing).
+    max_step : float, optional
+        Trust radius: a trial point farther than ``max_step`` (max-norm) from
+        the best point so far is not evaluated; it gets a value worse than any
+        seen (zero gradient), so the line search backtracks towards the best
+        point. Guards against wild first steps when one gradient component
+        dominates (the ln C remark of thesis 4.3.3).
+    precondition : bool, default=False
+        Optimise ``u_i = s_i theta_i`` with ``s_i = max(1, sqrt(|g_i|))`` from
+        the gradient at ``theta0``, which evens out the gradient components
+        (the ln C gradient is usually far larger than the others, thesis
+        4.3.3) so that L-BFGS-B's first steps do not run along ln C alone.
+        Values, gradients and trajectories are reported in ``theta``.
 
     Returns
     -------
@@ -109,9 +125,18 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None):
         theta0 = np.clip(theta0, lo, hi)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
-    state = {"best": None, "trajectory": [], "nonfinite": 0}
+    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0}
+
+    def worse():
+        worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
+                    default=0.0)
+        return abs(worst) * 10.0 + 1e10
 
     def fun(theta):
+        if (max_step is not None and state["best"] is not None
+                and np.max(np.abs(theta - state["best"][0])) > max_step):
+            state["rejected"] += 1
+            return worse(), np.zeros_like(theta)
         value, grad, info = objective(theta)
         grad = np.asarray(grad, dtype=float)
         finite = np.isfinite(value) and np.all(np.isfinite(grad))
@@ -123,14 +148,26 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None):
             callback(record)
         if not finite:
             state["nonfinite"] += 1
-            worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
-                        default=0.0)
-            return abs(worst) * 10.0 + 1e10, np.zeros_like(theta)
+            return worse(), np.zeros_like(theta)
         if state["best"] is None or value < state["best"][1]:
             state["best"] = (np.array(theta, dtype=float), float(value), grad.copy(), dict(info))
         return float(value), grad
 
-    res = minimize(fun, theta0, jac=True, method="L-BFGS-B", bounds=bounds, options=opts)
+    scale = np.ones_like(theta0)
+    if precondition:
+        _, g0 = fun(theta0)
+        if np.all(np.isfinite(g0)):
+            scale = np.maximum(1.0, np.sqrt(np.abs(g0)))
+
+    def fun_u(u):
+        value, grad = fun(u / scale)
+        return value, grad / scale
+
+    ubounds = None if bounds is None else [
+        (None if lo is None else lo * sc, None if hi is None else hi * sc)
+        for (lo, hi), sc in zip(bounds, scale)]
+    res = minimize(fun_u, theta0 * scale, jac=True, method="L-BFGS-B", bounds=ubounds,
+                   options=opts)
     if state["best"] is None:
         raise FloatingPointError(
             "the evidence was not finite at any point tried from theta0="
@@ -143,7 +180,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None):
     return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
                        n_iter=int(res.nit), n_eval=int(res.nfev), success=bool(res.success),
                        message=str(res.message), trajectory=state["trajectory"],
-                       n_nonfinite=state["nonfinite"])
+                       n_nonfinite=state["nonfinite"], n_rejected=state["rejected"])
 
 
 def best_start(results):

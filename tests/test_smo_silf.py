@@ -1,0 +1,157 @@
+"""The BSVR SMO (4.25) and evidence (4.38)-(4.41) against independent dense
+references: a general-purpose solver of the primal (4.10), a dense Laplace
+evidence with quadrature for Z_S, central finite differences."""
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.optimize import minimize
+
+from bsvm_scale import losses
+from bsvm_scale.bsvr import _Problem
+from bsvm_scale.covariance import GaussianCovariance
+
+from reference import dense_cov
+
+
+def _data(n, d=1, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, d))
+    f = np.sinc(2 * X[:, 0]) + (0.3 * X[:, 1] if d > 1 else 0.0)
+    y = f + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 1)
+    return np.ascontiguousarray(X), np.ascontiguousarray(y)
+
+
+def _theta(C, eps, kappa, kappa_b):
+    return np.concatenate(([np.log(C), np.log(eps)], np.log(np.atleast_1d(kappa)),
+                           [np.log(kappa_b)]))
+
+
+def _problem(X, y, beta, ard=False, tol=1e-7, kappa0=None):
+    k0 = float(np.var(y)) if kappa0 is None else kappa0
+    return _Problem(X, y, k0, beta, ard, tol, 64.0, 10**7)
+
+
+def _primal_reference(X, y, k0, kappa, kb, C, eps, beta):
+    """min_f C sum l(y - f) + f^T Sigma^-1 f / 2, whitened f = L z (4.10)."""
+    S = dense_cov(X, X, k0, kappa, kb)
+    L = np.linalg.cholesky(S + 1e-12 * np.eye(len(y)))
+
+    def obj(z):
+        f = L @ z
+        r = y - f
+        val = C * losses.silf(r, eps, beta).sum() + 0.5 * z @ z
+        grad = -C * (L.T @ losses.silf_grad(r, eps, beta)) + z
+        return val, grad
+
+    res = minimize(obj, np.zeros(len(y)), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 20000, "gtol": 1e-13, "ftol": 1e-16, "maxcor": 50})
+    return L @ res.x
+
+
+@pytest.mark.parametrize("kb,beta,C", [(1.0, 0.3, 10.0), (100.0, 0.3, 10.0), (100.0, 0.05, 3.0)])
+def test_smo_matches_dense_primal(kb, beta, C):
+    X, y = _data(150, seed=3)
+    eps, kappa = 0.1, 4.0
+    p = _problem(X, y, beta)
+    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
+    assert vmax <= 1e-7
+    f_ref = _primal_reference(X, y, p.kappa0, kappa, kb, C, eps, beta)
+    np.testing.assert_allclose(f, f_ref, atol=1e-6)
+    # f is Sigma~ nu + b (4.12, 4.26) with b = kappa_b sum(nu) up to the tolerance
+    S0 = dense_cov(X, X, p.kappa0, kappa, 0.0)
+    np.testing.assert_allclose(S0 @ nu + bias, f, atol=1e-9)
+    assert abs(bias - kb * nu.sum()) <= 1e-3
+
+
+def _kkt_violation(nu, g, C, eps1):
+    v = np.zeros_like(nu)
+    zero = nu == 0
+    v[zero] = np.maximum(0, np.abs(g[zero]) - eps1)
+    up = nu >= C
+    v[up] = np.maximum(0, g[up] + eps1)
+    lo = nu <= -C
+    v[lo] = np.maximum(0, eps1 - g[lo])
+    pos = (nu > 0) & (nu < C)
+    v[pos] = np.abs(g[pos] + eps1)
+    neg = (nu < 0) & (nu > -C)
+    v[neg] = np.abs(g[neg] - eps1)
+    return v
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-6])
+def test_kkt_conditions_hold_to_tau(tol):
+    X, y = _data(200, d=2, seed=5)
+    C, eps, beta, kb = 5.0, 0.1, 0.3, 100.0
+    p = _problem(X, y, beta, tol=tol)
+    cov = GaussianCovariance(p.kappa0, 1.5, kb)
+    nu, f, bias, n_iter, vmax = p.solve(C, eps, cov)
+    assert np.all(np.abs(nu) <= C)
+    S = dense_cov(X, X, p.kappa0, 1.5, 0.0)
+    g = S @ nu + bias + (2 * beta * eps / C) * nu - y
+    assert _kkt_violation(nu, g, C, (1 - beta) * eps).max() <= tol * 1.0001
+    # the five index sets of (4.32) partition the points
+    I0a = (nu > 0) & (nu < C)
+    I0b = (nu < 0) & (nu > -C)
+    I1, I2, I3 = nu == 0, nu == -C, nu == C
+    assert np.all(I0a.astype(int) + I0b + I1 + I2 + I3 == 1)
+
+
+def test_warm_start_equals_cold_start():
+    X, y = _data(120, seed=7)
+    p = _problem(X, y, 0.3)
+    p.solve(10.0, 0.1, GaussianCovariance(p.kappa0, 2.0, 50.0))
+    _, f_warm, _, it_warm, _ = p.solve(12.0, 0.08, GaussianCovariance(p.kappa0, 2.5, 80.0))
+    q = _problem(X, y, 0.3)
+    _, f_cold, _, it_cold, _ = q.solve(12.0, 0.08, GaussianCovariance(q.kappa0, 2.5, 80.0))
+    np.testing.assert_allclose(f_warm, f_cold, atol=1e-7)
+
+
+def _log_zs_quadrature(C, eps, beta):
+    def dens(t):
+        return np.exp(-C * losses.silf(t, eps, beta))
+    pts = [0.0, (1 - beta) * eps, (1 + beta) * eps]
+    total = sum(quad(dens, a, b, epsabs=0, epsrel=1e-13)[0] for a, b in zip(pts[:-1], pts[1:]))
+    total += quad(dens, pts[-1], np.inf, epsabs=0, epsrel=1e-13)[0]
+    return np.log(2 * total)
+
+
+def test_evidence_equals_dense_laplace_computation():
+    X, y = _data(100, d=2, seed=9)
+    C, eps, beta, kappa, kb = 8.0, 0.12, 0.3, np.array([1.0, 0.3]), 30.0
+    p = _problem(X, y, beta, ard=True)
+    value, _, info = p(_theta(C, eps, kappa, kb))
+    nu = p.last[4]
+    C, eps = p.last[1], p.last[2]  # exactly the values used (exp(ln C) may differ from C)
+    S = dense_cov(X, X, p.kappa0, kappa, kb)
+    f = S @ nu
+    M = (np.abs(nu) > 0) & (np.abs(nu) < C)
+    Lam = np.where(M, 1.0 / (2 * beta * eps), 0.0)
+    # (4.37): exp(-S(f_MP)) |I + C Sigma Lambda|^-1/2 Z_S^-n with the full n x n matrices
+    S_f = C * losses.silf(y - f, eps, beta).sum() + 0.5 * f @ np.linalg.solve(S, f)
+    _, logdet = np.linalg.slogdet(np.eye(len(y)) + C * S * Lam[None, :])
+    ref = S_f + 0.5 * logdet + len(y) * _log_zs_quadrature(C, eps, beta)
+    assert value == pytest.approx(ref, rel=1e-8, abs=1e-6)
+    assert info["n_off_bound"] == M.sum()
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_evidence_gradient_matches_finite_differences(ard):
+    X, y = _data(80, d=2, seed=11)
+    beta = 0.3
+    kappa = np.array([1.2, 0.4]) if ard else 0.8
+    theta = _theta(6.0, 0.1, kappa, 20.0)
+    p = _problem(X, y, beta, ard=ard, tol=1e-9)
+    value, grad, info = p(theta)
+    off0 = p.last[5].off_bound.copy()
+    h = 1e-5
+    for k in range(theta.size):
+        tp, tm = theta.copy(), theta.copy()
+        tp[k] += h
+        tm[k] -= h
+        vp, _, _ = p(tp)
+        assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+        vm, _, _ = p(tm)
+        assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+        fd = (vp - vm) / (2 * h)
+        assert grad[k] == pytest.approx(fd, rel=1e-4, abs=1e-6 * max(1.0, abs(value))), k
