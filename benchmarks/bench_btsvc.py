@@ -132,9 +132,15 @@ def _fit_worker(name, n, n_test, seed, queue):
     stop = threading.Event()
 
     def sampler():
+        t0 = time.perf_counter()
+        last = t0
         while not stop.is_set():
             peak[0] = max(peak[0], proc.memory_info().rss)
             time.sleep(0.02)
+            if time.perf_counter() - last > 60:
+                last = time.perf_counter()
+                print(f"  {name}: {last - t0:.0f} s, peak RSS {peak[0] / 2**20:.0f} MB",
+                      file=sys.stderr, flush=True)
 
     X, y = _data(name, n, seed)
     Xt, yt = _data(name, n_test, seed + 1)

@@ -94,6 +94,12 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000):
             "status": int(status)}
 
 
+#: SV blocks larger than this are not factorised during the optimisation: the
+#: step is rejected instead (an O(m^3) evaluation at a trial point where
+#: almost every case is an SV would dominate the whole fit)
+MAX_SV_BLOCK = 15000
+
+
 class EvidenceObjective:
     """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
 
@@ -112,7 +118,8 @@ class EvidenceObjective:
         self.alpha = np.zeros(self.y.shape[0])
         self.smo_limit_hits = 0
         self.n_smo_iter = 0
-        self.best = None  # (value, theta, alpha) of the lowest value seen
+        self.best = None  # (value, theta, alpha, smo_iter) of the lowest value seen
+        self.max_sv = MAX_SV_BLOCK
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -130,6 +137,14 @@ class EvidenceObjective:
 
     def __call__(self, theta, keep_factor=False, with_grad=True):
         cov, sol = self.solve(theta)
+        m = int(np.count_nonzero(sol["alpha"] > 0.0))
+        if m > self.max_sv and not keep_factor:
+            warnings.warn(f"{m} SVs at the trial point {np.round(theta, 3)} exceed the "
+                          f"evidence block limit {self.max_sv}; the step is rejected.",
+                          RuntimeWarning, stacklevel=2)
+            return np.inf, np.zeros(np.size(theta)), {"n_sv": m, "jitter": 0.0,
+                                                      "smo_iter": sol["n_iter"],
+                                                      "smo_violation": sol["max_violation"]}
         value, grad, info = neg_log_evidence(cov, self.X, self.y, sol["alpha"],
                                              with_grad=with_grad, keep_factor=keep_factor)
         info["smo_iter"] = sol["n_iter"]
@@ -151,6 +166,29 @@ class EvidenceObjective:
             self.alpha = self.best[2].copy()
             return self.best[3]
         return None
+
+
+class _ScaledObjective:
+    """``objective / scale``: L-BFGS-B's first step is ``-grad`` (unit initial
+    Hessian), which at the usual starting values throws the log
+    hyperparameters to a corner of the box (where nearly every case is an SV);
+    dividing by ``scale = max(1, |grad(theta0)|_inf)`` keeps that first step
+    within one unit of every log hyperparameter. The first evaluation is
+    memoised so that it is not repeated."""
+
+    def __init__(self, objective, theta0):
+        self.objective = objective
+        self.first = (np.array(theta0, dtype=float), *objective(theta0))
+        g0 = self.first[2]
+        self.scale = float(max(1.0, np.max(np.abs(g0)))) if np.all(np.isfinite(g0)) else 1.0
+
+    def __call__(self, theta):
+        if self.first is not None and np.array_equal(theta, self.first[0]):
+            _, value, grad, info = self.first
+            self.first = None
+        else:
+            value, grad, info = self.objective(theta)
+        return value / self.scale, np.asarray(grad) / self.scale, info
 
 
 # -- probabilistic prediction ---------------------------------------------------------
@@ -423,9 +461,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         objectives = []
         if self.optimize:
             results = []
+            bounds = self._bounds(d)
             for theta0 in self._start_thetas(d):
                 obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
-                res = run_start(obj, theta0, self._bounds(d), opts)
+                theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
+                scaled = _ScaledObjective(obj, theta0)
+                sc = scaled.scale
+                opts_k = dict(opts)
+                opts_k["gtol"] = opts["gtol"] / sc  # tolerance on the unscaled gradient
+                res = run_start(scaled, theta0, bounds, opts_k)
+                res.fun *= sc
+                res.grad = np.asarray(res.grad) * sc
                 if res.n_iter >= opts.get("maxiter", DEFAULT_OPTIONS["maxiter"]):
                     warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
                                   "evidence converged; increase optimizer_options['maxiter'].",
@@ -440,7 +486,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                     "n_iter": int(res.n_iter), "n_eval": int(res.n_eval),
                     "success": bool(res.success), "message": str(res.message),
                     "trajectory": [{"theta": np.asarray(r["theta"], dtype=float),
-                                    "fun": float(r["fun"]), "grad_norm": float(r["grad_norm"]),
+                                    "fun": float(r["fun"]) * sc,
+                                    "grad_norm": float(r["grad_norm"]) * sc,
                                     "n_sv": int(r["info"].get("n_sv", -1)),
                                     "smo_iter": int(r["info"].get("smo_iter", -1))}
                                    for r in res.trajectory]})
