@@ -1,0 +1,159 @@
+"""Files of a run directory: atomic HDF5 records, start checkpoints, the driver lock.
+
+Layout of a run directory::
+
+    <run_dir>/pipeline.toml        copy of the pipeline file (a resume must match it)
+    <run_dir>/.lock                fcntl lock held by the one driver of the run
+    <run_dir>/data/<label>.h5      generated data sets (written once by the driver)
+    <run_dir>/tasks/<task>/checkpoint.h5   last optimiser state of an in-flight start
+    <run_dir>/tasks/<task>/result.h5       finished task: metrics, trajectory, ...
+    <run_dir>/tasks/<task>/model.h5        the fitted model of the task
+    <run_dir>/models/<dataset>__<model>__p<k>.h5   best model per partition
+    <run_dir>/run.h5               the run file (written by the driver only)
+
+Every file is written under a temporary name in its directory, fsynced and
+moved into place with :func:`os.replace`, so a reader (or a resumed run after
+``kill -9``) sees either the previous or the new complete file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["atomic_write_bytes", "write_record", "read_record", "save_checkpoint",
+           "load_checkpoint", "RunLock", "RunLockedError"]
+
+
+def atomic_write_bytes(path, data: bytes):
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def write_record(path, record: dict, attrs: dict | None = None):
+    """Write the dict ``record`` (nested dicts/lists/arrays/scalars) as HDF5, atomically."""
+    import h5py
+
+    from ..storage import encode
+
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w", track_order=True) as f:
+            f.attrs["library"] = "bsvm_scale"
+            for k, v in (attrs or {}).items():
+                f.attrs[k] = v
+            encode(f, "record", record, str(path.name))
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def read_record(path):
+    """Inverse of :func:`write_record`; ``None`` when the file is missing or unreadable."""
+    import h5py
+
+    from ..storage import decode
+
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        with h5py.File(path, "r", locking=False) as f:
+            return decode(f["record"], str(path))
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def save_checkpoint(path, state):
+    """Checkpoint of one optimiser start (theta, SMO warm start, trajectory so far)."""
+    return write_record(path, state)
+
+
+def load_checkpoint(path):
+    state = read_record(path)
+    if state is None or "best_theta" not in state:
+        return None
+    state["best_theta"] = np.asarray(state["best_theta"], dtype=float)
+    state["best_nu"] = np.asarray(state["best_nu"], dtype=float)
+    return state
+
+
+class RunLockedError(RuntimeError):
+    """Another driver holds the run's lock."""
+
+
+class RunLock:
+    """Exclusive ``fcntl.flock`` on ``<run_dir>/.lock`` (released when the process dies)."""
+
+    def __init__(self, run_dir):
+        self.path = Path(run_dir) / ".lock"
+        self.fh = None
+
+    def acquire(self):
+        import fcntl
+        import socket
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(self.path, "a+")
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                fh.close()
+                raise
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown process"
+            fh.close()
+            raise RunLockedError(
+                f"run directory {str(self.path.parent)!r} is in use by another driver "
+                f"({holder}); only one 'bsvm-scale run' may drive a run at a time") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        fh.flush()
+        self.fh = fh
+        return self
+
+    def release(self):
+        if self.fh is not None:
+            import fcntl
+
+            try:
+                self.fh.seek(0)
+                self.fh.truncate()
+                fcntl.flock(self.fh.fileno(), fcntl.LOCK_UN)
+            finally:
+                self.fh.close()
+                self.fh = None
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()

@@ -1,0 +1,362 @@
+"""The Dask executor of pipelines (the one driver of a run).
+
+:func:`run_pipeline` turns a validated :class:`~bsvm_scale.pipeline.config.Pipeline`
+into tasks -- one per (data set, model, partition, start) for BSVR/BTSVC, one
+per (data set, model, partition) otherwise -- and runs them on a
+``dask.distributed`` cluster: a ``LocalCluster`` (processes, one thread per
+worker, closed at the end) or an existing scheduler given by address.
+
+Before any worker starts, the driver locks the run directory, writes the
+generated data sets, and warms Numba's on-disk cache by fitting a tiny model
+of every kind used (so that workers load compiled code instead of compiling
+it concurrently). Workers get ``NUMBA_NUM_THREADS=1`` / ``OMP_NUM_THREADS=1``
+(and each task limits BLAS and Numba to one thread), so workers x threads <=
+cores and results do not depend on where a task ran.
+
+Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory and
+are not recomputed when the same command runs again; in-flight BSVR starts
+continue from their last checkpoint. Failed tasks are retried by Dask
+(``retries``) and, if they still fail, recorded in the run file (and tried
+again by the next run of the command).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
+from .config import BAYES_KINDS, TASK_OF, Pipeline
+from .progress import Progress
+from .runfile import format_table, summary_rows, write_run_file
+from .tasks import format_exception, n_starts_of, read_xy, run_task, versions
+
+__all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
+
+WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+              "MKL_NUM_THREADS": "1"}
+
+
+# --------------------------------------------------------------------- data
+def prepare_data(pipeline: Pipeline, run_dir: Path):
+    """Write generated data sets into ``run_dir/data`` (once) and build the partitions.
+
+    Returns ``{label: {'path', 'task', 'n', 'd', 'partitions': [(train, test), ...]}}``.
+    """
+    from ..datasets import generate, random_splits, read_dataset, write_dataset
+
+    out = {}
+    (run_dir / "data").mkdir(parents=True, exist_ok=True)
+    for spec in pipeline.datasets:
+        if spec.generator is not None:
+            path = run_dir / "data" / f"{spec.label}.h5"
+            if not path.exists():
+                ds = generate(spec.generator, spec.n, spec.seed, **spec.params)
+                write_dataset(ds, path)
+        else:
+            path = Path(spec.path)
+        ds = read_dataset(path, splits=True, extra=False)
+        if spec.partitions == "stored":
+            parts = list(ds.splits)
+            if spec.max_partitions:
+                parts = parts[:spec.max_partitions]
+        else:
+            parts = random_splits(ds.n_samples, spec.n_train, spec.partitions, spec.split_seed,
+                                  n_test=spec.n_test)
+        out[spec.label] = {"path": str(path), "task": ds.task, "n": ds.n_samples,
+                           "d": ds.n_features, "partitions": parts, "X": ds.X, "y": ds.y}
+    return out
+
+
+def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
+    """Every task spec of the run, in a fixed order."""
+    specs = []
+    for ds in pipeline.datasets:
+        for m in pipeline.models:
+            if ds.label not in m.datasets:
+                continue
+            params = m.estimator_params()
+            for p, (tr, te) in enumerate(data[ds.label]["partitions"]):
+                base = {"kind": m.kind, "model": m.label, "dataset": ds.label, "partition": p,
+                        "params": params, "cv": m.cv, "train": np.asarray(tr),
+                        "test": np.asarray(te), "data": data[ds.label]["path"]}
+                if m.kind in BAYES_KINDS:
+                    N = n_starts_of(m.kind, params)
+                    for k in range(N):
+                        tid = f"{ds.label}__{m.label}__p{p:03d}__s{k:02d}"
+                        specs.append({**base, "task_id": tid, "start": k, "n_starts": N})
+                else:
+                    tid = f"{ds.label}__{m.label}__p{p:03d}"
+                    specs.append({**base, "task_id": tid, "start": -1, "n_starts": 1})
+    for s in specs:
+        s["task_dir"] = str(run_dir / "tasks" / s["task_id"])
+    return specs
+
+
+# --------------------------------------------------------------- numba warm-up
+def _tiny_params(kind, params):
+    p = dict(params)
+    if kind == "bsvr":
+        p.update(n_starts=1, optimizer_options={**(p.get("optimizer_options") or {}), "maxiter": 2})
+    elif kind == "btsvc":
+        if p.get("starts"):
+            p["starts"] = p["starts"][:1]
+        p.update(n_starts=1 if not p.get("starts") else None,
+                 optimizer_options={**(p.get("optimizer_options") or {}), "maxiter": 2})
+    elif kind in ("gpr", "gpc"):
+        p.update(n_starts=1, options={**(p.get("options") or {}), "maxiter": 2})
+    return p
+
+
+def warm_numba_cache(pipeline: Pipeline, data):
+    """Fit a tiny model of every (kind, settings) used, in the driver.
+
+    Compiles (or loads) the Numba kernels and writes Numba's on-disk cache
+    before any worker starts; also catches invalid estimator settings early
+    (the error names the model).
+    """
+    import warnings
+
+    from .tasks import make_estimator
+
+    seen = set()
+    for m in pipeline.models:
+        key = (m.kind, bool(m.estimator_params().get("ard", False)))
+        if key in seen:
+            continue
+        seen.add(key)
+        ds = data[m.datasets[0]]
+        tr = np.asarray(ds["partitions"][0][0])
+        X, y = ds["X"][tr], ds["y"][tr]
+        if TASK_OF[m.kind] == "classification":
+            classes = np.unique(y)
+            idx = np.concatenate([np.flatnonzero(y == c)[:12] for c in classes[:2]])
+        else:
+            idx = np.arange(min(30, y.size))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = make_estimator(m.kind, _tiny_params(m.kind, m.estimator_params()))
+                est.fit(X[idx], y[idx])
+                est.predict(X[idx[:3]])
+        except Exception as exc:  # noqa: BLE001 - reported with the model's name
+            raise ValueError(f"model {m.label!r} ({m.kind}) cannot be fitted with its settings "
+                             f"{m.estimator_params()}: {type(exc).__name__}: {exc}") from exc
+
+
+# ------------------------------------------------------------------ helpers
+def _paths_visible(paths):
+    return all(os.path.exists(p) for p in paths)
+
+
+def _dir_writable(path):
+    return os.path.isdir(path) and os.access(path, os.W_OK)
+
+
+def _committee(starts, task, y_test):
+    """Evidence-weighted committee of the starts (weights proportional to the evidence)."""
+    from .tasks import classification_metrics, regression_metrics
+
+    ev = np.array([s["log_evidence"] for s in starts], dtype=float)
+    w = np.exp(ev - np.max(ev))
+    w /= w.sum()
+    if task == "regression":
+        mu = np.array([s["predictions"]["mean"] for s in starts])
+        sd = np.array([s["predictions"]["std"] for s in starts])
+        mean = w @ mu
+        var = w @ (sd ** 2 + mu ** 2) - mean ** 2
+        return regression_metrics(y_test, mean, np.sqrt(np.maximum(var, 0.0))), w
+    P = np.array([s["predictions"]["proba"] for s in starts])
+    proba = np.tensordot(w, P, axes=1)
+    classes = np.asarray(starts[0]["predictions"]["classes"])
+    pred = classes[np.argmax(proba, axis=1)]
+    return classification_metrics(y_test, pred, proba, classes), w
+
+
+def aggregate(pipeline, data, results, run_dir: Path):
+    """Best start per (data set, model, partition), committees, best-model files."""
+    out = {}
+    models_dir = run_dir / "models"
+    models_dir.mkdir(exist_ok=True)
+    groups = {}
+    for r in results.values():
+        groups.setdefault((r["dataset"], r["model"], r["partition"]), []).append(r)
+    mspec = {m.label: m for m in pipeline.models}
+    for (ds, model, p), rs in sorted(groups.items()):
+        rs = sorted(rs, key=lambda r: r["start"])
+        m = mspec[model]
+        expected = n_starts_of(m.kind, m.estimator_params()) if m.kind in BAYES_KINDS else 1
+        ev = np.array([r["log_evidence"] if np.isfinite(r["log_evidence"]) else -np.inf
+                       for r in rs])
+        best = rs[int(np.argmax(ev))] if m.kind in BAYES_KINDS else rs[0]
+        fname = f"{ds}__{model}__p{p:03d}.h5"
+        src = Path(run_dir / "tasks" / best["task_id"] / "model.h5")
+        if src.exists():
+            shutil.copyfile(src, models_dir / (fname + ".tmp"))
+            os.replace(models_dir / (fname + ".tmp"), models_dir / fname)
+        entry = {"kind": m.kind, "best_start": int(best["start"]), "best_task": best["task_id"],
+                 "n_starts_done": len(rs), "n_starts": int(expected),
+                 "metrics": best["metrics"], "log_evidence": float(best["log_evidence"]),
+                 "hyperparameters": best["hyperparameters"], "n_sv": int(best["n_sv"]),
+                 "n_off_bound": int(best.get("n_off_bound", -1)),
+                 "time": float(sum(r["elapsed"] for r in rs)),
+                 "start_log_evidence": np.array([r["log_evidence"] for r in rs], dtype=float),
+                 "model_file": f"models/{fname}"}
+        if m.committee and len(rs) > 1:
+            te = np.asarray(data[ds]["partitions"][p][1])
+            cm, w = _committee(rs, data[ds]["task"], data[ds]["y"][te])
+            entry["committee_metrics"] = cm
+            entry["committee_weights"] = w
+        out.setdefault(ds, {}).setdefault(model, {})[f"p{p:03d}"] = entry
+    return out
+
+
+# ------------------------------------------------------------------ the run
+def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=True,
+                 progress=True, stream=None, summary_stream=None):
+    """Run (or resume) ``pipeline``; returns the run record (also in ``run.h5``)."""
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    stream = stream or sys.stderr
+    summary_stream = summary_stream or sys.stdout
+    run_dir = Path(pipeline.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t_begin = time.time()
+    with RunLock(run_dir):
+        stored = run_dir / "pipeline.toml"
+        if not resume:
+            for sub in ("tasks", "models", "data"):
+                shutil.rmtree(run_dir / sub, ignore_errors=True)
+            for f in ("run.h5", "pipeline.toml"):
+                (run_dir / f).unlink(missing_ok=True)
+        elif stored.exists() and stored.read_text(encoding="utf-8") != pipeline.text:
+            raise ValueError(f"run directory {str(run_dir)!r} holds a run of a different pipeline "
+                             "file; use --fresh to discard it or set another run.name")
+        atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
+        data = prepare_data(pipeline, run_dir)
+        specs = plan_tasks(pipeline, data, run_dir)
+        delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # testing hook
+        fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # testing hook
+        results, failures, todo = {}, {}, []
+        for s in specs:
+            Path(s["task_dir"]).mkdir(parents=True, exist_ok=True)
+            rec = read_record(Path(s["task_dir"]) / "result.h5")
+            if rec is not None and rec.get("status") == "done" and \
+                    (Path(s["task_dir"]) / "model.h5").exists():
+                results[s["task_id"]] = rec
+            else:
+                if delay:
+                    s["eval_delay"] = float(delay)
+                if fail_dir:
+                    s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
+                todo.append(s)
+        n_skipped = len(results)
+        n_resumed = sum(1 for s in todo if (Path(s["task_dir"]) / "checkpoint.h5").exists())
+        if todo:
+            warm_numba_cache(pipeline, data)
+        cluster = client = None
+        n_workers = 0
+        try:
+            if todo:
+                if scheduler:
+                    client = Client(scheduler, timeout="30s")
+                    client.wait_for_workers(1, timeout=60)
+                else:
+                    n = int(workers or os.cpu_count() or 1)
+                    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=logging.ERROR,
+                                           env=dict(WORKER_ENV))
+                    client = Client(cluster)
+                n_workers = len(client.nthreads())
+                slots = sum(client.nthreads().values())
+                data_paths = sorted({s["data"] for s in todo})
+                seen = client.run(_paths_visible, data_paths)
+                if not all(seen.values()):
+                    scattered = {}
+                    for label, d in data.items():
+                        scattered[d["path"]] = client.scatter((d["X"], d["y"]), broadcast=True,
+                                                              hash=False)
+                    for s in todo:
+                        s["data"] = scattered[s["data"]]
+                writable = client.run(_dir_writable, str(run_dir / "tasks"))
+                if not all(writable.values()):
+                    for s in todo:  # driver writes the result files; no mid-start checkpoints
+                        s["task_dir"] = None
+                futures = {}
+                for s in todo:
+                    key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
+                    futures[client.submit(run_task, s, key=key, retries=pipeline.retries,
+                                          pure=False)] = s
+                bar = Progress(len(specs), slots, label=pipeline.name, stream=stream,
+                               enabled=progress, already_done=n_skipped).start()
+                try:
+                    for fut in as_completed(list(futures)):
+                        s = futures.pop(fut)
+                        tid = s["task_id"]
+                        task_dir = run_dir / "tasks" / tid
+                        if fut.status == "error":
+                            exc = fut.exception()
+                            failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
+                                             "traceback": format_exception(exc),
+                                             "attempts": int(pipeline.retries) + 1,
+                                             "time": time.time()}
+                            bar.task_done(failed=True)
+                        else:
+                            out = fut.result()
+                            res = out["result"]
+                            if not (task_dir / "model.h5").exists() or s.get("task_dir") is None:
+                                atomic_write_bytes(task_dir / "model.h5", out["model_h5"])
+                            if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
+                                write_record(task_dir / "result.h5", res)
+                            results[tid] = res
+                            bar.task_done()
+                        fut.release()
+                finally:
+                    bar.close()
+        finally:
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.close()
+        agg = aggregate(pipeline, data, results, run_dir)
+        t_end = time.time()
+        meta = {"name": pipeline.name, "pipeline_path": str(pipeline.path),
+                "pipeline_text": pipeline.text, "digest": pipeline.digest,
+                "description": pipeline.description, "run_dir": str(run_dir),
+                "host": socket.gethostname(), "versions": versions(),
+                "scheduler": scheduler or "LocalCluster", "n_workers": int(n_workers),
+                "started": t_begin, "finished": t_end, "elapsed": t_end - t_begin,
+                "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
+                "n_skipped": n_skipped, "n_resumed_from_checkpoint": n_resumed,
+                "status": "complete" if len(results) == len(specs) else "incomplete"}
+        record = {
+            "meta": meta,
+            "datasets": {k: {"task": v["task"], "n": v["n"], "d": v["d"], "path": v["path"],
+                             "partitions": [{"train": np.asarray(tr), "test": np.asarray(te)}
+                                            for tr, te in v["partitions"]]}
+                         for k, v in data.items()},
+            "models": {m.label: {"kind": m.kind, "datasets": m.datasets,
+                                 "committee": m.committee} for m in pipeline.models},
+            "tasks": {k: results[k] for k in sorted(results)},
+            "results": agg,
+            "failures": failures,
+        }
+        write_run_file(run_dir / "run.h5", record)
+    if summary_stream is not None:
+        rows = summary_rows(record)
+        print(f"run {pipeline.name}: {meta['n_done']}/{meta['n_tasks']} tasks done "
+              f"({n_skipped} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s; "
+              f"run file {run_dir / 'run.h5'}", file=summary_stream)
+        if rows:
+            print(format_table(rows), file=summary_stream)
+        for tid, f in failures.items():
+            print(f"FAILED {tid}: {f['error']}", file=summary_stream)
+    return record
