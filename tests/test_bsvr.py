@@ -1,0 +1,137 @@
+"""BayesianSVR against independent references: scikit-learn's GP regression
+(beta = 1 limit), a dense Laplace error bar (E.11), and recovery of the
+generating SILF noise model."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+from bsvm_scale import BayesianSVR, losses
+from bsvm_scale.bsvr import default_beta
+
+from reference import dense_cov
+
+
+def _sinc(n, seed, C=10.0, eps=0.1, beta=0.3):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-10, 10, n)
+    noise = losses.silf_sample(C, eps, beta, n, random_state=seed + 100)
+    f = np.sinc(x / np.pi)
+    return x[:, None], f + noise, f, noise
+
+
+def test_beta_one_large_C_equals_gp_regression():
+    X, y, _, _ = _sinc(120, 1)
+    sigma2, C = 0.04, 1e6
+    eps = sigma2 * C / 2  # 2 epsilon / C = sigma^2 (section 4.2.1)
+    kappa, kappa_b, kappa0 = 2.0, 3.0, 0.5
+    m = BayesianSVR(optimize=False, beta=1.0, C=C, epsilon=eps, kappa=kappa, kappa_b=kappa_b,
+                    kappa0=kappa0, tol=1e-9).fit(X, y)
+    assert m.on_bound_.size == 0
+    Xs = (X - m.x_mean_) / m.x_scale_
+    kern = ConstantKernel(kappa0, "fixed") * RBF(1 / np.sqrt(kappa), "fixed") \
+        + ConstantKernel(kappa_b, "fixed")
+    gp = GaussianProcessRegressor(kern, alpha=sigma2, optimizer=None, normalize_y=False).fit(Xs, y)
+    Xt = np.linspace(-11, 11, 301)[:, None]
+    np.testing.assert_allclose(m.predict(Xt), gp.predict((Xt - m.x_mean_) / m.x_scale_),
+                               atol=1e-4)
+
+
+def test_error_bar_equals_dense_laplace():
+    X, y, _, _ = _sinc(90, 2)
+    m = BayesianSVR(optimize=False, beta=0.3, C=10.0, epsilon=0.1, kappa=3.0, kappa_b=5.0,
+                    tol=1e-9).fit(X, y)
+    h = m.hyperparameters_
+    Xs = (X - m.x_mean_) / m.x_scale_
+    Xt = (np.linspace(-12, 12, 41)[:, None] - m.x_mean_) / m.x_scale_
+    S = dense_cov(Xs, Xs, h["kappa0"], h["kappa"], h["kappa_b"])
+    k = dense_cov(Xs, Xt, h["kappa0"], h["kappa"], h["kappa_b"])
+    lam = np.zeros(len(y))
+    lam[m.off_bound_] = 1.0 / (2 * h["beta"] * h["epsilon"])
+    # Laplace approximation with the dense n x n Hessian W = C Lambda of the
+    # likelihood, in the stable form of Rasmussen & Williams (alg. 3.2):
+    # var = k** - k^T W^1/2 (I + W^1/2 Sigma W^1/2)^-1 W^1/2 k
+    sw = np.sqrt(h["C"] * lam)
+    Bm = np.eye(len(y)) + sw[:, None] * S * sw[None, :]
+    V = np.linalg.solve(np.linalg.cholesky(Bm), sw[:, None] * k)
+    prior = h["kappa0"] + h["kappa_b"]
+    var = prior - np.einsum("ij,ij->j", V, V)
+    _, std = m.predict(np.linspace(-12, 12, 41)[:, None], return_std=True)
+    np.testing.assert_allclose(std**2, var, rtol=1e-5, atol=1e-8)
+    _, std_y = m.predict(np.linspace(-12, 12, 41)[:, None], return_std=True, include_noise=True)
+    np.testing.assert_allclose(std_y**2, var + losses.silf_noise_variance(h["C"], h["epsilon"],
+                                                                          h["beta"]), rtol=1e-5)
+
+
+@pytest.mark.slow
+def test_recovers_silf_noise_model_on_sinc():
+    X, y, _, _ = _sinc(2000, 3)
+    Xt, yt, ft, nt = _sinc(3000, 4)
+    m = BayesianSVR(beta=0.3).fit(X, y)
+    h = m.hyperparameters_
+    assert h["C"] == pytest.approx(10.0, rel=0.3)
+    assert h["epsilon"] == pytest.approx(0.1, rel=0.3)
+    ase = np.mean((m.predict(Xt) - yt) ** 2)
+    true_noise = np.mean(nt**2)
+    assert abs(ase / true_noise - 1) < 0.05
+    # every start's trajectory is kept, and the best start was chosen
+    best = min(s["neg_log_evidence"] for s in m.starts_)
+    assert -m.log_evidence_ == pytest.approx(best, abs=0.5)
+    assert all(len(s["trajectory"]) > 0 for s in m.starts_)
+
+
+def test_ard_fit_ranks_relevant_inputs():
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, size=(250, 3))
+    y = np.sin(2 * X[:, 0]) + 0.3 * X[:, 1] + 0.05 * rng.normal(size=250)
+    m = BayesianSVR(ard=True, n_starts=1).fit(X, y)
+    k = m.hyperparameters_["kappa"]
+    assert k.shape == (3,)
+    assert k[0] > k[2] and k[1] > k[2]
+
+
+def test_default_beta_follows_thesis_and_extends():
+    assert default_beta(500) == 0.3 and default_beta(3000) == 0.1 and default_beta(5000) == 0.05
+    assert default_beta(6001) == pytest.approx(0.05, rel=1e-3)
+    assert default_beta(50_000) < default_beta(10_000) < 0.05
+
+
+def test_sklearn_contract_and_attributes():
+    X, y, _, _ = _sinc(60, 6)
+    m = BayesianSVR(optimize=False, C=10.0, epsilon=0.1, kappa=2.0, kappa_b=10.0, beta=0.3)
+    assert clone(m).get_params() == m.get_params()
+    m.fit(X, y)
+    assert m.n_features_in_ == 1
+    assert set(m.hyperparameters_) == {"C", "epsilon", "beta", "kappa0", "kappa", "kappa_b"}
+    assert m.support_.size == m.dual_coef_.size
+    assert np.all(np.isin(m.off_bound_, m.support_)) and np.all(np.isin(m.on_bound_, m.support_))
+    assert np.isfinite(m.log_evidence_)
+    assert m.noise_variance_ == pytest.approx(losses.silf_noise_variance(10.0, 0.1, 0.3))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"beta": 1.5}, "beta"), ({"beta": 0.0}, "beta"), ({"C": -1.0}, "C"),
+    ({"epsilon": 0.0}, "epsilon"), ({"kappa": -2.0}, "kappa"), ({"tol": 0}, "tol"),
+    ({"starts": [{"gamma": 1.0}]}, "gamma"), ({"bounds": {"ln_x": (0, 1)}}, "bounds"),
+])
+def test_bad_parameters_name_the_argument(kwargs, match):
+    X, y, _, _ = _sinc(30, 7)
+    with pytest.raises(ValueError, match=match):
+        BayesianSVR(**kwargs).fit(X, y)
+
+
+def test_bad_input_is_rejected_clearly():
+    X, y, _, _ = _sinc(30, 8)
+    Xn = X.copy()
+    Xn[3, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        BayesianSVR().fit(Xn, y)
+    with pytest.raises(ValueError):
+        BayesianSVR().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="constant"):
+        BayesianSVR().fit(X, np.ones(30))
+    m = BayesianSVR(optimize=False, C=1.0, epsilon=0.1, kappa=1.0, kappa_b=1.0).fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        m.predict(np.zeros((3, 2)))
