@@ -63,9 +63,13 @@ from numba import njit
 
 from ._row_cache import get_row
 
-# Functions that call the (parallel) ``get_row`` are not cached on disk: with
-# numba 0.68 a cached caller compiled while ``get_row`` itself was loaded
-# from the on-disk cache segfaults when it is loaded again in a new process.
+# Functions that call ``get_row`` (another module) are not cached on disk.
+# Numba's cache is invalidated only by changes to this file, so a cached
+# caller would keep an outdated copy of ``get_row`` after that module changes;
+# and with numba 0.68, while ``get_row`` still ran a parallel loop, a cached
+# caller compiled against a cached ``get_row`` segfaulted when loaded again.
+# Set to True once ``_row_cache`` is stable to save ~5 s of compilation per
+# process.
 _CACHE_GET_ROW_CALLERS = False
 
 TAU = 1e-12          # curvature floor for non-positive-definite pairs

@@ -21,20 +21,16 @@ solutions agree with LIBSVM); ``standardize=True`` standardises them with
 training statistics first, in which case ``kappa`` refers to standardised
 inputs and ``support_vectors_`` are stored standardised.
 
-Implementation note: :class:`~bsvm_scale.covariance.GaussianCovariance`
-requires ``kappa_b > 0``; the classical kernel has no bias term, so the
-cache is built with ``kappa_b = 1e-300``, which leaves every kernel value
-unchanged in double precision (``1 + 1e-300 == 1``; only entries below about
-1e-284, i.e. numerically zero, are affected).
+The kernel rows come from :class:`~bsvm_scale.covariance.GaussianCovariance`
+with ``kappa0 = 1`` (``kappa0`` for TSVC) and ``kappa_b = 0`` (no bias term in
+the kernel; the bias ``b`` is a free parameter of the dual).
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from contextlib import contextmanager
 
-import numba
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
@@ -47,7 +43,7 @@ from .covariance import GaussianCovariance, RowCache, as_float_matrix
 
 __all__ = ["SVR", "SVC", "TSVC", "epsilon_noise_variance"]
 
-KAPPA_B_NONE = 1e-300  # stands in for "no bias term" in GaussianCovariance
+KAPPA_B_NONE = 0.0  # the classical kernel has no bias term
 
 
 # ---------------------------------------------------------------------------
@@ -63,24 +59,6 @@ def _check_common(est):
     if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)):
         raise ValueError(f"max_iter must be an integer (-1 for no limit); got {mi!r}.")
     return float(kappa), float(tol), float(cache_mb), int(mi)
-
-
-def _check_threads(est):
-    k = est.n_threads
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or (k < 1 and k != -1):
-        raise ValueError(f"n_threads must be a positive integer or -1 (all); got {k!r}.")
-    return numba.config.NUMBA_NUM_THREADS if k == -1 else min(int(k), numba.config.NUMBA_NUM_THREADS)
-
-
-@contextmanager
-def _numba_threads(k):
-    """Run the enclosed Numba parallel regions (kernel rows) on ``k`` threads."""
-    old = numba.get_num_threads()
-    numba.set_num_threads(k)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
 
 
 def _effective_max_iter(max_iter, n_vars):
@@ -201,10 +179,6 @@ class SVR(RegressorMixin, BaseEstimator):
     standardize : bool, default=False
         Standardise the inputs with training statistics (off to match
         LIBSVM).
-    n_threads : int, default=1
-        Numba threads used for kernel rows during training (-1: all). One
-        thread matches single-threaded LIBSVM and avoids oversubscription
-        when fits run side by side (CV, Dask workers).
     error_bars : bool, default=False
         After fitting, also compute the Gao et al. (2002) quantities:
         :attr:`log_evidence_` (eq. 16), :attr:`noise_var_` (eq. 29) and the
@@ -240,7 +214,7 @@ class SVR(RegressorMixin, BaseEstimator):
     _kernel_scale = 1.0
 
     def __init__(self, *, C=1.0, epsilon=0.1, kappa=1.0, tol=1e-3, max_iter=-1,
-                 cache_mb=256.0, shrinking=True, standardize=False, n_threads=1,
+                 cache_mb=256.0, shrinking=True, standardize=False,
                  error_bars=False):
         self.C = C
         self.epsilon = epsilon
@@ -250,7 +224,6 @@ class SVR(RegressorMixin, BaseEstimator):
         self.cache_mb = cache_mb
         self.shrinking = shrinking
         self.standardize = standardize
-        self.n_threads = n_threads
         self.error_bars = error_bars
 
     def _check_params(self):
@@ -276,9 +249,8 @@ class SVR(RegressorMixin, BaseEstimator):
         U = np.full(2 * n, C)
         alpha = np.zeros(2 * n)
         G = np.empty(2 * n)
-        with _numba_threads(_check_threads(self)):
-            it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
-                                          _effective_max_iter(mi, 2 * n), bool(self.shrinking))
+        it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
+                                      _effective_max_iter(mi, 2 * n), bool(self.shrinking))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("SVR", it, gap, tol)
         b = _smo.bias(G, alpha, s, U)
@@ -492,7 +464,7 @@ class SVC(ClassifierMixin, BaseEstimator):
         Regularisation parameter, > 0.
     kappa : float, default=1.0
         ``K = exp(-kappa/2 ||x - x'||^2)`` (``gamma = kappa/2``).
-    tol, max_iter, cache_mb, shrinking, standardize, n_threads
+    tol, max_iter, cache_mb, shrinking, standardize
         As in :class:`SVR`.
 
     Attributes
@@ -510,7 +482,7 @@ class SVC(ClassifierMixin, BaseEstimator):
     _kernel_scale = 1.0
 
     def __init__(self, *, C=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
-                 shrinking=True, standardize=False, n_threads=1):
+                 shrinking=True, standardize=False):
         self.C = C
         self.kappa = kappa
         self.tol = tol
@@ -518,7 +490,6 @@ class SVC(ClassifierMixin, BaseEstimator):
         self.cache_mb = cache_mb
         self.shrinking = shrinking
         self.standardize = standardize
-        self.n_threads = n_threads
 
     def fit(self, X, y):
         """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
@@ -536,9 +507,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         U = np.full(n, float(C))
         alpha = np.zeros(n)
         G = np.empty(n)
-        with _numba_threads(_check_threads(self)):
-            it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
-                                          _effective_max_iter(mi, n), bool(self.shrinking))
+        it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
+                                      _effective_max_iter(mi, n), bool(self.shrinking))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("SVC", it, gap, tol)
         b = _smo.bias(G, alpha, s, U)
@@ -589,7 +559,7 @@ class TSVC(ClassifierMixin, BaseEstimator):
         Inverse squared length scale.
     tol : float, default=1e-3
         Stopping tolerance of the two-threshold test (5.31) with bias.
-    max_iter, cache_mb, standardize, n_threads
+    max_iter, cache_mb, standardize
         As in :class:`SVC` (no shrinking: every variable is unbounded above).
 
     Attributes
@@ -600,14 +570,13 @@ class TSVC(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, *, kappa0=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
-                 standardize=False, n_threads=1):
+                 standardize=False):
         self.kappa0 = kappa0
         self.kappa = kappa
         self.tol = tol
         self.max_iter = max_iter
         self.cache_mb = cache_mb
         self.standardize = standardize
-        self.n_threads = n_threads
 
     def fit(self, X, y):
         """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
@@ -624,9 +593,8 @@ class TSVC(ClassifierMixin, BaseEstimator):
         cache = RowCache(X, GaussianCovariance(float(k0), kappa, KAPPA_B_NONE), cache_mb)
         alpha = np.zeros(n)
         Kv = np.empty(n)
-        with _numba_threads(_check_threads(self)):
-            it, status, gap, G = _smo.smo_trig(*cache.args, s, alpha, Kv, tol,
-                                               _effective_max_iter(mi, n))
+        it, status, gap, G = _smo.smo_trig(*cache.args, s, alpha, Kv, tol,
+                                           _effective_max_iter(mi, n))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("TSVC", it, gap, tol)
         b = _smo.bias(G, alpha, s, np.full(n, np.inf))

@@ -156,7 +156,6 @@ def test_max_iter_warns():
     (SVR, dict(C=0.0)), (SVR, dict(C=-1.0)), (SVR, dict(epsilon=-0.1)), (SVR, dict(kappa=0.0)),
     (SVR, dict(tol=0.0)), (SVR, dict(cache_mb=-1.0)), (SVR, dict(max_iter=1.5)),
     (SVC, dict(C=np.nan)), (SVC, dict(kappa=-2.0)), (TSVC, dict(kappa0=0.0)),
-    (SVC, dict(n_threads=0)), (SVR, dict(n_threads=1.5)),
 ])
 def test_bad_parameters_raise_value_error_naming_argument(Est, bad):
     X, y = gauss_classes(20, 0)
