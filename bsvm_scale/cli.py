@@ -11,6 +11,11 @@ Commands
     true/false/none, else kept as strings.
 ``bsvm-scale datasets info FILE.h5 [--json]``
     Validate a data set file and show its metadata.
+``bsvm-scale run PIPELINE.toml [--scheduler ADDRESS] [--workers N] [--resume|--fresh]``
+    Run (or resume) a pipeline (see :mod:`bsvm_scale.pipeline`), print a
+    summary table and write the report.
+``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
+    Write ``report.md`` and PNG plots of a run.
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
@@ -204,7 +209,77 @@ def add_datasets_parser(subparsers) -> None:
 # (each returning an exit status, raising CLIError/ValueError/OSError on bad
 # input) and append the builders to COMMANDS.
 
-COMMANDS = [add_datasets_parser]
+
+def cmd_run(args) -> int:
+    """``bsvm-scale run PIPELINE.toml``: validate, run (or resume) and report."""
+    from .pipeline.checkpoint import RunLockedError
+    from .pipeline.config import load_pipeline
+    from .pipeline.executor import run_pipeline
+
+    pipeline = load_pipeline(args.pipeline)
+    if args.name:
+        pipeline.name = args.name
+        pipeline.run_dir = str(Path(pipeline.output) / args.name)
+    if args.check:
+        n_tasks = sum(len(m.datasets) for m in pipeline.models)
+        print(f"{args.pipeline}: valid; run directory {pipeline.run_dir}; "
+              f"{len(pipeline.datasets)} data set(s), {len(pipeline.models)} model(s), "
+              f"{n_tasks} (data set, model) pair(s)")
+        return EXIT_OK
+    try:
+        record = run_pipeline(pipeline, scheduler=args.scheduler, workers=args.workers,
+                              resume=not args.fresh, progress=not args.no_progress)
+    except RunLockedError as exc:
+        raise CLIError(str(exc)) from None
+    if not args.no_report:
+        from .pipeline.report import write_report
+
+        path = write_report(pipeline.run_dir)
+        print(f"report: {path}")
+    return EXIT_OK if record["meta"]["n_failed"] == 0 else 1
+
+
+def add_run_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "run", help="run (or resume) a pipeline on a Dask cluster",
+        description="Run the pipeline file on a local Dask cluster (default) or an existing "
+                    "scheduler. Re-running the same command resumes: finished tasks are kept "
+                    "and interrupted optimiser starts continue from their checkpoints.")
+    p.add_argument("pipeline", metavar="PIPELINE.toml")
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="address of a running dask scheduler (e.g. tcp://host:8786); default: "
+                        "start a LocalCluster and close it at the end")
+    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="LocalCluster worker processes (one thread each; default: core count)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--resume", action="store_true", default=True,
+                   help="keep finished tasks and checkpoints of an earlier run (default)")
+    g.add_argument("--fresh", action="store_true", help="discard an earlier run of this name")
+    p.add_argument("--name", default=None, help="override run.name")
+    p.add_argument("--no-progress", action="store_true", help="no live progress line")
+    p.add_argument("--no-report", action="store_true", help="do not write the report")
+    p.add_argument("--check", action="store_true", help="only validate the pipeline file")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_report(args) -> int:
+    from .pipeline.report import write_report
+
+    path = write_report(args.run, args.out)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+def add_report_parser(subparsers) -> None:
+    p = subparsers.add_parser("report", help="write report.md and plots of a run",
+                              description="Write report.md and PNG plots of a finished run.")
+    p.add_argument("run", metavar="RUN_DIR_or_RUN.h5")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: RUN_DIR/report)")
+    p.set_defaults(func=cmd_report)
+
+
+COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser]
 
 
 # -------------------------------------------------------------------- main
