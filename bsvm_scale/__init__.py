@@ -9,6 +9,15 @@ __version__ = "0.1.0"
 _LAZY = {
     "BayesianSVR": "bsvm_scale.bsvr",
     "BayesianSVC": "bsvm_scale.btsvc",
+    "SVR": "bsvm_scale.svm",
+    "SVC": "bsvm_scale.svm",
+    "TSVC": "bsvm_scale.svm",
+    "GPR": "bsvm_scale.gp",
+    "GPC": "bsvm_scale.gp",
+    "RVR": "bsvm_scale.rvm",
+    "RVC": "bsvm_scale.rvm",
+    "save_model": "bsvm_scale.storage",
+    "load_model": "bsvm_scale.storage",
     "GaussianCovariance": "bsvm_scale.covariance",
     "RowCache": "bsvm_scale.covariance",
 }

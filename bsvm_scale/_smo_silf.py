@@ -31,6 +31,9 @@ Each iteration (one small function per step):
    the two-variable Newton step on the (i, j) pair, using row ``i`` of the
    covariance (strongly correlated pairs, e.g. through a large ``kappa_b``,
    are handled well, unlike single-coordinate descent).
+   Both scans run over the active points only: :func:`shrink` periodically
+   drops bound points held firmly at their bound (LIBSVM-style shrinking,
+   with a final full scan that un-shrinks if needed).
 3. :func:`solve_pair` minimises the objective exactly over the pair: the
    sub-problem is piecewise quadratic in four quadrants (Table 4.1); in each
    quadrant the minimiser over the box is either the interior Newton point
@@ -100,13 +103,58 @@ def select_first(g, nu, C, eps1):
 
 
 @njit(cache=True)
-def select_second(i, row_i, g, nu, C, eps1, qdiag, tau):
-    """Partner ``j`` of ``i`` maximising the two-variable Newton gain
-    ``1/2 h^T H^{-1} h`` with ``H = [[Q_ii, Q_ij], [Q_ij, Q_jj]]``."""
+def select_first_active(g, nu, C, eps1, active, n_active):
+    """:func:`select_first` over the active (unshrunk) points only."""
+    best = -1
+    vmax = 0.0
+    for a in range(n_active):
+        k = active[a]
+        v = violation(g[k], nu[k], C, eps1)
+        if v > vmax:
+            vmax = v
+            best = k
+    return best, vmax
+
+
+@njit(cache=True)
+def shrink(g, nu, C, eps1, margin, active):
+    """Shrinking: keep in ``active`` the points that are free or within
+    ``margin`` of violating their condition in (4.31); returns their number.
+
+    Points at a bound (``nu = 0`` inside the tube, ``|nu| = C`` outside it)
+    whose gradient holds them there by more than ``margin`` are unlikely to
+    move, so the selection scans skip them. ``g`` is still updated for every
+    point, so nothing needs reconstructing: a final full scan un-shrinks if
+    any skipped point turns out to violate.
+    """
+    n_active = 0
+    for k in range(g.shape[0]):
+        nk = nu[k]
+        gk = g[k]
+        if nk == 0.0:
+            keep = abs(gk) > eps1 - margin
+        elif nk >= C:
+            keep = gk + eps1 > -margin
+        elif nk <= -C:
+            keep = eps1 - gk > -margin
+        else:
+            keep = True
+        if keep:
+            active[n_active] = k
+            n_active += 1
+    return n_active
+
+
+@njit(cache=True)
+def select_second(i, row_i, g, nu, C, eps1, qdiag, tau, active, n_active):
+    """Partner ``j`` of ``i`` (among the active points) maximising the
+    two-variable Newton gain ``1/2 h^T H^{-1} h`` with
+    ``H = [[Q_ii, Q_ij], [Q_ij, Q_jj]]``."""
     hi = descent_gradient(g[i], nu[i], C, eps1)
     best = -1
     gmax = -1.0
-    for k in range(g.shape[0]):
+    for a in range(n_active):
+        k = active[a]
         if k == i:
             continue
         hk = descent_gradient(g[k], nu[k], C, eps1)
@@ -210,13 +258,29 @@ def smo_inner(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
     eps' |nu|_1`` in place (``g`` holds its gradient). Returns
     ``(iterations, max_violation)``."""
     qdiag = kappa0 + kappa_b + diag_add
+    n = g.shape[0]
+    active = np.arange(n)
+    n_active = n
+    period = min(1000, n)
+    countdown = period
     it = 0
     while it < max_iter:
-        i, vmax = select_first(g, nu, C, eps1)
+        i, vmax = select_first_active(g, nu, C, eps1, active, n_active)
         if vmax <= tau:
-            return it, vmax
+            if n_active == n:
+                return it, vmax
+            i, vmax = select_first(g, nu, C, eps1)  # un-shrink check
+            if vmax <= tau:
+                return it, vmax
+            n_active = shrink(g, nu, C, eps1, vmax, active)
+            countdown = period
+        countdown -= 1
+        if countdown <= 0:
+            n_active = shrink(g, nu, C, eps1, vmax, active)
+            countdown = period
+            continue
         row_i = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
-        j = select_second(i, row_i, g, nu, C, eps1, qdiag, tau)
+        j = select_second(i, row_i, g, nu, C, eps1, qdiag, tau, active, n_active)
         if j < 0:
             j = i - 1 if i > 0 else i + 1
         row_j = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, j)

@@ -299,6 +299,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         s = float(np.std(y))
         bounds = self._box(s, d)
         max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
+        self._max_iter = max_iter
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
                            float(self.cache_mb), max_iter)
         thetas = self._start_points(s, d, bounds)
@@ -341,8 +342,11 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def _set_fitted(self, final, beta, kappa0, X):
         theta, C, eps, cov, nu, ev, info = final
         if info["smo_violation"] > self.tol:
+            hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
+                    "the solver stalled at the limit of floating-point precision; use a "
+                    "larger tol")
             warnings.warn(f"SMO stopped after {info['smo_iter']} iterations with KKT violation "
-                          f"{info['smo_violation']:.3g} > tol={self.tol}; increase max_iter.",
+                          f"{info['smo_violation']:.3g} > tol={self.tol}; {hint}.",
                           ConvergenceWarning, stacklevel=3)
         if ev.jitter:
             warnings.warn(f"Sigma_M was not numerically positive definite; relative jitter "
