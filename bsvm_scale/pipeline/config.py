@@ -316,7 +316,7 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
         raise PipelineError(path, problems)
     out = Path(output)
     if not out.is_absolute():
-        out = path.resolve().parent / out
+        out = (path.resolve().parent / out).resolve()
     return Pipeline(path=str(path), text=text, name=name, output=str(out),
                     run_dir=str(out / name), retries=int(retries), seed=int(seed),
                     datasets=datasets, models=models, description=str(run.get("description", "")))
