@@ -9,7 +9,7 @@ variable per point suffices)::
 
 with ``Q = Sigma + (2 beta epsilon / C) I`` (4.29) and ``eps' = (1 - beta) epsilon``.
 There is no equality constraint: the bias is carried by ``kappa_b`` inside
-``Sigma``.
+``Sigma = Sigma~ + kappa_b 1 1^T``.
 
 Optimality (4.31)-(4.33). With ``g = Q nu - y = -F`` (4.30) the KKT
 conditions per point are::
@@ -24,23 +24,38 @@ and the stopping rule ``b_up >= -tau, b_low <= tau`` (4.33) is the statement
 that no point violates its condition by more than ``tau``; :func:`violation`
 computes that amount per point.
 
-Each iteration (one small function per step):
+Why not plain SMO on ``Q``: ``Q`` has a stiff near-constant direction (the
+rank-one ``kappa_b 1 1^T`` and, for wide kernels, the constant part of
+``Sigma~``). Coordinate and pair methods crawl along it. The classical
+remedy is the equality constraint of LIBSVM, whose pair moves
+``e_i - e_j`` never touch that direction. We use it exactly: with
+``s = sum(nu)``,
 
-1. :func:`select_first` takes the maximal violator ``i``.
-2. :func:`select_second` picks ``j`` by second-order gain: the decrease of
-   the two-variable Newton step on the (i, j) pair, using row ``i`` of the
-   covariance (strongly correlated pairs, e.g. through a large ``kappa_b``,
-   are handled well, unlike single-coordinate descent).
-   Both scans run over the active points only: :func:`shrink` periodically
-   drops bound points held firmly at their bound (LIBSVM-style shrinking,
-   with a final full scan that un-shrinks if needed).
-3. :func:`solve_pair` minimises the objective exactly over the pair: the
-   sub-problem is piecewise quadratic in four quadrants (Table 4.1); in each
-   quadrant the minimiser over the box is either the interior Newton point
-   or lies on an edge, so all candidates are checked.
-4. :func:`update_gradient` applies the step to ``g`` with two cached rows.
+    min_nu F(nu) = min_s [ P(s) + kappa_b s^2 / 2 ],
+    P(s) = min { 1/2 nu^T Q~ nu - y^T nu + eps' |nu|_1 : sum(nu) = s, |nu_i| <= C }
 
-Rows of ``Sigma`` come from the LRU cache of :mod:`bsvm_scale._row_cache`;
+with ``Q~ = Sigma~ + (2 beta eps / C) I``. The inner problem :func:`smo_inner`
+is an SVR-type dual with one equality constraint, solved by SMO with the
+second-order working-set selection of Fan, Chen & Lin (2005); its threshold
+``theta = P'(s)`` lies between the largest "down" and smallest "up"
+directional derivatives. The outer equation ``psi(s) = kappa_b s + theta(s)
+= 0`` is increasing in ``s`` and is solved by secant steps (Illinois regula
+falsi once bracketed), each inner solve warm-started after moving ``s``
+with :func:`move_sum`.
+
+Steps of one inner iteration, each its own small function:
+
+1. :func:`select_pair` -- ``i`` minimises the "up" derivative, ``j``
+   maximises the second-order gain ``(low_j - up_i)^2 / a_ij`` with
+   ``a_ij = Q~_ii + Q~_jj - 2 Q~_ij`` among the violating "down" moves;
+2. :func:`pair_step` -- exact minimiser along ``e_i - e_j`` of the
+   piecewise quadratic (kinks where ``nu_i`` or ``nu_j`` cross zero, the
+   four quadrants of Table 4.1), inside the box;
+3. :func:`update_gradient` -- ``g += t (Q~_i - Q~_j)`` from two cached rows;
+4. :func:`shrink` -- points held firmly at a bound leave the scans (the
+   gradient stays complete, so un-shrinking needs no reconstruction).
+
+Rows of ``Sigma~`` come from the LRU cache of :mod:`bsvm_scale._row_cache`;
 the ``n x n`` matrix is never formed.
 """
 
@@ -57,12 +72,8 @@ def violation(g_i, nu_i, C, eps1):
         v = abs(g_i) - eps1
     elif nu_i >= C:
         v = g_i + eps1
-        if v < 0.0:
-            v = 0.0
     elif nu_i <= -C:
         v = eps1 - g_i
-        if v < 0.0:
-            v = 0.0
     elif nu_i > 0.0:
         v = abs(g_i + eps1)
     else:
@@ -70,73 +81,135 @@ def violation(g_i, nu_i, C, eps1):
     return v if v > 0.0 else 0.0
 
 
-@njit(cache=True, inline="always")
-def descent_gradient(g_i, nu_i, C, eps1):
-    """Directional derivative along which point ``i`` would move (0 if the
-    point cannot move downhill)."""
-    if nu_i > 0.0:
-        h = g_i + eps1
-    elif nu_i < 0.0:
-        h = g_i - eps1
-    elif g_i > eps1:
-        h = g_i - eps1
-    elif g_i < -eps1:
-        h = g_i + eps1
-    else:
-        return 0.0
-    if (nu_i >= C and h < 0.0) or (nu_i <= -C and h > 0.0):
-        return 0.0
-    return h
-
-
 @njit(cache=True)
-def select_first(g, nu, C, eps1):
-    """Index and size of the maximal KKT violation."""
-    best = -1
+def max_violation(g, nu, C, eps1, shift):
+    """Largest KKT violation with the gradient ``g + shift``."""
     vmax = 0.0
     for k in range(g.shape[0]):
-        v = violation(g[k], nu[k], C, eps1)
+        v = violation(g[k] + shift, nu[k], C, eps1)
         if v > vmax:
             vmax = v
-            best = k
-    return best, vmax
+    return vmax
+
+
+@njit(cache=True, inline="always")
+def up_derivative(g_k, nu_k, eps1):
+    """Derivative of the inner objective when ``nu_k`` increases."""
+    return g_k + eps1 if nu_k >= 0.0 else g_k - eps1
+
+
+@njit(cache=True, inline="always")
+def low_derivative(g_k, nu_k, eps1):
+    """Minus the derivative when ``nu_k`` decreases."""
+    return g_k + eps1 if nu_k > 0.0 else g_k - eps1
 
 
 @njit(cache=True)
-def select_first_active(g, nu, C, eps1, active, n_active):
-    """:func:`select_first` over the active (unshrunk) points only."""
-    best = -1
-    vmax = 0.0
+def thresholds(g, nu, C, eps1, active, n_active):
+    """``(i, m_up, M_low)``: the index of the smallest up derivative, its
+    value and the largest low derivative, over the active points."""
+    i = -1
+    m_up = np.inf
+    M_low = -np.inf
     for a in range(n_active):
         k = active[a]
-        v = violation(g[k], nu[k], C, eps1)
-        if v > vmax:
-            vmax = v
-            best = k
-    return best, vmax
+        if nu[k] < C:
+            u = up_derivative(g[k], nu[k], eps1)
+            if u < m_up:
+                m_up = u
+                i = k
+        if nu[k] > -C:
+            lo = low_derivative(g[k], nu[k], eps1)
+            if lo > M_low:
+                M_low = lo
+    return i, m_up, M_low
 
 
 @njit(cache=True)
-def shrink(g, nu, C, eps1, margin, active):
-    """Shrinking: keep in ``active`` the points that are free or within
-    ``margin`` of violating their condition in (4.31); returns their number.
+def select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active):
+    """Second-order choice of ``j`` (WSS2): maximise
+    ``(low_j - m_up)^2 / a_ij`` over the violating down moves."""
+    best = -1
+    gmax = 0.0
+    for a in range(n_active):
+        k = active[a]
+        if k == i or nu[k] <= -C:
+            continue
+        b = low_derivative(g[k], nu[k], eps1) - m_up
+        if b <= 0.0:
+            continue
+        curv = 2.0 * qdiag - 2.0 * row_i[k]
+        if curv < 1e-12:
+            curv = 1e-12
+        gain = b * b / curv
+        if gain > gmax:
+            gmax = gain
+            best = k
+    return best
 
-    Points at a bound (``nu = 0`` inside the tube, ``|nu| = C`` outside it)
-    whose gradient holds them there by more than ``margin`` are unlikely to
-    move, so the selection scans skip them. ``g`` is still updated for every
-    point, so nothing needs reconstructing: a final full scan un-shrinks if
-    any skipped point turns out to violate.
+
+@njit(cache=True)
+def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
+    """Exact minimiser ``t >= 0`` of the inner objective along ``e_i - e_j``.
+
+    ``phi(t) = (g_i - g_j) t + curv t^2 / 2 + eps' (|nu_i + t| + |nu_j - t|)``
+    on ``[0, T]``, ``T = min(C - nu_i, C + nu_j)``, is convex and piecewise
+    quadratic with kinks where ``nu_i + t`` or ``nu_j - t`` change sign. The
+    minimiser lies in the first segment whose right end has a non-negative
+    derivative.
     """
+    T = min(C - nu_i, C + nu_j)
+    if T <= 0.0:
+        return 0.0
+    k1 = -nu_i if (nu_i < 0.0 and -nu_i < T) else T
+    k2 = nu_j if (nu_j > 0.0 and nu_j < T) else T
+    lo = 0.0
+    for seg in range(3):
+        if seg == 0:
+            hi = min(k1, k2)
+        elif seg == 1:
+            hi = max(k1, k2)
+        else:
+            hi = T
+        if hi <= lo:
+            continue
+        tm = 0.5 * (lo + hi)
+        c = g_i - g_j + (eps1 if nu_i + tm > 0.0 else -eps1) \
+            - (eps1 if nu_j - tm > 0.0 else -eps1)
+        if c + curv * hi >= 0.0:
+            t = -c / curv if curv > 0.0 else lo
+            return min(max(t, lo), hi)
+        lo = hi
+    return T
+
+
+@njit(cache=True)
+def update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active):
+    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points."""
+    for a in range(n_active):
+        k = active[a]
+        g[k] += t * (row_i[k] - row_j[k])
+    g[i] += diag_add * t
+    g[j] -= diag_add * t
+
+
+@njit(cache=True)
+def shrink(g, nu, C, eps1, m_up, M_low, active):
+    """Keep in ``active`` only points that can still take part in a
+    violating pair given the thresholds ``m_up <= M_low`` (LIBSVM rule):
+    a point at the upper bound whose low derivative is below ``m_up``, at
+    the lower bound with up derivative above ``M_low``, or at zero with
+    both derivatives outside ``[m_up, M_low]`` leaves the scans."""
     n_active = 0
     for k in range(g.shape[0]):
         nk = nu[k]
         gk = g[k]
-        if nk == 0.0:
-            keep = abs(gk) > eps1 - margin
-        elif nk >= C:
-            keep = gk + eps1 > -margin
+        if nk >= C:
+            keep = low_derivative(gk, nk, eps1) >= m_up
         elif nk <= -C:
-            keep = eps1 - gk > -margin
+            keep = up_derivative(gk, nk, eps1) <= M_low
+        elif nk == 0.0:
+            keep = up_derivative(gk, nk, eps1) <= M_low or low_derivative(gk, nk, eps1) >= m_up
         else:
             keep = True
         if keep:
@@ -146,105 +219,34 @@ def shrink(g, nu, C, eps1, margin, active):
 
 
 @njit(cache=True)
-def select_second(i, row_i, g, nu, C, eps1, qdiag, tau, active, n_active):
-    """Partner ``j`` of ``i`` (among the active points) maximising the
-    two-variable Newton gain ``1/2 h^T H^{-1} h`` with
-    ``H = [[Q_ii, Q_ij], [Q_ij, Q_jj]]``."""
-    hi = descent_gradient(g[i], nu[i], C, eps1)
-    best = -1
-    gmax = -1.0
+def reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                g, nu, y, diag_add, active, n_active):
+    """Recompute the gradient of the points outside ``active`` (shrunk
+    points whose entries were not updated)."""
+    n = g.shape[0]
+    mark = np.zeros(n, dtype=np.bool_)
     for a in range(n_active):
-        k = active[a]
-        if k == i:
-            continue
-        hk = descent_gradient(g[k], nu[k], C, eps1)
-        if abs(hk) <= tau:
-            continue
-        qik = row_i[k]
-        det = qdiag * qdiag - qik * qik
-        if det <= 1e-12 * qdiag * qdiag:
-            gain = 0.5 * (hi + hk) * (hi + hk) / (2.0 * qdiag + 2.0 * qik) \
-                if qik > 0 else 0.5 * (hi - hk) * (hi - hk) / (2.0 * qdiag - 2.0 * qik)
-        else:
-            gain = 0.5 * (qdiag * hi * hi - 2.0 * qik * hi * hk + qdiag * hk * hk) / det
-        if gain > gmax:
-            gmax = gain
-            best = k
-    return best
-
-
-@njit(cache=True, inline="always")
-def _pair_value(a, b, qii, qij, qjj, pa, pb, eps1):
-    return 0.5 * (qii * a * a + 2.0 * qij * a * b + qjj * b * b) + pa * a + pb * b \
-        + eps1 * (abs(a) + abs(b))
-
-
-@njit(cache=True, inline="always")
-def _clip(x, lo, hi):
-    return lo if x < lo else (hi if x > hi else x)
+        mark[active[a]] = True
+    if n_active == n:
+        return
+    for k in range(n):
+        if not mark[k]:
+            g[k] = -y[k] + diag_add * nu[k]
+    for j in range(n):
+        if nu[j] != 0.0:
+            row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
+            for k in range(n):
+                if not mark[k]:
+                    g[k] += row[k] * nu[j]
 
 
 @njit(cache=True)
-def solve_pair(nu_i, nu_j, g_i, g_j, qii, qij, qjj, C, eps1):
-    """Exact minimiser of the objective over ``(nu_i, nu_j)``, others fixed.
-
-    In new values ``(a, b)`` the sub-problem is
-    ``1/2 [a b] H [a b]^T + pa a + pb b + eps' (|a| + |b|)`` on ``[-C, C]^2``.
-    Each sign quadrant is a smooth convex quadratic on a rectangle; its
-    minimiser is the Newton point if inside, else on an edge (1-D minimum
-    clipped). Returns the best candidate over the four quadrants.
-    """
-    pa = g_i - qii * nu_i - qij * nu_j
-    pb = g_j - qij * nu_i - qjj * nu_j
-    det = qii * qjj - qij * qij
-    best_a = nu_i
-    best_b = nu_j
-    best_v = _pair_value(nu_i, nu_j, qii, qij, qjj, pa, pb, eps1)
-    for sa in (-1.0, 1.0):
-        alo = 0.0 if sa > 0 else -C
-        ahi = C if sa > 0 else 0.0
-        ca = pa + sa * eps1
-        for sb in (-1.0, 1.0):
-            blo = 0.0 if sb > 0 else -C
-            bhi = C if sb > 0 else 0.0
-            cb = pb + sb * eps1
-            if det > 1e-14 * qii * qjj:
-                a = (-qjj * ca + qij * cb) / det
-                b = (qij * ca - qii * cb) / det
-                if alo <= a <= ahi and blo <= b <= bhi:
-                    v = _pair_value(a, b, qii, qij, qjj, pa, pb, eps1)
-                    if v < best_v:
-                        best_v, best_a, best_b = v, a, b
-            for e in range(4):
-                if e < 2:
-                    a = alo if e == 0 else ahi
-                    b = _clip(-(cb + qij * a) / qjj, blo, bhi)
-                else:
-                    b = blo if e == 2 else bhi
-                    a = _clip(-(ca + qij * b) / qii, alo, ahi)
-                v = _pair_value(a, b, qii, qij, qjj, pa, pb, eps1)
-                if v < best_v:
-                    best_v, best_a, best_b = v, a, b
-    return best_a, best_b
-
-
-@njit(cache=True)
-def update_gradient(g, row_i, row_j, di, dj, i, j, diag_add):
-    """``g += Q[:, i] di + Q[:, j] dj`` with ``Q = Sigma + diag_add I``."""
-    for k in range(g.shape[0]):
-        g[k] += row_i[k] * di + row_j[k] * dj
-    g[i] += diag_add * di
-    g[j] += diag_add * dj
-
-
-@njit(cache=True)
-def init_gradient(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
-                  nu, y, diag_add, b):
-    """``g = Q~ nu - y + b`` for a warm start (rows of the non-zero ``nu`` only)."""
-    g = b - y
+def init_gradient(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, nu, y, diag_add):
+    """``g = Q~ nu - y`` (rows of the non-zero ``nu`` only)."""
+    g = -y.copy()
     for i in range(nu.shape[0]):
         if nu[i] != 0.0:
-            row = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
+            row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
             for k in range(g.shape[0]):
                 g[k] += row[k] * nu[i]
             g[i] += diag_add * nu[i]
@@ -252,144 +254,152 @@ def init_gradient(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
 
 
 @njit(cache=True)
-def smo_inner(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
-              g, nu, C, eps1, diag_add, tau, max_iter):
-    """Pair SMO at a fixed bias: minimise ``1/2 nu^T Q~ nu - (y - b)^T nu +
-    eps' |nu|_1`` in place (``g`` holds its gradient). Returns
-    ``(iterations, max_violation)``."""
-    qdiag = kappa0 + kappa_b + diag_add
+def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+              g, nu, y, C, eps1, diag_add, tau, max_iter):
+    """SMO for the inner problem at fixed ``sum(nu)`` (in place).
+
+    Returns ``(iterations, m_up, M_low)``; converged when
+    ``M_low - m_up <= tau``.
+    """
     n = g.shape[0]
+    qdiag = kappa0 + diag_add
     active = np.arange(n)
     n_active = n
     period = min(1000, n)
     countdown = period
     it = 0
-    while it < max_iter:
-        i, vmax = select_first_active(g, nu, C, eps1, active, n_active)
-        if vmax <= tau:
-            if n_active == n:
-                return it, vmax
-            i, vmax = select_first(g, nu, C, eps1)  # un-shrink check
-            if vmax <= tau:
-                return it, vmax
-            n_active = shrink(g, nu, C, eps1, vmax, active)
-            countdown = period
+    while True:
+        i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+        if M_low - m_up <= tau or i < 0 or it >= max_iter:
+            if n_active < n:  # un-shrink and test again on every point
+                reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                            g, nu, y, diag_add, active, n_active)
+                n_active = n
+                for k in range(n):
+                    active[k] = k
+                countdown = period
+                if it < max_iter:
+                    continue
+                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+            return it, m_up, M_low
         countdown -= 1
         if countdown <= 0:
-            n_active = shrink(g, nu, C, eps1, vmax, active)
             countdown = period
-            continue
-        row_i = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
-        j = select_second(i, row_i, g, nu, C, eps1, qdiag, tau, active, n_active)
+            if M_low - m_up < 10.0 * tau or n_active == n:
+                n_active = shrink(g, nu, C, eps1, m_up, M_low, active)
+                continue
+        row_i = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+        j = select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active)
         if j < 0:
-            j = i - 1 if i > 0 else i + 1
-        row_j = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, j)
+            return it, m_up, M_low
+        row_j = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
         if slot_of[i] < 0:  # row i was evicted by fetching row j (tiny cache)
-            row_i = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
-        a, bb = solve_pair(nu[i], nu[j], g[i], g[j], qdiag, row_i[j], qdiag, C, eps1)
-        di = a - nu[i]
-        dj = bb - nu[j]
-        if di == 0.0 and dj == 0.0:  # numerical stall: report, never loop forever
-            break
-        nu[i] = a
-        nu[j] = bb
-        update_gradient(g, row_i, row_j, di, dj, i, j, diag_add)
+            row_i = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+        curv = 2.0 * qdiag - 2.0 * row_i[j]
+        t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
+        if t <= 0.0:  # numerical stall: report, never loop forever
+            return it, m_up, M_low
+        nu[i] += t
+        nu[j] -= t
+        # land exactly on the kinks and bounds the step aimed at
+        for k in (i, j):
+            if abs(nu[k]) < 1e-15 * C:
+                nu[k] = 0.0
+            elif nu[k] > C * (1.0 - 1e-15):
+                nu[k] = C
+            elif nu[k] < -C * (1.0 - 1e-15):
+                nu[k] = -C
+        update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active)
         it += 1
-    i, vmax = select_first(g, nu, C, eps1)
-    return it, vmax
 
 
-@njit(cache=True, inline="always")
-def _shift(g, delta):
-    for k in range(g.shape[0]):
-        g[k] += delta
+@njit(cache=True)
+def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, nu, C, diag_add, delta):
+    """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C``: the change is
+    put on the points with the most room, one row update per point moved.
+    Returns the change actually made (less than ``delta`` only when the box
+    is full)."""
+    n = nu.shape[0]
+    done = 0.0
+    while abs(delta - done) > 0.0:
+        rest = delta - done
+        best = -1
+        room = 0.0
+        for k in range(n):
+            r = (C - nu[k]) if rest > 0.0 else (C + nu[k])
+            if r > room:
+                room = r
+                best = k
+        if best < 0 or room <= 0.0:
+            break
+        step = rest if abs(rest) <= room else (room if rest > 0.0 else -room)
+        row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, best)
+        for k in range(n):
+            g[k] += row[k] * step
+        g[best] += diag_add * step
+        nu[best] += step
+        done += step
+    return done
 
 
 @njit(cache=True)
 def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-             y, nu, C, epsilon, beta, kappa_b, tau, max_iter, b0, slope0):
-    """Solve (4.25) in place in ``nu`` (a feasible warm start).
+             y, nu, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
+    """Solve (4.25) in place in ``nu`` (any point with ``|nu_i| <= C`` is a
+    valid warm start; its sum is the first guess of ``s``).
 
-    ``Sigma = Sigma~ + kappa_b 1 1^T``: the cache holds rows of ``Sigma~``
-    (built with a zero bias variance) and the bias is handled exactly by an
-    outer one-dimensional root search. For a fixed bias ``b`` the problem
-    without the rank-one term is solved by pair SMO (:func:`smo_inner`); the
-    full problem is solved when ``psi(b) = kappa_b sum(nu(b)) - b = 0``, a
-    decreasing function of ``b``, found by secant steps (starting from the
-    previous solve's bias ``b0`` and slope ``slope0``) until the root is
-    bracketed, then the Illinois variant of regula falsi. This keeps SMO well
-    conditioned however large ``kappa_b`` is (plain coordinate methods slow
-    down in proportion to ``kappa_b / kappa0``).
-
-    The bias mode is very stiff: the inner tolerance leaves an error ``ds``
-    in ``sum(nu)`` that ``psi`` magnifies by ``kappa_b``, so ``psi`` itself
-    cannot be driven to zero. Accuracy is judged on ``b`` instead: the search
-    stops once the secant (Newton) step ``|psi / psi'|`` or the bracket on
-    ``b`` is below ``tau / 2``. The solution is then exact (to ``tau / 2``)
-    for the bias ``b``, which is returned and used for ``f``; ``b`` differs
-    from ``kappa_b sum(nu)`` only through the inner tolerance.
-
-    Returns ``(g, b, slope, n_iter, max_violation)`` where
-    ``g = Q~ nu - y + b`` is the gradient ``-F`` of (4.30) with bias ``b``,
-    ``slope`` the last secant estimate of ``psi'`` (for the next warm start)
-    and ``max_violation`` adds the remaining bias uncertainty to the largest
-    KKT violation, so ``max_violation <= tau`` is the stopping rule (4.33).
+    ``slope0`` is the previous solve's estimate of ``psi'(s)`` (0 for none).
+    Returns ``(g, slope, n_iter, max_violation)`` with ``g = Q nu - y`` the
+    full gradient (4.30) and ``max_violation <= tau`` the stopping rule
+    (4.33).
     """
     eps1 = (1.0 - beta) * epsilon
     diag_add = 2.0 * beta * epsilon / C
     half = 0.5 * tau
-    b = b0
-    slope = slope0 if slope0 < 0.0 else -(1.0 + kappa_b * nu.shape[0] / (kappa0 + diag_add))
-    g = init_gradient(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
-                      nu, y, diag_add, b)
-    total, v = smo_inner(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
-                         g, nu, C, eps1, diag_add, half, max_iter)
-    psi = kappa_b * np.sum(nu) - b
-    b_a, psi_a, b_b, psi_b = b, psi, b, psi
-    have_bracket = False
-    measured = False  # slope from a secant of this solve, not a guess
-    width = np.inf
+    n = nu.shape[0]
+    slope = slope0 if slope0 > 0.0 else kappa_b
+    g = init_gradient(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, nu, y, diag_add)
+    total, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                   g, nu, y, C, eps1, diag_add, half, max_iter)
+    s = np.sum(nu)
+    psi = kappa_b * s + 0.5 * (m_up + M_low)
+    s_a, psi_a, s_b, psi_b = s, psi, s, psi
+    bracket = False
     outer = 0
-    while total < max_iter and outer < 200:
-        # psi carries the inner tolerance magnified by kappa_b, so accuracy is
-        # judged on b: the Newton step |psi / slope| or the bracket width
-        if width <= half or (measured and abs(psi / slope) <= half) or psi == 0.0:
-            break
+    while abs(psi) > half and total < max_iter and outer < 100:
         outer += 1
-        if not have_bracket:
-            b_new = b - psi / slope
+        if bracket:
+            s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
         else:
-            b_new = b_b - psi_b * (b_b - b_a) / (psi_b - psi_a)
-        _shift(g, b_new - b)
-        it, v = smo_inner(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta,
-                          g, nu, C, eps1, diag_add, half, max_iter - total)
+            s_new = s - psi / slope
+        s_new = min(max(s_new, -n * C), n * C)
+        moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                         g, nu, C, diag_add, s_new - s)
+        if moved == 0.0:
+            break
+        it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                    g, nu, y, C, eps1, diag_add, half, max_iter - total)
         total += it
-        psi_new = kappa_b * np.sum(nu) - b_new
-        if b_new != b:
-            sec = (psi_new - psi) / (b_new - b)
-            if sec < 0.0:
+        s_new = np.sum(nu)
+        psi_new = kappa_b * s_new + 0.5 * (m_up + M_low)
+        if s_new != s:
+            sec = (psi_new - psi) / (s_new - s)
+            if sec > 0.0:
                 slope = sec
-                measured = True
-            elif not have_bracket:
-                slope *= 0.5  # flat or noisy: take a longer step next time
-        b = b_new
-        if not have_bracket:
+        if not bracket:
             if (psi_new > 0.0) != (psi_a > 0.0):
-                have_bracket = True
-                b_b, psi_b = b, psi_new
+                bracket = True
+                s_b, psi_b = s_new, psi_new
             else:
-                b_a, psi_a = b, psi_new
+                s_a, psi_a = s_new, psi_new
+        elif (psi_new > 0.0) == (psi_b > 0.0):
+            s_b, psi_b = s_new, psi_new
+            psi_a *= 0.5
         else:
-            if (psi_new > 0.0) == (psi_b > 0.0):
-                b_b, psi_b = b, psi_new
-                psi_a *= 0.5
-            else:
-                b_a, psi_a = b_b, psi_b
-                b_b, psi_b = b, psi_new
-        if have_bracket:
-            width = abs(b_b - b_a)
-        psi = psi_new
-    # ``g`` is exact for the bias ``b``; the bias itself is known to within
-    # the bracket, which bounds the remaining violation of the full problem
-    i, vmax = select_first(g, nu, C, eps1)
-    return g, b, slope, total, max(vmax, min(abs(psi / slope), width))
+            s_a, psi_a = s_b, psi_b
+            s_b, psi_b = s_new, psi_new
+        s, psi = s_new, psi_new
+    shift = kappa_b * np.sum(nu)
+    for k in range(n):
+        g[k] += shift
+    return g, slope, total, max_violation(g, nu, C, eps1, 0.0)

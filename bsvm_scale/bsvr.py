@@ -78,10 +78,10 @@ class _Problem:
         self.last = None
         self.reset()
 
-    def reset(self, nu=None, bias=None):
+    def reset(self, nu=None):
         """Start SMO afresh (``nu = 0``) or from a stored warm-start vector."""
         self.nu = np.zeros(self.X.shape[0]) if nu is None else np.asarray(nu, dtype=float).copy()
-        self.bias, self.slope = bias, 0.0
+        self.slope = 0.0
         self.best = None
 
     def unpack(self, theta):
@@ -96,11 +96,10 @@ class _Problem:
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
         X, w, k0, _, *state = self.cache.args
         nu = np.clip(self.nu, -C, C)
-        b0 = self.bias if self.bias is not None else cov.kappa_b * float(nu.sum())
-        g, bias, slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps,
-                                                self.beta, cov.kappa_b, self.tol,
-                                                self.max_iter, b0, self.slope)
-        self.bias, self.slope = float(bias), float(slope)
+        g, slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps, self.beta,
+                                          cov.kappa_b, self.tol, self.max_iter, self.slope)
+        self.slope = float(slope)
+        bias = cov.kappa_b * float(nu.sum())
         f = g + self.y - (2.0 * self.beta * eps / C) * nu
         self.nu = nu
         return nu, f, float(bias), int(n_iter), float(vmax)
@@ -108,13 +107,13 @@ class _Problem:
     def __call__(self, theta, need_grad=True):
         C, eps, cov = self.unpack(theta)
         nu, f, bias, n_iter, vmax = self.solve(C, eps, cov)
-        ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad, bias)
+        ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad)
         info = {"n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
                 "n_on_bound": int(ev.support.size - ev.off_bound.size),
                 "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info)
         if np.isfinite(ev.value) and (self.best is None or ev.value < self.best[0]):
-            self.best = (ev.value, nu.copy(), bias)
+            self.best = (ev.value, nu.copy())
         return ev.value, ev.grad, info
 
 
@@ -173,8 +172,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     dual_coef_ : ndarray
         ``alpha - alpha*`` of the support vectors.
     intercept_ : float
-        The bias ``b = kappa_b sum(alpha - alpha*)`` of ``f`` (4.12), as
-        found by the SMO's exact bias search.
+        The bias ``b = kappa_b sum(alpha - alpha*)`` of ``f`` (4.12).
     support_vectors_ : ndarray
         Standardised inputs of the SVs.
     n_iter_ : int
@@ -333,7 +331,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                     warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
                                   f"{res.message}", ConvergenceWarning, stacklevel=2)
             best = best_start(results)
-            problem.reset(finals[best][1], finals[best][2])
+            problem.reset(finals[best][1])
             problem(results[best].theta, need_grad=False)
             final = problem.last
         self._set_fitted(final, beta, kappa0, Xs)

@@ -76,7 +76,7 @@ def stable_cholesky(A):
     )
 
 
-def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True, bias=None):
+def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
@@ -95,12 +95,6 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True, bias=None)
         Loss hyperparameters.
     need_grad : bool
         Compute the gradient too.
-    bias : float, optional
-        The bias ``b`` of the solution when SMO carried it explicitly
-        (``f = Sigma~ nu + b`` with ``b = kappa_b sum(nu)`` at the exact
-        optimum). The prior term ``1/2 nu^T Sigma nu`` is then evaluated in
-        its primal form ``1/2 nu^T Sigma~ nu + b^2 / (2 kappa_b)``, equal at
-        the optimum and consistent with ``f`` at a tolerance-limited one.
 
     Returns
     -------
@@ -108,50 +102,48 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True, bias=None)
         ``grad`` is laid out as ``[ln C, ln eps, *cov.theta[1:]]`` (that is
         ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``).
     """
-    n = y.shape[0]
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
     off = np.flatnonzero((absnu > 0.0) & (absnu < C))
-    m = off.shape[0]
+    # multithreaded BLAS only pays on large blocks; on small ones its thread
+    # start-up dominates and oversubscribes cores shared with other workers
+    with threadpool_limits(limits=1 if off.size < 1500 else None, user_api="blas"):
+        value, L, jitter, Binv, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off)
+        grad = None
+        if need_grad:
+            grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss)
+    return EvidenceResult(value, grad, L, jitter, off, support, f)
+
+
+def _value(X, y, nu, f, cov, C, epsilon, beta, off):
+    """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``."""
+    n, m = y.shape[0], off.shape[0]
     resid = y - f
     loss = losses.silf(resid, epsilon, beta)
     lnZ = float(losses.silf_log_normalizer(C, epsilon, beta))
     ratio = 2.0 * beta * epsilon / C
     B = cov.subset(X, off)
     B[np.diag_indices_from(B)] += ratio
-    # multithreaded BLAS only pays on large blocks; on small ones its thread
-    # start-up dominates and oversubscribes cores shared with other workers
-    with threadpool_limits(limits=1 if m < 1500 else None, user_api="blas"):
-        return _finish(X, y, nu, f, cov, C, epsilon, beta, need_grad, bias, B,
-                       off, support, m, n, resid, loss, lnZ, ratio)
-
-
-def _finish(X, y, nu, f, cov, C, epsilon, beta, need_grad, bias, B, off, support, m, n,
-            resid, loss, lnZ, ratio):
     L, jitter = stable_cholesky(B)
-    logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(C / (2.0 * beta * epsilon))
-    if bias is None:
-        prior = 0.5 * float(nu @ f)
-    else:
-        prior = 0.5 * (float(nu @ f) - bias * float(nu.sum())) + bias**2 / (2.0 * cov.kappa_b)
-    value = prior + C * float(loss.sum()) + 0.5 * logdet + n * lnZ
-    if not need_grad:
-        return EvidenceResult(value, None, L, jitter, off, support, f)
-
+    logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(1.0 / ratio)
+    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * logdet + n * lnZ
     Binv = cho_solve((L, True), np.eye(m)) if m else np.zeros((0, 0))
-    # tr(B^-1 Sigma_M) = m - ratio * tr(B^-1)
-    tr_BS = m - ratio * float(np.trace(Binv))
+    return value, L, jitter, Binv, resid, loss
+
+
+def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
+    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
+    n, m = nu.shape[0], off.shape[0]
+    tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
     dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
     g_lnC = C * float(loss.sum()) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
     dl_deps = losses.silf_d_epsilon(resid, epsilon, beta)
     g_lneps = C * epsilon * float(dl_deps.sum()) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
-    g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(cov.theta.shape[0])
-    g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(cov.theta.shape[0])
-    if bias is not None:  # bias part of the prior term in primal form
-        g_quad[-1] = bias**2 / cov.kappa_b
+    p = cov.theta.shape[0]
+    g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(p)
+    g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
     g_cov = 0.5 * g_trace - 0.5 * g_quad
-    grad = np.concatenate(([g_lnC, g_lneps], g_cov[1:]))
-    return EvidenceResult(value, grad, L, jitter, off, support, f)
+    return np.concatenate(([g_lnC, g_lneps], g_cov[1:]))
 
 
 def predictive_variance_chunk(cov, Xtest, Xoff, L):
