@@ -199,15 +199,20 @@ def _trig_likelihood(z):
     return np.where(z >= 1.0, 1.0, np.where(z <= -1.0, 0.0, inner))
 
 
-def _class_prob(y, mu, sd):
-    """(5.42) for label ``y`` (scalar +-1) at arrays ``mu``, ``sd`` (sd > 0)."""
+def _class_prob(y, mu, sd, chunk=32768):
+    """(5.42) for label ``y`` (scalar +-1) at arrays ``mu``, ``sd`` (sd > 0),
+    in chunks of test points (the quadrature holds ``chunk x 64`` arrays)."""
+    if mu.shape[0] > chunk:
+        return np.concatenate([_class_prob(y, mu[s:s + chunk], sd[s:s + chunk], chunk)
+                               for s in range(0, mu.shape[0], chunk)])
     tail = 0.5 * erfc((1.0 - y * mu) / (np.sqrt(2.0) * sd))
     lo = np.maximum(-1.0, mu - _GL_HALF_WIDTH * sd)
     hi = np.minimum(1.0, mu + _GL_HALF_WIDTH * sd)
     half = 0.5 * np.maximum(hi - lo, 0.0)
     mid = 0.5 * (hi + lo)
     f = mid[:, None] + half[:, None] * _GL_NODES[None, :]           # (t, order)
-    dens = np.exp(-0.5 * ((f - mu[:, None]) / sd[:, None]) ** 2) / (np.sqrt(2 * np.pi) * sd[:, None])
+    dens = np.exp(-0.5 * ((f - mu[:, None]) / sd[:, None]) ** 2)
+    dens /= np.sqrt(2 * np.pi) * sd[:, None]
     lik = np.cos(0.25 * np.pi * (1.0 - y * f)) ** 2
     integral = half * ((lik * dens) @ _GL_WEIGHTS)
     return tail + integral
@@ -384,15 +389,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if self.starts is not None:
             if len(self.starts) == 0:
                 raise ValueError("starts must be a non-empty list of dicts.")
+            k0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
+            kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             out = []
             for s in self.starts:
                 if not isinstance(s, dict) or not set(s) <= {"kappa0", "kappa", "kappa_b"}:
                     raise ValueError("each entry of starts must be a dict with keys among "
                                      f"kappa0, kappa, kappa_b; got {s!r}.")
-                out.append(self._theta_from(
-                    d, s.get("kappa0", self.kappa0 if self.kappa0 is not None else KAPPA0_STARTS[0]),
-                    s.get("kappa", self.kappa), s.get("kappa_b", self.kappa_b
-                                                       if self.kappa_b is not None else KAPPA_B_START)))
+                out.append(self._theta_from(d, s.get("kappa0", k0), s.get("kappa", self.kappa),
+                                            s.get("kappa_b", kb)))
             return out
         kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
         if self.kappa0 is not None:
