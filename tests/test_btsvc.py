@@ -292,3 +292,14 @@ def test_sklearn_conventions_and_small_multiclass():
     assert np.mean(clf.predict(X) == y) > 0.9
     mu, sd = clf.decision_function(X, return_std=True)
     assert mu.shape == sd.shape == (90, 3)
+
+
+def test_cholesky_jitter_fallback_is_reported():
+    from bsvm_scale.evidence_trig import chol_with_jitter
+    B0 = np.array([[1.0, 1.0], [1.0, 1.0 - 1e-7]])  # slightly indefinite
+    with pytest.warns(RuntimeWarning, match="jitter"):
+        L, jitter = chol_with_jitter(lambda: B0.copy())
+    assert jitter > 0
+    np.testing.assert_allclose(L @ L.T, B0 + jitter * np.eye(2), atol=1e-12)
+    L, jitter = chol_with_jitter(lambda: np.eye(3) * 2.0)
+    assert jitter == 0.0 and np.allclose(L, np.sqrt(2.0) * np.eye(3))
