@@ -110,6 +110,11 @@ class _Problem:
         ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad)
         info = {"n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
                 "n_on_bound": int(ev.support.size - ev.off_bound.size),
+                # the index sets of (4.32)
+                "n_I0a": int(np.count_nonzero((nu > 0) & (nu < C))),
+                "n_I0b": int(np.count_nonzero((nu < 0) & (nu > -C))),
+                "n_I1": int(np.count_nonzero(nu == 0)), "n_I2": int(np.count_nonzero(nu <= -C)),
+                "n_I3": int(np.count_nonzero(nu >= C)),
                 "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info)
         if np.isfinite(ev.value) and (self.best is None or ev.value < self.best[0]):
