@@ -1,0 +1,258 @@
+"""End-to-end pipeline runs: LocalCluster, an external dask scheduler with two
+workers, kill -9 and resume, the run lock, retries and recorded failures, reports."""
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bsvm_scale.cli import main
+from bsvm_scale.pipeline.config import load_pipeline
+from bsvm_scale.pipeline.executor import WORKER_ENV, run_pipeline
+from bsvm_scale.pipeline.runfile import read_run_file
+
+REPO = Path(__file__).resolve().parents[1]
+
+PIPELINE = """
+[run]
+name = "{name}"
+output = "{out}"
+retries = 1
+
+[[datasets]]
+name = "sinc"
+generator = "sinc_silf"
+n = 100
+seed = 0
+partitions = 2
+n_train = 50
+n_test = 50
+
+[[datasets]]
+name = "g2"
+generator = "gauss2d"
+n = 80
+seed = 1
+partitions = 1
+n_train = 40
+
+[[models]]
+kind = "bsvr"
+committee = true
+search = {{ n_starts = 2 }}
+
+[[models]]
+kind = "gpr"
+search = {{ n_starts = 1 }}
+
+[[models]]
+kind = "btsvc"
+search = {{ n_starts = 2 }}
+
+[[models]]
+kind = "gpc"
+search = {{ n_starts = 1 }}
+"""
+N_TASKS = 9
+
+
+def _write(tmp, name, text=PIPELINE):
+    path = Path(tmp) / f"{name}.toml"
+    path.write_text(text.format(name=name, out=str(Path(tmp) / "runs")))
+    return path
+
+
+def _by_task(rec):
+    return {tid: t for tid, t in rec["tasks"].items()}
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ref")
+    path = _write(tmp, "ref")
+    rec = run_pipeline(load_pipeline(path), workers=2, progress=False)
+    return path, rec
+
+
+def test_local_cluster_run(reference, capsys):
+    path, rec = reference
+    meta = rec["meta"]
+    assert meta["status"] == "complete" and meta["n_done"] == N_TASKS and meta["n_failed"] == 0
+    assert meta["scheduler"] == "LocalCluster" and meta["n_workers"] == 2
+    run_dir = Path(meta["run_dir"])
+    # the run file holds what the driver saw; best models are stored and load back
+    disk = read_run_file(run_dir / "run.h5")
+    assert sorted(disk["tasks"]) == sorted(rec["tasks"])
+    res = disk["results"]
+    assert set(res) == {"sinc", "g2"} and set(res["sinc"]) == {"bsvr", "gpr"}
+    for part in ("p000", "p001"):
+        e = res["sinc"]["bsvr"][part]
+        starts = e["start_log_evidence"]
+        assert e["log_evidence"] == np.max(starts) and e["n_starts_done"] == 2
+        assert set(e["metrics"]) >= {"ase", "aae"} and "committee_metrics" in e
+        assert (run_dir / e["model_file"]).exists()
+    t = disk["tasks"]["sinc__bsvr__p000__s00"]
+    assert t["trajectory"]["fun"].size >= 2 and t["trajectory"]["theta"].shape[1] == 4
+    assert t["n_sv"] > 0 and t["n_off_bound"] >= 0 and t["host"] and t["versions"]["numpy"]
+    assert set(disk["tasks"]["g2__btsvc__p000__s01"]["metrics"]) == {"error_rate", "nll"}
+    from bsvm_scale.storage import load_model
+
+    m = load_model(run_dir / res["g2"]["gpc"]["p000"]["model_file"])
+    assert type(m).__name__ == "GPC"
+    # running the same command again recomputes nothing
+    rec2 = run_pipeline(load_pipeline(path), workers=2, progress=False)
+    assert rec2["meta"]["n_skipped"] == N_TASKS and rec2["meta"]["n_workers"] == 0
+    # the report
+    assert main(["report", str(run_dir), "--out", str(run_dir / "rep")]) == 0
+    md = (run_dir / "rep" / "report.md").read_text()
+    assert "Paired t-tests" in md and "| sinc | bsvr | gpr | ase |" in md
+    for png in ("predictions_sinc.png", "probabilities_g2.png", "evidence_sinc__bsvr.png",
+                "metrics_sinc.png", "time.png"):
+        assert (run_dir / "rep" / png).stat().st_size > 1000, png
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def _dask_cluster(tmp):
+    env = dict(os.environ, **WORKER_ENV)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    port = _free_port()
+    addr = f"tcp://127.0.0.1:{port}"
+    procs = []
+    logs = []
+    try:
+        log = open(Path(tmp) / "scheduler.log", "w")
+        logs.append(log)
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port",
+             str(port), "--no-dashboard"], env=env, stdout=log, stderr=subprocess.STDOUT))
+        for k in range(2):
+            log = open(Path(tmp) / f"worker{k}.log", "w")
+            logs.append(log)
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "dask", "worker", addr, "--nthreads", "1",
+                 "--nworkers", "1", "--host", "127.0.0.1", "--no-dashboard"],
+                env=env, stdout=log, stderr=subprocess.STDOUT))
+        from dask.distributed import Client
+
+        deadline = time.time() + 60
+        while True:
+            try:
+                with Client(addr, timeout="5s") as c:
+                    c.wait_for_workers(2, timeout=60)
+                break
+            except (OSError, TimeoutError):
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.5)
+        yield addr
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        for log in logs:
+            log.close()
+
+
+def test_external_scheduler_same_results(reference, tmp_path, monkeypatch):
+    _, ref = reference
+    # every task fails on its first attempt; retries=1 recovers all of them
+    monkeypatch.setenv("BSVM_PIPELINE_FAIL_ONCE_DIR", str(tmp_path))
+    with _dask_cluster(tmp_path) as addr:
+        rec = run_pipeline(load_pipeline(_write(tmp_path, "ext")), scheduler=addr,
+                           progress=False)
+        assert rec["meta"]["n_failed"] == 0 and rec["meta"]["n_done"] == N_TASKS
+        assert rec["meta"]["scheduler"] == addr and rec["meta"]["n_workers"] == 2
+        assert len(list(tmp_path.glob("*.failed"))) == N_TASKS
+        a, b = _by_task(ref), _by_task(rec)
+        assert a.keys() == b.keys()
+        for tid in a:
+            assert a[tid]["log_evidence"] == b[tid]["log_evidence"] or (
+                np.isnan(a[tid]["log_evidence"]) and np.isnan(b[tid]["log_evidence"])), tid
+            for k, v in a[tid]["metrics"].items():
+                np.testing.assert_allclose(b[tid]["metrics"][k], v, rtol=1e-12, err_msg=tid)
+        # failures are recorded (never dropped) and retried by the next run
+        text = PIPELINE.split("[[models]]")[0].replace("retries = 1", "retries = 0") + \
+            '[[models]]\nkind = "gpr"\ndatasets = ["sinc"]\nsearch = { n_starts = 1 }\n'
+        path = _write(tmp_path, "fail", text)
+        monkeypatch.setenv("BSVM_PIPELINE_FAIL_ONCE_DIR", str(tmp_path / "m"))
+        (tmp_path / "m").mkdir()
+        rec = run_pipeline(load_pipeline(path), scheduler=addr, progress=False)
+        assert rec["meta"]["n_failed"] == 2 and rec["meta"]["status"] == "incomplete"
+        disk = read_run_file(Path(rec["meta"]["run_dir"]))
+        assert set(disk["failures"]) == {"sinc__gpr__p000", "sinc__gpr__p001"}
+        assert "injected failure" in disk["failures"]["sinc__gpr__p000"]["error"]
+        rec = run_pipeline(load_pipeline(path), scheduler=addr, progress=False)
+        assert rec["meta"]["n_failed"] == 0 and rec["meta"]["n_done"] == 2
+
+
+def test_kill_and_resume(reference, tmp_path, capsys):
+    _, ref = reference
+    path = _write(tmp_path, "kill")
+    run_dir = tmp_path / "runs" / "kill"
+    env = dict(os.environ, BSVM_PIPELINE_EVAL_DELAY="0.15")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    log = open(tmp_path / "driver.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "bsvm_scale.cli", "run", str(path),
+                             "--workers", "2", "--no-report", "--no-progress"],
+                            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    finished_before = {}
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            if proc.poll() is not None:
+                break
+            tasks = run_dir / "tasks"
+            done = list(tasks.glob("*/result.h5")) if tasks.exists() else []
+            inflight = [c for c in (tasks.glob("*/checkpoint.h5") if tasks.exists() else [])
+                        if not (c.parent / "result.h5").exists()]
+            if done and inflight:
+                # a second driver on the same run is refused while the first holds the lock
+                assert main(["run", str(path), "--no-report"]) == 2
+                assert "in use by another driver" in capsys.readouterr().err
+                finished_before = {p.parent.name: p.stat().st_mtime_ns
+                                   for p in tasks.glob("*/result.h5")}
+                break
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver and its local workers
+        proc.wait()
+        log.close()
+    assert finished_before, (tmp_path / "driver.log").read_text()[-3000:]
+    assert not (run_dir / "run.h5").exists()
+    rec = run_pipeline(load_pipeline(path), workers=2, progress=False)
+    meta = rec["meta"]
+    assert meta["n_done"] == N_TASKS and meta["n_failed"] == 0
+    assert meta["n_skipped"] >= len(finished_before) >= 1
+    assert meta["n_resumed_from_checkpoint"] >= 1
+    for tid, mtime in finished_before.items():  # finished tasks were not recomputed
+        assert (run_dir / "tasks" / tid / "result.h5").stat().st_mtime_ns == mtime
+    resumed = [t for t in rec["tasks"].values() if t["resumed_from"] > 0]
+    assert resumed
+    for t in resumed:
+        assert t["trajectory"]["fun"].size > t["resumed_from"]
+    # the same results as the uninterrupted run, to optimiser tolerance
+    a, b = _by_task(ref), _by_task(rec)
+    for tid in a:
+        la, lb = a[tid]["log_evidence"], b[tid]["log_evidence"]
+        np.testing.assert_allclose(lb, la, rtol=1e-3, atol=1e-3, err_msg=tid)
+        for k, v in a[tid]["metrics"].items():
+            np.testing.assert_allclose(b[tid]["metrics"][k], v, rtol=2e-2, atol=1e-3, err_msg=tid)
