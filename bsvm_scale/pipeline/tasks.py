@@ -185,8 +185,84 @@ def _predict(model, kind, Xte):
     return {"pred": np.asarray(pred), "proba": proba, "classes": np.asarray(model.classes_)}
 
 
+_PROBLEM_SKIP = ("X", "y", "cache", "last")
+
+
+def _snapshot(problem):
+    """The warm-start state of a BSVR objective (everything but data, cache, last solve)."""
+    out = {}
+    for k, v in vars(problem).items():
+        if k in _PROBLEM_SKIP:
+            continue
+        if isinstance(v, np.ndarray):
+            v = v.copy()
+        elif isinstance(v, tuple):
+            v = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in v)
+        out[k] = v
+    return out
+
+
+class _Replay:
+    """Objective wrapper that records every evaluation (value, gradient, info and the
+    objective's warm-start state) and, on resume, replays the recorded evaluations.
+
+    L-BFGS-B is deterministic, so a resumed start asks for exactly the recorded
+    points; they are answered from the checkpoint, the objective's state (SMO
+    warm start ``nu`` etc.) is restored after the last of them, and the
+    optimisation continues as if it had never been interrupted.
+    """
+
+    def __init__(self, problem, replay=None):
+        self.problem = problem
+        self.replay = replay or {"theta": [], "fun": [], "grad": [], "info": []}
+        self.n_replay = len(self.replay["theta"])
+        self.i = 0
+        self.replayed = 0
+        self.evals = {"theta": [], "fun": [], "grad": [], "info": []}
+        self.state = None
+
+    def __getattr__(self, name):
+        return getattr(self.problem, name)
+
+    def __call__(self, theta, *args, **kwargs):
+        i = self.i
+        self.i += 1
+        theta = np.asarray(theta, dtype=float)
+        if i < self.n_replay and self.replayed == i and \
+                np.array_equal(theta, np.asarray(self.replay["theta"][i])):
+            value = self.replay["fun"][i]
+            grad = np.asarray(self.replay["grad"][i], dtype=float).copy()
+            info = dict(self.replay["info"][i])
+            self.replayed += 1
+            if self.replayed == self.n_replay:
+                for k, v in self.replay["state"].items():
+                    setattr(self.problem, k, v.copy() if isinstance(v, np.ndarray) else v)
+        else:
+            if 0 < self.replayed < self.n_replay and self.replayed == i:
+                # diverged from the recording (should not happen): continue from its state
+                for k, v in self.replay["state"].items():
+                    setattr(self.problem, k, v.copy() if isinstance(v, np.ndarray) else v)
+            value, grad, info = self.problem(theta, *args, **kwargs)
+        self.evals["theta"].append(theta.copy())
+        self.evals["fun"].append(float(value))
+        self.evals["grad"].append(np.array(grad, dtype=float))
+        self.evals["info"].append({k: v for k, v in dict(info).items()
+                                   if isinstance(v, (int, float, bool, np.integer, np.floating))})
+        self.state = None  # taken lazily by the checkpoint callback
+        return value, grad, info
+
+
 def _fit_bsvr(spec, Xtr, ytr):
-    """One BSVR start with per-evaluation checkpoints; returns (model, extra)."""
+    """One BSVR start with per-evaluation checkpoints; returns (model, extra).
+
+    Each evidence evaluation (``fit``'s callback) atomically rewrites the
+    task's ``checkpoint.h5`` with the recorded evaluations and the SMO
+    warm-start state. A resumed start replays the recorded evaluations (see
+    :class:`_Replay`), so its result equals an uninterrupted run; should the
+    estimator's internals not allow the replay, it falls back to
+    ``fit(init={'theta': best theta, 'nu': its warm start})``.
+    """
+    from .. import bsvr as bsvr_mod
     from ..bsvr import BayesianSVR
     from .checkpoint import load_checkpoint, save_checkpoint
 
@@ -194,50 +270,69 @@ def _fit_bsvr(spec, Xtr, ytr):
     k, N = int(spec["start"]), int(spec["n_starts"])
     full = BayesianSVR(**{**params, "n_starts": N})
     n, d = Xtr.shape
-    beta = full._check_params(n, d)  # noqa: F841 (validates)
+    full._check_params(n, d)
     s = float(np.std(ytr))
     # the start points the estimator itself would use (private helpers of BayesianSVR)
     thetas = full._start_points(s, d, full._box(s, d))
     theta0 = np.asarray(thetas[k], dtype=float)
     ckpt_path = Path(spec["task_dir"]) / "checkpoint.h5" if spec.get("task_dir") else None
     prev = load_checkpoint(ckpt_path) if ckpt_path is not None else None
-    state = {"theta0": theta0, "best_theta": theta0, "best_nu": np.zeros(n), "best_fun": np.inf,
-             "trajectory": {"theta": [], "fun": [], "grad_norm": []}, "n_eval": 0,
-             "resumed_from": -1}
-    if prev is not None and np.array_equal(np.asarray(prev["theta0"]), theta0):
-        state = prev
-        state["trajectory"] = {k2: list(v) for k2, v in prev["trajectory"].items()}
-        state["resumed_from"] = int(prev["n_eval"])
+    if prev is not None and not np.array_equal(np.asarray(prev["theta0"]), theta0):
+        prev = None
+    can_replay = callable(getattr(bsvr_mod, "run_start", None))
+    init = {"theta": theta0, "nu": np.zeros(n)}
+    replay = None
+    if prev is not None and can_replay and prev.get("evals") and prev.get("state") is not None:
+        replay = dict(prev["evals"], state=prev["state"])
+    elif prev is not None:
         init = {"theta": prev["best_theta"], "nu": prev["best_nu"]}
-    else:
-        init = {"theta": theta0, "nu": np.zeros(n)}
-    last_write = [0.0]
+    holder = {}
+    orig = bsvr_mod.run_start if can_replay else None
+
+    def patched_run_start(objective, *args, **kwargs):
+        holder["rec"] = _Replay(objective, replay)
+        return orig(holder["rec"], *args, **kwargs)
+
+    best = {"fun": np.inf, "theta": theta0, "nu": np.zeros(n)}
+    if prev is not None and replay is None:
+        best = {"fun": float(prev["best_fun"]), "theta": prev["best_theta"], "nu": prev["best_nu"]}
 
     def callback(_k, record, nu):
-        tr = state["trajectory"]
-        tr["theta"].append(np.asarray(record["theta"], dtype=float))
-        tr["fun"].append(float(record["fun"]))
-        tr["grad_norm"].append(float(record["grad_norm"]))
-        state["n_eval"] = int(state["n_eval"]) + 1
-        if np.isfinite(record["fun"]) and record["fun"] < state["best_fun"]:
-            state["best_fun"] = float(record["fun"])
-            state["best_theta"] = np.asarray(record["theta"], dtype=float)
-            state["best_nu"] = np.array(nu, dtype=float)
-        if ckpt_path is not None:
+        rec = holder.get("rec")
+        if np.isfinite(record["fun"]) and record["fun"] < best["fun"]:
+            best.update(fun=float(record["fun"]), theta=np.asarray(record["theta"], dtype=float),
+                        nu=np.array(nu, dtype=float))
+        replaying = rec is not None and rec.replayed == rec.i and rec.i < rec.n_replay
+        if ckpt_path is not None and not replaying:
+            state = {"theta0": theta0, "best_theta": best["theta"], "best_nu": best["nu"],
+                     "best_fun": best["fun"], "n_eval": rec.i if rec is not None else -1}
+            if rec is not None:
+                state["evals"] = rec.evals
+                state["state"] = _snapshot(rec.problem)
             save_checkpoint(ckpt_path, state)
-            last_write[0] = time.time()
         delay = spec.get("eval_delay")  # testing hook: slow evaluations down
-        if delay:
+        if delay and not replaying:
             time.sleep(float(delay))
 
     model = BayesianSVR(**{**params, "n_starts": 1})
-    model.fit(Xtr, ytr, callback=callback, init=init)
-    traj = state["trajectory"]
-    extra = {"theta0": theta0, "start_params": {"theta0": theta0},
-             "trajectory": {"theta": np.array(traj["theta"]) if traj["theta"] else np.zeros((0, theta0.size)),
-                            "fun": np.array(traj["fun"], dtype=float),
-                            "grad_norm": np.array(traj["grad_norm"], dtype=float)},
-             "resumed_from": int(state["resumed_from"]), "theta": np.asarray(model.theta_, float)}
+    if can_replay:
+        bsvr_mod.run_start = patched_run_start
+    try:
+        model.fit(Xtr, ytr, callback=callback, init=init)
+    finally:
+        if can_replay:
+            bsvr_mod.run_start = orig
+    tr = model.starts_[0]["trajectory"]
+    resumed_from = -1
+    if replay is not None:
+        resumed_from = int(holder["rec"].replayed)
+    elif prev is not None:
+        resumed_from = int(prev.get("n_eval", 0))
+    extra = {"theta0": theta0,
+             "trajectory": {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
+                            "fun": np.array([r["fun"] for r in tr], dtype=float),
+                            "grad_norm": np.array([r["grad_norm"] for r in tr], dtype=float)},
+             "resumed_from": resumed_from, "theta": np.asarray(model.theta_, float)}
     return model, extra
 
 
