@@ -195,7 +195,7 @@ def test_external_scheduler_same_results(reference, tmp_path, monkeypatch):
                 np.testing.assert_allclose(b[tid]["metrics"][k], v, rtol=1e-12, err_msg=tid)
         # failures are recorded (never dropped) and retried by the next run
         text = PIPELINE.split("[[models]]")[0].replace("retries = 1", "retries = 0") + \
-            '[[models]]\nkind = "gpr"\ndatasets = ["sinc"]\nsearch = { n_starts = 1 }\n'
+            '[[models]]\nkind = "gpr"\ndatasets = ["sinc"]\nsearch = {{ n_starts = 1 }}\n'
         path = _write(tmp_path, "fail", text)
         monkeypatch.setenv("BSVM_PIPELINE_FAIL_ONCE_DIR", str(tmp_path / "m"))
         (tmp_path / "m").mkdir()
@@ -212,11 +212,11 @@ def test_kill_and_resume(reference, tmp_path, capsys):
     _, ref = reference
     path = _write(tmp_path, "kill", KILL_PIPELINE)
     run_dir = tmp_path / "runs" / "kill"
-    env = dict(os.environ, BSVM_PIPELINE_EVAL_DELAY="0.15")
+    env = dict(os.environ, BSVM_PIPELINE_EVAL_DELAY="0.1")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     log = open(tmp_path / "driver.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "bsvm_scale.cli", "run", str(path),
-                             "--workers", "2", "--no-report", "--no-progress"],
+                             "--workers", "1", "--no-report", "--no-progress"],
                             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     finished_before = {}
     try:
@@ -243,7 +243,7 @@ def test_kill_and_resume(reference, tmp_path, capsys):
         log.close()
     assert finished_before, (tmp_path / "driver.log").read_text()[-3000:]
     assert not (run_dir / "run.h5").exists()
-    rec = run_pipeline(load_pipeline(path), workers=2, progress=False)
+    rec = run_pipeline(load_pipeline(path), workers=1, progress=False)
     meta = rec["meta"]
     assert meta["n_done"] == N_KILL and meta["n_failed"] == 0
     assert meta["n_skipped"] >= len(finished_before) >= 1
