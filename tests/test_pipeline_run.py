@@ -47,18 +47,22 @@ n_train = 40
 kind = "bsvr"
 committee = true
 search = {{ n_starts = 2 }}
+settings = {{ optimizer_options = {{ maxiter = 8 }} }}
 
 [[models]]
 kind = "gpr"
 search = {{ n_starts = 1 }}
+settings = {{ options = {{ maxiter = 8 }} }}
 
 [[models]]
 kind = "btsvc"
 search = {{ n_starts = 2 }}
+settings = {{ optimizer_options = {{ maxiter = 8 }} }}
 
 [[models]]
 kind = "gpc"
 search = {{ n_starts = 1 }}
+settings = {{ options = {{ maxiter = 8 }} }}
 """
 N_TASKS = 9
 # the same sinc tasks without the classification part (a shorter kill/resume run)
@@ -106,6 +110,7 @@ def test_local_cluster_run(reference, capsys):
     t = disk["tasks"]["sinc__bsvr__p000__s00"]
     assert t["trajectory"]["fun"].size >= 2 and t["trajectory"]["theta"].shape[1] == 4
     assert t["n_sv"] > 0 and t["n_off_bound"] >= 0 and t["host"] and t["versions"]["numpy"]
+    assert t["numba_threads"] == 1 and t["omp_num_threads"] == "1"  # workers x threads <= cores
     assert set(disk["tasks"]["g2__btsvc__p000__s01"]["metrics"]) == {"error_rate", "nll"}
     from bsvm_scale.storage import load_model
 
@@ -212,7 +217,7 @@ def test_kill_and_resume(reference, tmp_path, capsys):
     _, ref = reference
     path = _write(tmp_path, "kill", KILL_PIPELINE)
     run_dir = tmp_path / "runs" / "kill"
-    env = dict(os.environ, BSVM_PIPELINE_EVAL_DELAY="0.1")
+    env = dict(os.environ, BSVM_PIPELINE_EVAL_DELAY="0.3")
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     log = open(tmp_path / "driver.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "bsvm_scale.cli", "run", str(path),

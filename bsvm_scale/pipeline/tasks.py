@@ -445,6 +445,8 @@ def run_task(spec):
         "predictions": {k: v for k, v in pred.items() if v is not None},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in caught[:20]],
         "versions": versions(),
+        "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
     }
     model_h5 = _model_bytes(model)
     if spec.get("task_dir"):
