@@ -62,7 +62,8 @@ the ``n x n`` matrix is never formed.
 import numpy as np
 from numba import njit
 
-from ._row_cache import get_row
+from ._covariance_kernels import _wsqdist
+from ._row_cache import USED, get_row
 
 
 @njit(cache=True, inline="always")
@@ -254,6 +255,26 @@ def init_gradient(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, nu, y, di
 
 
 @njit(cache=True)
+def fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i, active, n_active,
+              scratch):
+    """Row ``i`` of ``Sigma~`` for the inner loop.
+
+    A cached row is used when present. When the cache is full and shrinking
+    has left at most a quarter of the points active, a missing row is
+    computed on the active points only, into ``scratch`` and without caching
+    (LIBSVM's partial rows): a full row would cost ``n / n_active`` times as
+    much and evict a row that is more likely to be reused.
+    """
+    n = slot_of.shape[0]
+    if slot_of[i] >= 0 or 4 * n_active > n or meta[USED] < row_of.shape[0]:
+        return get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+    for a in range(n_active):
+        k = active[a]
+        scratch[k] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, k, w))
+    return scratch
+
+
+@njit(cache=True)
 def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
               g, nu, y, C, eps1, diag_add, tau, max_iter):
     """SMO for the inner problem at fixed ``sum(nu)`` (in place).
@@ -263,6 +284,8 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     """
     n = g.shape[0]
     qdiag = kappa0 + diag_add
+    scratch_i = np.empty(n)
+    scratch_j = np.empty(n)
     active = np.arange(n)
     n_active = n
     period = min(1000, n)
@@ -288,13 +311,16 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
             if M_low - m_up < 10.0 * tau or n_active == n:
                 n_active = shrink(g, nu, C, eps1, m_up, M_low, active)
                 continue
-        row_i = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+        row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
+                          active, n_active, scratch_i)
         j = select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active)
         if j < 0:
             return it, m_up, M_low
-        row_j = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
-        if slot_of[i] < 0:  # row i was evicted by fetching row j (tiny cache)
-            row_i = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+        row_j = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, j,
+                          active, n_active, scratch_j)
+        if slot_of[i] < 0 and row_i is not scratch_i:  # row i evicted by row j (tiny cache)
+            row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
+                              active, n_active, scratch_i)
         curv = 2.0 * qdiag - 2.0 * row_i[j]
         t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
         if t <= 0.0:  # numerical stall: report, never loop forever
