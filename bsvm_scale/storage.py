@@ -8,7 +8,9 @@ sklearn's ``n_features_in_``/``classes_``, and the private state a model
 needs to predict, e.g. ``SVR._kappa``) are written as HDF5 datasets, groups
 and attributes, recursively:
 
-* ``dict`` -> group (``kind='dict'``), one child per key;
+* ``dict`` -> group (``kind='dict'``), one child per key (named by the key; a
+  key that is not a valid HDF5 name, or an int key, is kept in the child's
+  ``key``/``key_type`` attributes);
 * ``list`` / ``tuple`` -> group (``kind='list'``/``'tuple'``) with children
   ``0, 1, ...``;
 * a nested estimator -> group (``kind='estimator'``, ``class`` = its class
@@ -106,8 +108,9 @@ def encode(group, name, value, where="model"):
                 raise TypeError(f"{where}.{name}: dict key {k!r} is not a str or int")
             cn = _child_name(k, i)
             encode(g, cn, v, f"{where}.{name}[{k!r}]")
-            g[cn].attrs["key"] = k if isinstance(k, str) else np.int64(k)
-            g[cn].attrs["key_type"] = "str" if isinstance(k, str) else "int"
+            if cn != k:  # the child's name is the key unless the key is not HDF5-safe
+                g[cn].attrs["key"] = k if isinstance(k, str) else np.int64(k)
+                g[cn].attrs["key_type"] = "str" if isinstance(k, str) else "int"
         return
     if isinstance(value, (list, tuple)):
         g = group.create_group(name, track_order=True)
@@ -195,8 +198,11 @@ def decode(node, where="model"):
             out = {}
             for cn in node:
                 child = node[cn]
-                key = _attr_str(child, "key")
-                key = int(key) if _attr_str(child, "key_type") == "int" else str(key)
+                if "key" in child.attrs:
+                    key = _attr_str(child, "key")
+                    key = int(key) if _attr_str(child, "key_type") == "int" else str(key)
+                else:
+                    key = cn
                 out[key] = decode(child, f"{where}[{key!r}]")
             return out
         if kind in ("list", "tuple"):
@@ -241,17 +247,13 @@ def _write_estimator(g, model, where):
     g.attrs["params_json"] = json.dumps(params, default=_json_default, sort_keys=True)
     pg = g.create_group("params", track_order=True)
     pg.attrs["kind"] = "dict"
-    for i, (k, v) in enumerate(params.items()):
+    for k, v in params.items():
         encode(pg, k, v, f"{where}.params")
-        pg[k].attrs["key"] = k
-        pg[k].attrs["key_type"] = "str"
     ag = g.create_group("attributes", track_order=True)
     ag.attrs["kind"] = "dict"
     fitted = {k: v for k, v in vars(model).items() if k not in params}
-    for i, (k, v) in enumerate(fitted.items()):
+    for k, v in fitted.items():
         encode(ag, k, v, where)
-        ag[k].attrs["key"] = k
-        ag[k].attrs["key_type"] = "str"
     g.attrs["library_version"] = __version__
 
 

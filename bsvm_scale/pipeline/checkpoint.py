@@ -47,8 +47,12 @@ def atomic_write_bytes(path, data: bytes):
     return path
 
 
-def write_record(path, record: dict, attrs: dict | None = None):
-    """Write the dict ``record`` (nested dicts/lists/arrays/scalars) as HDF5, atomically."""
+def write_record(path, record: dict, attrs: dict | None = None, fsync=True):
+    """Write the dict ``record`` (nested dicts/lists/arrays/scalars) as HDF5, atomically.
+
+    ``fsync=False`` (checkpoints) still replaces the file atomically, which is
+    what survives ``kill -9``; only a power loss could lose the newest one.
+    """
     import h5py
 
     from ..storage import encode
@@ -62,8 +66,9 @@ def write_record(path, record: dict, attrs: dict | None = None):
             for k, v in (attrs or {}).items():
                 f.attrs[k] = v
             encode(f, "record", record, str(path.name))
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
+        if fsync:
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -92,7 +97,7 @@ def read_record(path):
 
 def save_checkpoint(path, state):
     """Checkpoint of one optimiser start (theta, SMO warm start, trajectory so far)."""
-    return write_record(path, state)
+    return write_record(path, state, fsync=False)
 
 
 def load_checkpoint(path):

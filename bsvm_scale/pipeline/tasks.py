@@ -252,6 +252,28 @@ class _Replay:
         return value, grad, info
 
 
+def _columns(evals):
+    """Recorded evaluations as a few stacked arrays (cheap to checkpoint)."""
+    k = len(evals["fun"])
+    keys = sorted({key for info in evals["info"] for key in info})
+    return {"theta": np.array(evals["theta"], dtype=float), "fun": np.array(evals["fun"], dtype=float),
+            "grad": np.array(evals["grad"], dtype=float), "n": int(k),
+            "info": {key: np.array([float(info.get(key, np.nan)) for info in evals["info"]])
+                     for key in keys},
+            "info_int": [key for key in keys
+                         if all(isinstance(info.get(key), (int, np.integer, bool)) for info in evals["info"])]}
+
+
+def _rows(cols):
+    """Inverse of :func:`_columns`."""
+    k = int(cols["n"])
+    ints = set(cols.get("info_int", []))
+    info = [{key: (int(v[i]) if key in ints else float(v[i])) for key, v in cols["info"].items()}
+            for i in range(k)]
+    return {"theta": list(np.asarray(cols["theta"]).reshape(k, -1)), "fun": list(cols["fun"]),
+            "grad": list(np.asarray(cols["grad"]).reshape(k, -1)), "info": info}
+
+
 def _fit_bsvr(spec, Xtr, ytr):
     """One BSVR start with per-evaluation checkpoints; returns (model, extra).
 
@@ -283,7 +305,7 @@ def _fit_bsvr(spec, Xtr, ytr):
     init = {"theta": theta0, "nu": np.zeros(n)}
     replay = None
     if prev is not None and can_replay and prev.get("evals") and prev.get("state") is not None:
-        replay = dict(prev["evals"], state=prev["state"])
+        replay = dict(_rows(prev["evals"]), state=prev["state"])
     elif prev is not None:
         init = {"theta": prev["best_theta"], "nu": prev["best_nu"]}
     holder = {}
@@ -307,7 +329,7 @@ def _fit_bsvr(spec, Xtr, ytr):
             state = {"theta0": theta0, "best_theta": best["theta"], "best_nu": best["nu"],
                      "best_fun": best["fun"], "n_eval": rec.i if rec is not None else -1}
             if rec is not None:
-                state["evals"] = rec.evals
+                state["evals"] = _columns(rec.evals)
                 state["state"] = _snapshot(rec.problem)
             save_checkpoint(ckpt_path, state)
         delay = spec.get("eval_delay")  # testing hook: slow evaluations down
