@@ -118,6 +118,35 @@ kind = "gpc"
     p = load_pipeline(path)
     assert p.datasets[0].partitions == "stored" and p.datasets[0].label == "g"
     assert p.datasets[0].max_partitions == 2
+    from bsvm_scale.datasets import read_dataset
+    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+
+    data = prepare_data(p, tmp_path / "run")
+    stored = read_dataset(tmp_path / "g.h5").splits
+    parts = data["g"]["partitions"]
+    assert len(parts) == 2
+    for (tr, te), (str_, ste) in zip(parts, stored):
+        assert np.array_equal(tr, str_) and np.array_equal(te, ste)
+    specs = plan_tasks(p, data, tmp_path / "run")
+    assert [s["task_id"] for s in specs] == ["g__gpc__p000", "g__gpc__p001"]
+    assert specs[0]["data"] == str(tmp_path / "g.h5")  # workers read the file itself
+
+
+def test_plan_generated_partitions(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(GOOD.replace("search = { n_starts = 2 }", "search = { n_starts = 3 }"))
+    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+
+    p = load_pipeline(path)
+    data = prepare_data(p, Path(p.run_dir))
+    assert (Path(p.run_dir) / "data" / "sinc.h5").exists()
+    specs = plan_tasks(p, data, Path(p.run_dir))
+    assert len(specs) == 6 and specs[5]["task_id"] == "sinc__bsvr__p001__s02"
+    tr, te = data["sinc"]["partitions"][1]
+    assert tr.size == 50 and te.size == 50 and not set(tr) & set(te)
+    again = prepare_data(p, Path(p.run_dir))  # deterministic (a resumed run sees the same)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(again["sinc"]["partitions"],
+                                                         data["sinc"]["partitions"]))
 
 
 def test_cli_reports_problems(tmp_path, capsys):

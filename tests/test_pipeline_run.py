@@ -95,6 +95,7 @@ def test_local_cluster_run(reference, capsys):
     meta = rec["meta"]
     assert meta["status"] == "complete" and meta["n_done"] == N_TASKS and meta["n_failed"] == 0
     assert meta["scheduler"] == "LocalCluster" and meta["n_workers"] == 2
+    assert meta["data_transport"] == "path"
     run_dir = Path(meta["run_dir"])
     # the run file holds what the driver saw; best models are stored and load back
     disk = read_run_file(run_dir / "run.h5")
@@ -209,8 +210,12 @@ def test_external_scheduler_same_results(reference, tmp_path, monkeypatch):
         disk = read_run_file(Path(rec["meta"]["run_dir"]))
         assert set(disk["failures"]) == {"sinc__gpr__p000", "sinc__gpr__p001"}
         assert "injected failure" in disk["failures"]["sinc__gpr__p000"]["error"]
+        # workers that cannot see the data path get the data scattered once
+        monkeypatch.setenv("BSVM_PIPELINE_FORCE_SCATTER", "1")
         rec = run_pipeline(load_pipeline(path), scheduler=addr, progress=False)
         assert rec["meta"]["n_failed"] == 0 and rec["meta"]["n_done"] == 2
+        assert rec["meta"]["data_transport"] == "scattered"
+        assert rec["meta"]["status"] == "complete"
 
 
 def test_kill_and_resume(reference, tmp_path, capsys):

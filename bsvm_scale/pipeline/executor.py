@@ -264,6 +264,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
             warm_numba_cache(pipeline, data)
         cluster = client = None
         n_workers = 0
+        data_transport = "none"
         try:
             if todo:
                 if scheduler:
@@ -279,13 +280,16 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                 slots = sum(client.nthreads().values())
                 data_paths = sorted({s["data"] for s in todo})
                 seen = client.run(_paths_visible, data_paths)
-                if not all(seen.values()):
+                force = os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")  # testing hook
+                scatter = bool(force) or not all(seen.values())
+                if scatter:
                     scattered = {}
                     for label, d in data.items():
                         scattered[d["path"]] = client.scatter((d["X"], d["y"]), broadcast=True,
                                                               hash=False)
                     for s in todo:
                         s["data"] = scattered[s["data"]]
+                data_transport = "scattered" if scatter else "path"
                 writable = client.run(_dir_writable, str(run_dir / "tasks"))
                 if not all(writable.values()):
                     for s in todo:  # driver writes the result files; no mid-start checkpoints
@@ -333,6 +337,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                 "description": pipeline.description, "run_dir": str(run_dir),
                 "host": socket.gethostname(), "versions": versions(),
                 "scheduler": scheduler or "LocalCluster", "n_workers": int(n_workers),
+                "data_transport": data_transport,
                 "started": t_begin, "finished": t_end, "elapsed": t_end - t_begin,
                 "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
                 "n_skipped": n_skipped, "n_resumed_from_checkpoint": n_resumed,

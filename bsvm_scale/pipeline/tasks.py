@@ -402,8 +402,7 @@ def _fit_plain(spec, Xtr, ytr):
         extra["cv"] = {"best_params": res.best_params, "best_score": res.best_score,
                        "n_grid_points": int(len(res.table["score"]))}
         return res.best_estimator, extra
-    if TASK_OF[kind] == "regression" or kind in ("svc", "tsvc", "gpc", "rvc"):
-        est.fit(Xtr, ytr)
+    est.fit(Xtr, ytr)
     traj = None
     starts = getattr(est, "starts_", None)
     if kind in ("gpr", "gpc") and starts:
