@@ -161,6 +161,12 @@ def _trajectory_plots(rec, out, plt):
             ax.plot(np.arange(1, fun.size + 1), fun, "-", lw=1, label=lab)
             if t.get("resumed_from", -1) > 0:
                 ax.axvline(t["resumed_from"] + 0.5, color="0.7", ls=":", lw=0.8)
+        allf = np.concatenate([np.asarray(t["trajectory"]["fun"], dtype=float) for t in ts])
+        allf = allf[np.isfinite(allf)]
+        if allf.size > 4:  # the first evaluations can be far off: zoom on the descent
+            lo, hi = float(np.min(allf)), float(np.percentile(allf, 85))
+            if hi > lo:
+                ax.set_ylim(lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo))
         ax.set_xlabel("evidence evaluation")
         ax.set_ylabel("-ln evidence")
         ax.set_title(f"{ds} / {model}: evidence trajectories")
