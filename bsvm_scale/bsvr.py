@@ -122,6 +122,11 @@ class _Problem:
         return ev.value, ev.grad, info
 
 
+def _start_record(theta0, theta, fun, n_iter, success, message, trajectory):
+    return {"theta0": theta0, "theta": theta, "neg_log_evidence": fun, "n_iter": n_iter,
+            "success": success, "message": message, "trajectory": trajectory}
+
+
 class BayesianSVR(RegressorMixin, BaseEstimator):
     """Bayesian support vector regression with the soft insensitive loss.
 
@@ -310,37 +315,38 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             thetas = [np.asarray(init["theta"], dtype=float)]
             problem.reset(init["nu"])
 
-        self.starts_ = []
-        if not self.optimize:
-            value, _, info = problem(thetas[0], need_grad=False)
-            final = problem.last
-            self.starts_.append({"theta0": thetas[0], "theta": thetas[0], "neg_log_evidence": value,
-                                 "n_iter": 0, "success": True, "message": "optimize=False",
-                                 "trajectory": []})
+        if self.optimize:
+            final = self._maximise_evidence(problem, thetas, bounds, callback, init is None)
         else:
-            results, finals = [], []
-            for k, theta0 in enumerate(thetas):
-                if k > 0 and init is None:
-                    problem.reset()
-                cb = None if callback is None else (
-                    lambda rec, k=k: callback(k, rec, problem.nu))
-                res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
-                                precondition=True)
-                results.append(res)
-                finals.append(problem.best)
-                self.starts_.append({"theta0": res.theta0, "theta": res.theta,
-                                     "neg_log_evidence": res.fun, "n_iter": res.n_iter,
-                                     "success": res.success, "message": res.message,
-                                     "trajectory": res.trajectory})
-                if not res.success and "ITERATIONS" in res.message.upper():
-                    warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
-                                  f"{res.message}", ConvergenceWarning, stacklevel=2)
-            best = best_start(results)
-            problem.reset(finals[best][1])
-            problem(results[best].theta, need_grad=False)
+            value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last
+            self.starts_ = [_start_record(thetas[0], thetas[0], value, 0, True, "optimize=False",
+                                          [])]
         self._set_fitted(final, beta, kappa0, Xs)
         return self
+
+    def _maximise_evidence(self, problem, thetas, bounds, callback, fresh):
+        """Run every start, keep the trajectories, return the final state at
+        the start with the highest evidence (thesis 4.3.2)."""
+        results, bests = [], []
+        self.starts_ = []
+        for k, theta0 in enumerate(thetas):
+            if k > 0 and fresh:
+                problem.reset()
+            cb = None if callback is None else (lambda rec, k=k: callback(k, rec, problem.nu))
+            res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
+                            precondition=True)
+            results.append(res)
+            bests.append(problem.best)
+            self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,
+                                              res.success, res.message, res.trajectory))
+            if not res.success and "ITERATIONS" in res.message.upper():
+                warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
+                              f"{res.message}", ConvergenceWarning, stacklevel=3)
+        best = best_start(results)
+        problem.reset(bests[best][1])  # re-solve warm from the best start's best point
+        problem(results[best].theta, need_grad=False)
+        return problem.last
 
     def _set_fitted(self, final, beta, kappa0, X):
         theta, C, eps, cov, nu, ev, info = final
