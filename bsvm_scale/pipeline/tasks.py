@@ -346,7 +346,7 @@ def _fit_bsvr(spec, Xtr, ytr):
             bsvr_mod.run_start = orig
     tr = model.starts_[0]["trajectory"]
     resumed_from = -1
-    if replay is not None:
+    if replay is not None and holder.get("rec") is not None:
         resumed_from = int(holder["rec"].replayed)
     elif prev is not None:
         resumed_from = int(prev.get("n_eval", 0))
