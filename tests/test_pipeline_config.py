@@ -96,6 +96,8 @@ def test_bad_values(tmp_path):
     text = GOOD + '\n[[models]]\nkind = "gpr"\ncommittee = true\ndatasets = ["other"]\n'
     probs, _ = _problems(text, tmp_path)
     assert len(probs) == 2 and "committee" in probs[0] and "unknown data set 'other'" in probs[1]
+    probs, _ = _problems(GOOD + "datasets = []\n", tmp_path)
+    assert "models[0].datasets: must name at least one data set" in probs[0]
     probs, _ = _problems("[run\nname=1", tmp_path)
     assert "not valid TOML" in probs[0]
     probs, _ = _problems(GOOD.replace("partitions = 2", 'partitions = "stored"'), tmp_path)

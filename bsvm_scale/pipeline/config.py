@@ -570,6 +570,10 @@ def _model_spec(m, i, by_label, labels, bad):
         if not names and by_label:
             bad(f"{where}: no {TASK_OF[kind]} data set for {kind}", "models", i, "kind")
             ok = False
+    elif not names:
+        bad(f"{where}.datasets: must name at least one data set (or be left out: every "
+            f"{TASK_OF[kind]} data set)", "models", i, "datasets")
+        ok = False
     else:
         for dn in names:
             if not isinstance(dn, str) or dn not in labels:
