@@ -171,24 +171,22 @@ def _fit_worker(name, n, n_test, seed, queue):
 def bench_fit(datasets, n, n_test, seed):
     ctx = mp.get_context("spawn")
     out = []
-    for name in datasets:
-        q = ctx.Queue()
-        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q))
-        p.start()
-        res = q.get()
-        p.join()
-        out.append(res)
-        print(f"  {name}: done", file=sys.stderr, flush=True)
     print(f"\nFull fit (1 start, L-BFGS-B on ln kappa0, ln kappa, ln kappa_b), n={n}, "
           f"test n={n_test}")
     print("%9s %7s %6s %5s %6s %9s %9s %10s %8s %8s %9s %9s %9s %11s" % (
         "data", "n", "SVs", "iter", "evals", "fit s", "pred s", "peak MB", "err", "Bayes",
-        "kappa0", "kappa", "kappa_b", "ln evid"))
-    for r in out:
+        "kappa0", "kappa", "kappa_b", "ln evid"), flush=True)
+    for name in datasets:
+        q = ctx.Queue()
+        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q))
+        p.start()
+        r = q.get()
+        p.join()
+        out.append(r)
         print("%9s %7d %6d %5d %6d %9.1f %9.2f %10.0f %8.4f %8.4f %9.3g %9.3g %9.3g %11.2f" % (
             r["data"], r["n"], r["n_sv"], r["n_iter"], r["n_eval"], r["fit_s"], r["pred_s"],
             r["peak_rss_mb"], r["err"], r["bayes_err"], r["kappa0"], r["kappa"], r["kappa_b"],
-            r["log_evidence"]))
+            r["log_evidence"]), flush=True)
     return out
 
 
