@@ -38,10 +38,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from ._atomic import atomic_path
 
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
@@ -287,12 +288,9 @@ def save_model(model, path):
         raise TypeError(f"save_model: {type(model).__module__}.{name} is not a bsvm_scale "
                         f"estimator ({', '.join(ESTIMATORS)})")
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise IsADirectoryError(f"cannot write model to {str(path)!r}: it is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
+    with atomic_path(path, what="model file") as tmp:
         with h5py.File(tmp, "w", track_order=True) as f:
             f.attrs["library"] = LIBRARY
             f.attrs["library_version"] = __version__
@@ -301,18 +299,6 @@ def save_model(model, path):
             f.attrs["kind"] = "estimator"
             _write_estimator(f, model, name)
             f.attrs["params"] = f.attrs["params_json"]
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        umask = os.umask(0o022)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return path
 
 

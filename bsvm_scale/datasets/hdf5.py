@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import atomic_path
 from ._dataset import TASKS, Dataset
 
 __all__ = [
@@ -120,17 +120,9 @@ def write_dataset(ds: Dataset, path, *, compression="gzip", compression_opts=4):
         raise TypeError(f"write_dataset expects a Dataset; got {type(ds).__name__}")
     h5py = _h5py()
     path = Path(path)
-    directory = path.parent if str(path.parent) else Path(".")
     if path.is_dir():
         raise IsADirectoryError(f"cannot write data set to {str(path)!r}: it is a directory")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise OSError(
-            exc.errno, f"cannot write data set file {str(path)!r}: {exc.strerror or exc}"
-        ) from exc
-    os.close(fd)
-    try:
+    with atomic_path(path, what="data set file") as tmp:
         provenance = json.dumps(ds.provenance, default=_json_default, sort_keys=True)
         with h5py.File(tmp, "w", track_order=True) as f:
             _write_array(f, "X", ds.X, compression, compression_opts)
@@ -162,29 +154,7 @@ def write_dataset(ds: Dataset, path, *, compression="gzip", compression_opts=4):
                 g = f.create_group("extra")
                 for key, arr in ds.extra.items():
                     _write_array(g, key, arr, compression, compression_opts)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.chmod(tmp, _target_mode(path))
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return path
-
-
-def _target_mode(path):
-    """Permission bits for the new file: those of the file it replaces, else
-    0o666 less the process umask (mkstemp would leave 0o600)."""
-    try:
-        return os.stat(path).st_mode & 0o7777
-    except OSError:
-        pass
-    umask = os.umask(0o022)
-    os.umask(umask)
-    return 0o666 & ~umask
 
 
 # ---------------------------------------------------------------- reading

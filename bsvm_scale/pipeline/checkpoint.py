@@ -20,30 +20,22 @@ from __future__ import annotations
 
 import errno
 import os
-import tempfile
+
 from pathlib import Path
 
 import numpy as np
+
+from .._atomic import atomic_path
 
 __all__ = ["atomic_write_bytes", "write_record", "read_record", "save_checkpoint",
            "load_checkpoint", "RunLock", "RunLockedError"]
 
 
 def atomic_write_bytes(path, data: bytes):
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
+    """Write ``data`` to ``path`` atomically (fsynced)."""
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
     return path
 
 
@@ -57,25 +49,12 @@ def write_record(path, record: dict, attrs: dict | None = None, fsync=True):
 
     from ..storage import encode
 
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_path(path, fsync=fsync) as tmp:
         with h5py.File(tmp, "w", track_order=True) as f:
             f.attrs["library"] = "bsvm_scale"
             for k, v in (attrs or {}).items():
                 f.attrs[k] = v
-            encode(f, "record", record, str(path.name))
-        if fsync:
-            with open(tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+            encode(f, "record", record, str(Path(path).name))
     return path
 
 
