@@ -83,11 +83,11 @@ def violation(g_i, nu_i, C, eps1):
 
 
 @njit(cache=True)
-def max_violation(g, nu, C, eps1, shift):
-    """Largest KKT violation with the gradient ``g + shift``."""
+def max_violation(g, nu, C, eps1):
+    """Largest KKT violation (4.31) over all points."""
     vmax = 0.0
     for k in range(g.shape[0]):
-        v = violation(g[k] + shift, nu[k], C, eps1)
+        v = violation(g[k], nu[k], C, eps1)
         if v > vmax:
             vmax = v
     return vmax
@@ -428,4 +428,4 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     shift = kappa_b * np.sum(nu)
     for k in range(n):
         g[k] += shift
-    return g, slope, total, max_violation(g, nu, C, eps1, 0.0)
+    return g, slope, total, max_violation(g, nu, C, eps1)
