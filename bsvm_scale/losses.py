@@ -118,11 +118,14 @@ def _check(name, value, *, lower, upper=np.inf, lower_open=True, upper_open=Fals
     return arr
 
 
+def _shape_params(epsilon, beta):
+    """Validated ``(epsilon, beta)`` of the loss shape (2.28)."""
+    return (_check("epsilon", epsilon, lower=0.0),
+            _check("beta", beta, lower=0.0, upper=1.0))
+
+
 def _silf_params(C, epsilon, beta):
-    C = _check("C", C, lower=0.0)
-    epsilon = _check("epsilon", epsilon, lower=0.0)
-    beta = _check("beta", beta, lower=0.0, upper=1.0)
-    return C, epsilon, beta
+    return (_check("C", C, lower=0.0), *_shape_params(epsilon, beta))
 
 
 def _out(x):
@@ -175,8 +178,7 @@ def silf(delta, epsilon, beta):
         beyond ``(1+beta) eps``.
     """
     d = np.abs(_delta(delta))
-    epsilon = _check("epsilon", epsilon, lower=0.0)
-    beta = _check("beta", beta, lower=0.0, upper=1.0)
+    epsilon, beta = _shape_params(epsilon, beta)
     a = (1.0 - beta) * epsilon
     b = (1.0 + beta) * epsilon
     u = np.maximum(d - a, 0.0)
@@ -203,8 +205,7 @@ def silf_grad(delta, epsilon, beta):
         at the zone boundaries.
     """
     delta = _delta(delta)
-    epsilon = _check("epsilon", epsilon, lower=0.0)
-    beta = _check("beta", beta, lower=0.0, upper=1.0)
+    epsilon, beta = _shape_params(epsilon, beta)
     d = np.abs(delta)
     a = (1.0 - beta) * epsilon
     g = np.minimum(np.maximum(d - a, 0.0) / (2.0 * beta * epsilon), 1.0)
@@ -230,8 +231,7 @@ def silf_hess(delta, epsilon, beta):
         convention of (2.28) is used there.)
     """
     d = np.abs(_delta(delta))
-    epsilon = _check("epsilon", epsilon, lower=0.0)
-    beta = _check("beta", beta, lower=0.0, upper=1.0)
+    epsilon, beta = _shape_params(epsilon, beta)
     a = (1.0 - beta) * epsilon
     b = (1.0 + beta) * epsilon
     inside = (d >= a) & (d <= b)
@@ -264,8 +264,7 @@ def silf_d_epsilon(delta, epsilon, beta):
     which uses ``eps * dl/deps = -(delta^2 - (1-beta)^2 eps^2)/(4 beta eps)``.
     """
     d = np.abs(_delta(delta))
-    epsilon = _check("epsilon", epsilon, lower=0.0)
-    beta = _check("beta", beta, lower=0.0, upper=1.0)
+    epsilon, beta = _shape_params(epsilon, beta)
     a = (1.0 - beta) * epsilon
     b = (1.0 + beta) * epsilon
     u = np.maximum(d - a, 0.0)
