@@ -47,6 +47,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .variants import expand_sizes, expand_sweep, resolve_groups
+
 __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeline",
            "parse_pipeline", "KINDS", "BAYES_KINDS", "TASK_OF"]
 
@@ -61,19 +63,26 @@ KINDS = {
     "gpc": ("bsvm_scale.gp", "GPC"),
     "rvr": ("bsvm_scale.rvm", "RVR"),
     "rvc": ("bsvm_scale.rvm", "RVC"),
+    # scikit-learn as external references (bsvm_scale/pipeline/external.py)
+    "sk_svr": ("bsvm_scale.pipeline.external", "SkSVR"),
+    "sk_svc": ("bsvm_scale.pipeline.external", "SkSVC"),
+    "sk_gpr": ("bsvm_scale.pipeline.external", "SkGPR"),
+    "sk_gpc": ("bsvm_scale.pipeline.external", "SkGPC"),
 }
 TASK_OF = {"bsvr": "regression", "svr": "regression", "gpr": "regression", "rvr": "regression",
            "btsvc": "classification", "svc": "classification", "tsvc": "classification",
-           "gpc": "classification", "rvc": "classification"}
+           "gpc": "classification", "rvc": "classification",
+           "sk_svr": "regression", "sk_gpr": "regression",
+           "sk_svc": "classification", "sk_gpc": "classification"}
 #: kinds run as one task per optimiser start
 BAYES_KINDS = ("bsvr", "btsvc")
 
 RUN_KEYS = {"name": str, "output": str, "retries": int, "seed": int, "description": str}
 DATASET_KEYS = {"name": str, "generator": str, "path": str, "n": int, "seed": int,
-                "params": dict, "partitions": (int, str), "n_train": int, "n_test": int,
-                "split_seed": int, "max_partitions": int}
+                "params": dict, "partitions": (int, str), "n_train": (int, list), "n_test": int,
+                "split_seed": int, "max_partitions": int, "test": dict, "split": str}
 MODEL_KEYS = {"kind": str, "name": str, "datasets": list, "settings": dict, "search": dict,
-              "cv": dict, "committee": bool}
+              "cv": dict, "committee": bool, "sweep": dict}
 SEARCH_KEYS = {
     "bsvr": {"n_starts": int, "starts": list, "bounds": dict, "beta": (int, float),
              "random_state": int},
@@ -82,9 +91,10 @@ SEARCH_KEYS = {
     "gpc": {"n_starts": int, "bounds": list, "random_state": int},
 }
 START_KEYS = {"bsvr": {"C", "epsilon", "kappa", "kappa_b"}, "btsvc": {"kappa0", "kappa", "kappa_b"}}
-CV_KEYS = {"folds": int, "coarse_points": int, "fine_points": int, "fine_step": (int, float),
-           "log10_C": list, "log10_kappa": list, "random_state": int}
-CV_KINDS = ("svr", "svc", "tsvc")
+CV_KEYS = {"folds": (int, str), "coarse_points": int, "fine_points": int,
+           "fine_step": (int, float), "log10_C": list, "log10_kappa": list, "random_state": int,
+           "loo_below": int}
+CV_KINDS = ("svr", "svc", "tsvc", "sk_svr", "sk_svc")
 BSVR_BOUND_KEYS = {"ln_C", "ln_epsilon", "ln_kappa", "ln_kappa_b"}
 
 
@@ -114,6 +124,8 @@ class DatasetSpec:
     split_seed: int = 0
     max_partitions: int | None = None
     n_features: int | None = None
+    test: dict | None = None          # common test set (see repro.py)
+    split: str = "random"             # or "chronological" (one split, time order)
 
 
 @dataclass
@@ -268,6 +280,7 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
         raw_ds = []
     datasets = []
     labels = set()
+    groups = {}
     for i, d in enumerate(raw_ds):
         where = f"datasets[{i}]"
         ok = True
@@ -285,14 +298,17 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
             continue
         if not ok:
             continue
-        spec = _dataset_spec(d, i, where, path, seed, bad, check_files)
-        if spec is None:
-            continue
-        if spec.label in labels:
-            bad(f"{where}.name: duplicate data set name {spec.label!r}", "datasets", i, "name")
-            continue
-        labels.add(spec.label)
-        datasets.append(spec)
+        base, tables = expand_sizes(d, i, where, bad)  # one table per training size
+        for dd in tables:
+            spec = _dataset_spec(dd, i, where, path, seed, bad, check_files)
+            if spec is None:
+                continue
+            if spec.label in labels:
+                bad(f"{where}.name: duplicate data set name {spec.label!r}", "datasets", i, "name")
+                continue
+            labels.add(spec.label)
+            groups.setdefault(base, []).append(spec.label)
+            datasets.append(spec)
 
     # -- [[models]]
     raw_models = doc.get("models", [])
@@ -303,14 +319,15 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
     mlabels = set()
     by_label = {d.label: d for d in datasets}
     for i, m in enumerate(raw_models):
-        spec = _model_spec(m, i, by_label, labels, bad)
-        if spec is None:
-            continue
-        if spec.label in mlabels:
-            bad(f"models[{i}].name: duplicate model name {spec.label!r}", "models", i, "name")
-            continue
-        mlabels.add(spec.label)
-        models.append(spec)
+        for mm in expand_sweep(m, i, bad):  # one table per swept value
+            spec = _model_spec(resolve_groups(mm, groups), i, by_label, labels, bad)
+            if spec is None:
+                continue
+            if spec.label in mlabels:
+                bad(f"models[{i}].name: duplicate model name {spec.label!r}", "models", i, "name")
+                continue
+            mlabels.add(spec.label)
+            models.append(spec)
 
     if problems:
         raise PipelineError(path, problems)
@@ -424,7 +441,7 @@ def _dataset_spec(d, i, where, path, seed, bad, check_files):
         if n_test is not None and n_test < 1:
             bad(f"{where}.n_test: must be >= 1; got {n_test}", "datasets", i, "n_test")
             return None
-        if nt < 1 or n_train + nt > n:
+        if "test" not in d and (nt < 1 or n_train + nt > n):
             bad(f"{where}: n_train + n_test = {n_train} + {nt} = {n_train + nt} exceeds the "
                 f"{n} cases of the data set (n_train)", "datasets", i, "n_train")
             return None
@@ -439,7 +456,8 @@ def _dataset_spec(d, i, where, path, seed, bad, check_files):
     return DatasetSpec(label=label, task=task, n=int(n), generator=d.get("generator"),
                        path=file_path, seed=int(ds_seed), params=dict(d.get("params", {})),
                        partitions=partitions, n_train=n_train, n_test=n_test,
-                       split_seed=int(split_seed), max_partitions=mp, n_features=n_features)
+                       split_seed=int(split_seed), max_partitions=mp, n_features=n_features,
+                       test=d.get("test"), split=d.get("split", "random"))
 
 
 def _model_spec(m, i, by_label, labels, bad):
@@ -556,8 +574,12 @@ def _model_spec(m, i, by_label, labels, bad):
                         len(val) == 2 and all(_is(x, float) for x in val) and val[0] <= val[1]):
                     bad(f"{where}.cv.{key}: must be [low, high]", "models", i, key)
                     ok = False
-                elif key == "folds" and val < 2:
-                    bad(f"{where}.cv.folds: must be >= 2", "models", i, key)
+                elif key == "folds" and (val != "loo" if isinstance(val, str) else val < 2):
+                    bad(f"{where}.cv.folds: must be an integer >= 2 or \"loo\"; got {val!r}",
+                        "models", i, key)
+                    ok = False
+                elif key == "loo_below" and val < 2:
+                    bad(f"{where}.cv.loo_below: must be >= 2; got {val!r}", "models", i, key)
                     ok = False
     committee = m.get("committee", False)
     if committee and kind not in BAYES_KINDS:

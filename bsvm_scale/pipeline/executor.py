@@ -51,7 +51,8 @@ def prepare_data(pipeline: Pipeline, run_dir: Path):
 
     Returns ``{label: {'path', 'task', 'n', 'd', 'partitions': [(train, test), ...]}}``.
     """
-    from ..datasets import generate, random_splits, read_dataset, write_dataset
+    from ..datasets import generate, ordered_split, random_splits, read_dataset, write_dataset
+    from .variants import common_test_data
 
     out = {}
     (run_dir / "data").mkdir(parents=True, exist_ok=True)
@@ -59,7 +60,8 @@ def prepare_data(pipeline: Pipeline, run_dir: Path):
         if spec.generator is not None:
             path = run_dir / "data" / f"{spec.label}.h5"
             if not path.exists():
-                ds = generate(spec.generator, spec.n, spec.seed, **spec.params)
+                ds = (common_test_data(spec)[0] if spec.test else
+                      generate(spec.generator, spec.n, spec.seed, **spec.params))
                 write_dataset(ds, path)
         else:
             path = Path(spec.path)
@@ -68,6 +70,10 @@ def prepare_data(pipeline: Pipeline, run_dir: Path):
             parts = list(ds.splits)
             if spec.max_partitions:
                 parts = parts[:spec.max_partitions]
+        elif spec.test:  # fresh training data per repetition, one common test set
+            parts = list(ds.splits)
+        elif spec.split == "chronological":
+            parts = ordered_split(ds.n_samples, spec.n_train, spec.n_test)
         else:
             parts = random_splits(ds.n_samples, spec.n_train, spec.partitions, spec.split_seed,
                                   n_test=spec.n_test)

@@ -84,7 +84,8 @@ def _prediction_plots(rec, run_dir, out, plt):
             grid = np.linspace(X[:, 0].min(), X[:, 0].max(), 400)[:, None]
             for ax, (mname, parts) in zip(axes[0], models.items()):
                 entry = parts.get("p000")
-                if entry is None or not (run_dir / entry["model_file"]).exists():
+                if entry is None or not (run_dir / entry["model_file"]).exists() or \
+                        entry["kind"].startswith("sk_"):  # external models are not reloadable
                     ax.set_title(f"{mname}: no model")
                     continue
                 model = load_model(run_dir / entry["model_file"])

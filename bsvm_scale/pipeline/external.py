@@ -1,0 +1,271 @@
+"""scikit-learn models as external references in pipelines.
+
+Four model kinds run scikit-learn's own implementations in the same pipeline
+(same data, partitions and metrics) as the project's models:
+
+* ``sk_svr`` / ``sk_svc``: LIBSVM through :class:`sklearn.svm.SVR` /
+  :class:`sklearn.svm.SVC`, parametrised like the project's SVMs (``C``,
+  ``epsilon``, ``kappa`` with ``gamma = kappa / 2``), so the same CV grids
+  apply; ``sk_svc`` with ``probability=True`` fits Platt's sigmoid on the
+  decision values (``predict_proba``).
+* ``sk_gpr`` / ``sk_gpc``: :class:`sklearn.gaussian_process.GaussianProcessRegressor`
+  (``kappa0 * RBF + kappa_b + noise``) and ``GaussianProcessClassifier``
+  (Laplace, logistic link), with evidence maximisation by scikit-learn's
+  L-BFGS-B and ``n_restarts`` random restarts.
+
+Inputs are standardised with training statistics (as the Bayesian SVMs do).
+Models of these kinds are stored in the run as an HDF5 file of their
+parameters and fitted hyperparameters (:func:`model_bytes`), never pickled;
+they cannot be reloaded with :func:`bsvm_scale.storage.load_model`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.metaestimators import available_if
+
+__all__ = ["SkSVR", "SkSVC", "SkGPR", "SkGPC", "EXTERNAL_KINDS", "model_bytes"]
+
+#: pipeline kind -> class name in this module
+EXTERNAL_KINDS = {"sk_svr": "SkSVR", "sk_svc": "SkSVC", "sk_gpr": "SkGPR", "sk_gpc": "SkGPC"}
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not np.isscalar(value) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}. Give e.g. {name}=1.0.")
+    return float(value)
+
+
+class _Standardised(BaseEstimator):
+    """Base: standardise X with training statistics, then fit ``self.model_``."""
+
+    def _scale(self, X, fit=False):
+        X = np.asarray(X, dtype=float)
+        if fit:
+            self.scaler_ = StandardScaler().fit(X)
+        return self.scaler_.transform(X)
+
+    def fit(self, X, y):
+        """Fit the scikit-learn model on standardised ``X`` and ``y``."""
+        self.model_ = self._build(np.asarray(X).shape[1])
+        self.model_.fit(self._scale(X, fit=True), y)
+        self._after_fit()
+        return self
+
+    def _after_fit(self):
+        pass
+
+
+class SkSVR(RegressorMixin, _Standardised):
+    """LIBSVM epsilon-SVR (scikit-learn) with ``gamma = kappa / 2``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    epsilon : float, default=0.1
+    kappa : float, default=1.0
+        Gaussian kernel ``exp(-kappa/2 ||x - x'||^2)`` on standardised inputs.
+    tol : float, default=1e-3
+    """
+
+    def __init__(self, *, C=1.0, epsilon=0.1, kappa=1.0, tol=1e-3):
+        self.C = C
+        self.epsilon = epsilon
+        self.kappa = kappa
+        self.tol = tol
+
+    def _build(self, d):
+        from sklearn.svm import SVR
+
+        return SVR(C=_positive("C", self.C), epsilon=float(self.epsilon),
+                   gamma=_positive("kappa", self.kappa) / 2.0, tol=float(self.tol))
+
+    def _after_fit(self):
+        self.support_ = self.model_.support_
+        self.hyperparameters_ = {"C": float(self.C), "epsilon": float(self.epsilon),
+                                 "kappa": float(self.kappa)}
+
+    def predict(self, X):
+        """Predicted targets."""
+        return self.model_.predict(self._scale(X))
+
+
+class SkSVC(ClassifierMixin, _Standardised):
+    """LIBSVM C-SVC (scikit-learn) with ``gamma = kappa / 2``.
+
+    Parameters
+    ----------
+    C : float, default=1.0
+    kappa : float, default=1.0
+    probability : bool, default=False
+        Fit Platt's sigmoid on the decision values (internal 5-fold CV of
+        LIBSVM) and provide ``predict_proba``.
+    tol : float, default=1e-3
+    random_state : int, default=0
+        Seed of LIBSVM's internal CV for the sigmoid.
+    """
+
+    def __init__(self, *, C=1.0, kappa=1.0, probability=False, tol=1e-3, random_state=0):
+        self.C = C
+        self.kappa = kappa
+        self.probability = probability
+        self.tol = tol
+        self.random_state = random_state
+
+    def _build(self, d):
+        from sklearn.svm import SVC
+
+        return SVC(C=_positive("C", self.C), gamma=_positive("kappa", self.kappa) / 2.0,
+                   probability=bool(self.probability), tol=float(self.tol),
+                   random_state=self.random_state)
+
+    def _after_fit(self):
+        self.support_ = self.model_.support_
+        self.classes_ = self.model_.classes_
+        self.hyperparameters_ = {"C": float(self.C), "kappa": float(self.kappa)}
+
+    def predict(self, X):
+        """Predicted class labels."""
+        return self.model_.predict(self._scale(X))
+
+    @available_if(lambda self: bool(self.probability))
+    def predict_proba(self, X):
+        """Platt-sigmoid class probabilities (only with ``probability=True``)."""
+        return self.model_.predict_proba(self._scale(X))
+
+
+def _gp_kernel(d, ard, noise):
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    ls = np.ones(d) if ard else 1.0
+    k = ConstantKernel(1.0, (1e-3, 1e4)) * RBF(ls, (1e-3, 1e4)) + ConstantKernel(1.0, (1e-6, 1e4))
+    return k + WhiteKernel(0.1, (1e-6, 1e2)) if noise else k
+
+
+def _kernel_values(kernel):
+    """``kappa0``, ``kappa`` (``1 / length_scale**2``), ``kappa_b`` (and noise) of a fitted kernel."""
+    p = kernel.get_params()
+    if "k1__k1__k1__constant_value" in p:  # with a WhiteKernel
+        k0, ls, kb = p["k1__k1__k1__constant_value"], p["k1__k1__k2__length_scale"], \
+            p["k1__k2__constant_value"]
+        out = {"sigma2": float(p["k2__noise_level"])}
+    else:
+        k0, ls, kb = p["k1__k1__constant_value"], p["k1__k2__length_scale"], p["k2__constant_value"]
+        out = {}
+    kappa = 1.0 / np.asarray(ls, dtype=float) ** 2
+    out.update(kappa0=float(k0), kappa=kappa if kappa.ndim else float(kappa), kappa_b=float(kb))
+    return out
+
+
+class SkGPR(RegressorMixin, _Standardised):
+    """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise.
+
+    Parameters
+    ----------
+    ard : bool, default=False
+        One length scale per input.
+    n_restarts : int, default=0
+        Random restarts of scikit-learn's L-BFGS-B beyond the first.
+    random_state : int, default=0
+    """
+
+    def __init__(self, *, ard=False, n_restarts=0, random_state=0):
+        self.ard = ard
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+
+    def _build(self, d):
+        from sklearn.gaussian_process import GaussianProcessRegressor
+
+        return GaussianProcessRegressor(_gp_kernel(d, bool(self.ard), True), normalize_y=False,
+                                        n_restarts_optimizer=int(self.n_restarts),
+                                        random_state=self.random_state)
+
+    def _after_fit(self):
+        self.hyperparameters_ = _kernel_values(self.model_.kernel_)
+        self.log_marginal_likelihood_ = float(self.model_.log_marginal_likelihood_value_)
+
+    def predict(self, X, return_std=False, include_noise=False):
+        """Predictive mean (and sd of f, or of y with ``include_noise``)."""
+        if not return_std:
+            return self.model_.predict(self._scale(X))
+        mean, std = self.model_.predict(self._scale(X), return_std=True)
+        if include_noise:  # scikit-learn's sd already includes the WhiteKernel noise
+            return mean, std
+        return mean, np.sqrt(np.maximum(std ** 2 - self.hyperparameters_["sigma2"], 0.0))
+
+
+class SkGPC(ClassifierMixin, _Standardised):
+    """scikit-learn ``GaussianProcessClassifier`` (Laplace, logistic link).
+
+    Parameters
+    ----------
+    ard : bool, default=False
+    n_restarts : int, default=0
+    random_state : int, default=0
+    """
+
+    def __init__(self, *, ard=False, n_restarts=0, random_state=0):
+        self.ard = ard
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+
+    def _build(self, d):
+        from sklearn.gaussian_process import GaussianProcessClassifier
+
+        return GaussianProcessClassifier(_gp_kernel(d, bool(self.ard), False),
+                                         n_restarts_optimizer=int(self.n_restarts),
+                                         random_state=self.random_state)
+
+    def _after_fit(self):
+        self.classes_ = self.model_.classes_
+        if self.classes_.size == 2:
+            self.hyperparameters_ = _kernel_values(self.model_.kernel_)
+        else:
+            self.hyperparameters_ = {}
+        self.log_marginal_likelihood_ = float(self.model_.log_marginal_likelihood_value_)
+
+    def predict(self, X):
+        """Predicted class labels."""
+        return self.model_.predict(self._scale(X))
+
+    def predict_proba(self, X):
+        """Class probabilities, columns in ``classes_`` order."""
+        return self.model_.predict_proba(self._scale(X))
+
+
+def model_bytes(model, kind):
+    """An HDF5 record (bytes) of an external model: kind, parameters, hyperparameters.
+
+    Parameters
+    ----------
+    model : SkSVR, SkSVC, SkGPR or SkGPC
+        A fitted model.
+    kind : str
+        Its pipeline kind (``sk_svr`` ...).
+
+    Returns
+    -------
+    bytes
+        The file's content; attributes ``library``, ``kind='external_model'``,
+        ``model_kind``, ``params`` and ``hyperparameters`` (JSON).
+    """
+    import h5py
+
+    hyp = {k: np.asarray(v).tolist() for k, v in getattr(model, "hyperparameters_", {}).items()}
+    fd, tmp = tempfile.mkstemp(suffix=".h5")
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            f.attrs.update(library="bsvm_scale", kind="external_model", model_kind=kind,
+                           params=json.dumps(model.get_params()), hyperparameters=json.dumps(hyp))
+        with open(tmp, "rb") as fh:
+            return fh.read()
+    finally:
+        os.unlink(tmp)
