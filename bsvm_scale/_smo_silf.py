@@ -52,8 +52,16 @@ Steps of one inner iteration, each its own small function:
    piecewise quadratic (kinks where ``nu_i`` or ``nu_j`` cross zero, the
    four quadrants of Table 4.1), inside the box;
 3. :func:`update_gradient` -- ``g += t (Q~_i - Q~_j)`` from two cached rows;
-4. :func:`shrink` -- points held firmly at a bound leave the scans (the
-   gradient stays complete, so un-shrinking needs no reconstruction).
+4. :func:`shrink` -- points held firmly at a bound leave the scans and
+   their gradient entries go stale; :func:`reconstruct` restores them on
+   un-shrinking from LIBSVM's ``G_bar`` (the part of ``Sigma~ nu`` due to
+   the points at a bound, kept up to date by :func:`update_gbar` whenever a
+   point enters or leaves a bound) plus the rows of the few free points.
+
+A warm start after a change of hyperparameters needs ``g = Q~ nu - y`` for
+the new kernel: :func:`start_gradient` forms it (and ``G_bar``) in one
+parallel pass over the ``n x s`` cross-covariance with the support vectors,
+outside the row cache.
 
 Rows of ``Sigma~`` come from the LRU cache of :mod:`bsvm_scale._row_cache`;
 the ``n x n`` matrix is never formed.
@@ -62,7 +70,7 @@ the ``n x n`` matrix is never formed.
 import numpy as np
 from numba import njit
 
-from ._covariance_kernels import _wsqdist
+from ._covariance_kernels import _wsqdist, cov_cross_matvec
 from ._row_cache import USED, get_row
 
 
@@ -219,39 +227,65 @@ def shrink(g, nu, C, eps1, m_up, M_low, active):
     return n_active
 
 
+@njit(cache=True, inline="always")
+def bound_part(nu_k, C):
+    """Contribution of ``nu_k`` to ``G_bar``: itself at a bound, else 0."""
+    return nu_k if (nu_k >= C or nu_k <= -C) else 0.0
+
+
+@njit(cache=True)
+def update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C):
+    """Keep ``G_bar = Sigma~[:, bound] nu[bound]`` (LIBSVM's ``G_bar``) when
+    ``nu_k`` moves from ``old`` to ``new``; a full row is needed only when
+    ``k`` enters or leaves a bound, which is rare next to the pair steps."""
+    delta = bound_part(new, C) - bound_part(old, C)
+    if delta == 0.0:
+        return
+    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    for a in range(gbar.shape[0]):
+        gbar[a] += delta * row[a]
+
+
 @njit(cache=True)
 def reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                g, nu, y, diag_add, active, n_active):
+                g, gbar, nu, y, C, diag_add, active, n_active):
     """Recompute the gradient of the points outside ``active`` (shrunk
-    points whose entries were not updated)."""
+    points whose entries were not updated) as ``G_bar`` plus the rows of the
+    free points ``0 < |nu_j| < C`` only: the bound SVs, usually the large
+    majority, are already summed in ``G_bar``."""
     n = g.shape[0]
+    if n_active == n:
+        return
     mark = np.zeros(n, dtype=np.bool_)
     for a in range(n_active):
         mark[active[a]] = True
-    if n_active == n:
-        return
     for k in range(n):
         if not mark[k]:
-            g[k] = -y[k] + diag_add * nu[k]
+            g[k] = -y[k] + diag_add * nu[k] + gbar[k]
     for j in range(n):
-        if nu[j] != 0.0:
+        if nu[j] != 0.0 and bound_part(nu[j], C) == 0.0:
             row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
             for k in range(n):
                 if not mark[k]:
                     g[k] += row[k] * nu[j]
 
 
-@njit(cache=True)
-def init_gradient(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, nu, y, diag_add):
-    """``g = Q~ nu - y`` (rows of the non-zero ``nu`` only)."""
-    g = -y.copy()
-    for i in range(nu.shape[0]):
-        if nu[i] != 0.0:
-            row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
-            for k in range(g.shape[0]):
-                g[k] += row[k] * nu[i]
-            g[i] += diag_add * nu[i]
-    return g
+def start_gradient(X, w, kappa0, nu, y, C, diag_add):
+    """``(g, G_bar)`` for a warm start: ``g = Q~ nu - y`` and ``G_bar`` the
+    part of ``Sigma~ nu`` from the points at a bound.
+
+    One blocked, parallel pass over the ``n x s`` cross-covariance with the
+    support vectors (nothing goes through the row cache, whose rows are
+    better spent on the SMO iterations that follow).
+    """
+    bound = np.flatnonzero(np.abs(nu) >= C)
+    free = np.flatnonzero((nu != 0.0) & (np.abs(nu) < C))
+    gbar = cov_cross_matvec(X, np.ascontiguousarray(X[bound]), w, kappa0, 0.0,
+                            np.ascontiguousarray(nu[bound]))
+    g = gbar + cov_cross_matvec(X, np.ascontiguousarray(X[free]), w, kappa0, 0.0,
+                                np.ascontiguousarray(nu[free]))
+    g += diag_add * nu - y
+    return g, gbar
 
 
 @njit(cache=True)
@@ -275,12 +309,37 @@ def fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i, active, n_
 
 
 @njit(cache=True)
+def unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+             g, gbar, nu, y, C, diag_add, active, n_active):
+    """Bring every point back into the scans (gradient reconstructed)."""
+    n = g.shape[0]
+    reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                g, gbar, nu, y, C, diag_add, active, n_active)
+    for k in range(n):
+        active[k] = k
+    return n
+
+
+@njit(cache=True)
+def snap(v, C):
+    """Land exactly on the kink at 0 and on the bounds a step aimed at."""
+    if abs(v) < 1e-15 * C:
+        return 0.0
+    if v > C * (1.0 - 1e-15):
+        return C
+    if v < -C * (1.0 - 1e-15):
+        return -C
+    return v
+
+
+@njit(cache=True)
 def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-              g, nu, y, C, eps1, diag_add, tau, max_iter):
+              g, gbar, nu, y, C, eps1, diag_add, tau, max_iter):
     """SMO for the inner problem at fixed ``sum(nu)`` (in place).
 
     Returns ``(iterations, m_up, M_low)``; converged when
-    ``M_low - m_up <= tau``.
+    ``M_low - m_up <= tau``. On return every point is active again and
+    ``g`` is complete.
     """
     n = g.shape[0]
     qdiag = kappa0 + diag_add
@@ -295,11 +354,8 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
         i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
         if M_low - m_up <= tau or i < 0 or it >= max_iter:
             if n_active < n:  # un-shrink and test again on every point
-                reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                            g, nu, y, diag_add, active, n_active)
-                n_active = n
-                for k in range(n):
-                    active[k] = k
+                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                    g, gbar, nu, y, C, diag_add, active, n_active)
                 countdown = period
                 if it < max_iter:
                     continue
@@ -314,33 +370,33 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
         row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
                           active, n_active, scratch_i)
         j = select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active)
-        if j < 0:
+        t = 0.0
+        if j >= 0:
+            row_j = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, j,
+                              active, n_active, scratch_j)
+            if slot_of[i] < 0 and row_i is not scratch_i:  # row i evicted by row j (tiny cache)
+                row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
+                                  active, n_active, scratch_i)
+            curv = 2.0 * qdiag - 2.0 * row_i[j]
+            t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
+        if t <= 0.0:  # no partner or a numerical stall: report, never loop forever
+            if n_active < n:
+                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                    g, gbar, nu, y, C, diag_add, active, n_active)
+                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
             return it, m_up, M_low
-        row_j = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, j,
-                          active, n_active, scratch_j)
-        if slot_of[i] < 0 and row_i is not scratch_i:  # row i evicted by row j (tiny cache)
-            row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
-                              active, n_active, scratch_i)
-        curv = 2.0 * qdiag - 2.0 * row_i[j]
-        t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
-        if t <= 0.0:  # numerical stall: report, never loop forever
-            return it, m_up, M_low
-        nu[i] += t
-        nu[j] -= t
-        # land exactly on the kinks and bounds the step aimed at
-        for k in (i, j):
-            if abs(nu[k]) < 1e-15 * C:
-                nu[k] = 0.0
-            elif nu[k] > C * (1.0 - 1e-15):
-                nu[k] = C
-            elif nu[k] < -C * (1.0 - 1e-15):
-                nu[k] = -C
+        old_i, old_j = nu[i], nu[j]
+        nu[i] = snap(old_i + t, C)
+        nu[j] = snap(old_j - t, C)
         update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active)
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, i, old_i, nu[i], C)
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, j, old_j, nu[j], C)
         it += 1
 
 
 @njit(cache=True)
-def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, nu, C, diag_add, delta):
+def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+             delta):
     """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C``: the change is
     put on the points with the most room, one row update per point moved.
     Returns the change actually made (less than ``delta`` only when the box
@@ -358,24 +414,33 @@ def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, nu, C, diag
                 best = k
         if best < 0 or room <= 0.0:
             break
-        step = rest if abs(rest) <= room else (room if rest > 0.0 else -room)
+        old = nu[best]
+        if abs(rest) <= room:
+            step = rest
+            nu[best] = snap(old + step, C)
+        else:  # fill this point's room exactly up to the bound
+            nu[best] = C if rest > 0.0 else -C
+            step = nu[best] - old
         row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, best)
         for k in range(n):
             g[k] += row[k] * step
         g[best] += diag_add * step
-        nu[best] += step
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, best, old,
+                    nu[best], C)
         done += step
     return done
 
 
 @njit(cache=True)
 def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-             y, nu, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
+             y, nu, g, gbar, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
     """Solve (4.25) in place in ``nu`` (any point with ``|nu_i| <= C`` is a
     valid warm start; its sum is the first guess of ``s``).
 
-    ``slope0`` is the previous solve's estimate of ``psi'(s)`` (0 for none).
-    Returns ``(g, slope, n_iter, max_violation)`` with ``g = Q nu - y`` the
+    ``g = Q~ nu - y`` and ``G_bar`` must match ``nu`` on entry
+    (:func:`start_gradient`); both are updated in place. ``slope0`` is the
+    previous solve's estimate of ``psi'(s)`` (0 for none). Returns
+    ``(slope, n_iter, max_violation)``; afterwards ``g = Q nu - y`` is the
     full gradient (4.30) and ``max_violation <= tau`` the stopping rule
     (4.33).
     """
@@ -384,9 +449,8 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     half = 0.5 * tau
     n = nu.shape[0]
     slope = slope0 if slope0 > 0.0 else kappa_b
-    g = init_gradient(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, nu, y, diag_add)
     total, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                   g, nu, y, C, eps1, diag_add, half, max_iter)
+                                   g, gbar, nu, y, C, eps1, diag_add, half, max_iter)
     s = np.sum(nu)
     psi = kappa_b * s + 0.5 * (m_up + M_low)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
@@ -400,11 +464,11 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
             s_new = s - psi / slope
         s_new = min(max(s_new, -n * C), n * C)
         moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                         g, nu, C, diag_add, s_new - s)
+                         g, gbar, nu, C, diag_add, s_new - s)
         if moved == 0.0:
             break
         it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                    g, nu, y, C, eps1, diag_add, half, max_iter - total)
+                                    g, gbar, nu, y, C, eps1, diag_add, half, max_iter - total)
         total += it
         s_new = np.sum(nu)
         psi_new = kappa_b * s_new + 0.5 * (m_up + M_low)
@@ -428,4 +492,4 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     shift = kappa_b * np.sum(nu)
     for k in range(n):
         g[k] += shift
-    return g, slope, total, max_violation(g, nu, C, eps1)
+    return slope, total, max_violation(g, nu, C, eps1)

@@ -24,11 +24,12 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import losses
-from ._base import Standardizer, check_beta, check_positive, resolve_rng
-from ._smo_silf import smo_silf
+from ._base import Standardizer, resolve_rng
+from ._validation import (check_beta, check_nonconstant, check_positive, check_positive_int,
+                          check_predict_X, check_regression_data)
+from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
 from .optimize import best_start, run_start
@@ -82,7 +83,41 @@ class _Problem:
         """Start SMO afresh (``nu = 0``) or from a stored warm-start vector."""
         self.nu = np.zeros(self.X.shape[0]) if nu is None else np.asarray(nu, dtype=float).copy()
         self.slope = 0.0
+        self.nu_C = None  # the C of the box self.nu was solved in
         self.best = None
+
+    def _warm_start(self, C):
+        """The previous dual vector in the new box: points that sat at a bound
+        stay at the (moved) bound, the others are clipped. Bound SVs are the
+        bulk of the support set and rarely leave the bound when ``C`` moves a
+        little, so this saves SMO the walk of every one of them to the new
+        bound."""
+        nu = np.clip(self.nu, -C, C)
+        if self.nu_C is not None:
+            at_bound = np.abs(self.nu) >= self.nu_C
+            nu[at_bound] = np.sign(self.nu[at_bound]) * C
+        return nu
+
+    _NOT_STATE = ("X", "y", "cache", "last")
+
+    def get_state(self):
+        """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
+        ...: every attribute but the data, the row cache and the last solve),
+        copied; :meth:`set_state` restores it exactly."""
+        return {k: _copied(v) for k, v in vars(self).items() if k not in self._NOT_STATE}
+
+    def set_state(self, state):
+        """Restore a :meth:`get_state` dict (or just ``{"nu": ...}``)."""
+        n = self.X.shape[0]
+        nu = np.asarray(state["nu"], dtype=float)
+        if nu.shape != (n,) or not np.all(np.isfinite(nu)):
+            raise ValueError(f"the warm-start vector nu must hold {n} finite values (one per "
+                             f"training case); got shape {nu.shape}. Pass the state recorded "
+                             "for the same training data.")
+        self.reset(nu)
+        for k, v in state.items():
+            if k not in self._NOT_STATE and k != "nu":
+                setattr(self, k, _copied(v))
 
     def unpack(self, theta):
         theta = np.asarray(theta, dtype=float)
@@ -95,10 +130,14 @@ class _Problem:
         # the cache holds rows without the bias term; SMO handles kappa_b exactly
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
         X, w, k0, _, *state = self.cache.args
-        nu = np.clip(self.nu, -C, C)
-        g, slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, C, eps, self.beta,
-                                          cov.kappa_b, self.tol, self.max_iter, self.slope)
+        nu = self._warm_start(C)
+        diag_add = 2.0 * self.beta * eps / C
+        g, gbar = start_gradient(X, w, k0, nu, self.y, C, diag_add)
+        slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, g, gbar, C, eps,
+                                       self.beta, cov.kappa_b, self.tol, self.max_iter,
+                                       self.slope)
         self.slope = float(slope)
+        self.nu_C = C
         bias = cov.kappa_b * float(nu.sum())
         f = g + self.y - (2.0 * self.beta * eps / C) * nu
         self.nu = nu
@@ -120,6 +159,15 @@ class _Problem:
         if np.isfinite(ev.value) and (self.best is None or ev.value < self.best[0]):
             self.best = (ev.value, nu.copy())
         return ev.value, ev.grad, info
+
+
+def _copied(v):
+    """Copy of a state value (arrays, and tuples of them, are copied)."""
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, (tuple, list)):
+        return tuple(_copied(x) for x in v)
+    return v
 
 
 def _start_record(theta0, theta, fun, n_iter, success, message, trajectory):
@@ -226,10 +274,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             if k.size not in (1, d) or (k.size == d and d > 1 and not self.ard):
                 raise ValueError(f"kappa must be a float, or an array of length n_features={d} "
                                  f"with ard=True; got {self.kappa!r}.")
-        if self.n_starts is not None and (int(self.n_starts) != self.n_starts or self.n_starts < 1):
-            raise ValueError(f"n_starts must be a positive integer; got {self.n_starts!r}.")
-        if self.max_iter is not None and self.max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        check_positive_int("n_starts", self.n_starts, allow_none=True)
+        check_positive_int("max_iter", self.max_iter, allow_none=True)
         return beta
 
     def _box(self, s, d):
@@ -285,25 +331,29 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         X : array-like (n_samples, n_features)
         y : array-like (n_samples,)
         callback : callable, optional
-            ``callback(start_index, record, nu)`` after every evidence
-            evaluation (used by pipelines for checkpoints); ``nu`` is the
-            current dual solution (warm-start vector).
+            ``callback(start_index, record, state)`` after every evidence
+            evaluation (used by pipelines for checkpoints): ``record`` is the
+            optimiser's trajectory record (``theta``, ``fun``, ``grad``,
+            ``grad_norm``, ``info``, ``replayed``) and ``state`` the
+            objective's warm-start state (dual vector ``nu``, secant slope,
+            best point so far).
         init : dict, optional
-            Resume state ``{"theta": array, "nu": array}``: the (single) start
-            continues from ``theta`` with SMO warm-started at ``nu``.
+            Resume one start: ``theta`` (the start point) with either ``nu``
+            (SMO warm start) or ``state`` (a ``state`` given to
+            ``callback``); optionally ``evaluations``, the records given to
+            ``callback`` since ``theta``, which the optimiser replays without
+            re-evaluating them, so that the result equals that of the
+            uninterrupted start (see :func:`bsvm_scale.optimize.run_start`).
         """
-        X, y = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        X, y = check_regression_data(self, X, y)
         n, d = X.shape
-        if n < 2:
-            raise ValueError(f"X must have at least 2 samples to fit BayesianSVR; got n_samples={n}.")
         beta = self._check_params(n, d)
         self._scaler = Standardizer.fit(X)
         Xs = self._scaler.transform(X)
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        kappa0 = float(np.var(y)) if self.kappa0 is None else float(self.kappa0)
-        if not kappa0 > 0:
-            raise ValueError("the training targets y are constant, so the default kappa0 = var(y) "
-                             "is 0; pass kappa0 explicitly or check y.")
+        if self.kappa0 is None:
+            check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
+                              "kappa0 explicitly or check y.")
+        kappa0 = float(np.var(y)) if self.kappa0 is None else float(check_positive("kappa0", self.kappa0))
         s = float(np.std(y))
         bounds = self._box(s, d)
         max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
@@ -313,10 +363,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         thetas = self._start_points(s, d, bounds)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
-            problem.reset(init["nu"])
+            problem.set_state(init["state"] if init.get("state") is not None
+                              else {"nu": init["nu"]})
 
         if self.optimize:
-            final = self._maximise_evidence(problem, thetas, bounds, callback, init is None)
+            replay = None if init is None else init.get("evaluations")
+            final = self._maximise_evidence(problem, thetas, bounds, callback, init is None,
+                                            replay)
         else:
             value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last
@@ -325,17 +378,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self._set_fitted(final, beta, kappa0, Xs)
         return self
 
-    def _maximise_evidence(self, problem, thetas, bounds, callback, fresh):
+    def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None):
         """Run every start, keep the trajectories, return the final state at
-        the start with the highest evidence (thesis 4.3.2)."""
+        the start with the highest evidence (thesis 4.3.2); ``replay``: the
+        recorded evaluations of a resumed single start."""
         results, bests = [], []
         self.starts_ = []
         for k, theta0 in enumerate(thetas):
             if k > 0 and fresh:
                 problem.reset()
-            cb = None if callback is None else (lambda rec, k=k: callback(k, rec, problem.nu))
+            cb = None if callback is None else \
+                (lambda rec, k=k: callback(k, rec, problem.get_state()))
             res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
-                            precondition=True)
+                            precondition=True, replay=replay)
             results.append(res)
             bests.append(problem.best)
             self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,
@@ -406,8 +461,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         mean : ndarray (n_samples,)
         std : ndarray (n_samples,), only with ``return_std=True``
         """
-        check_is_fitted(self, "dual_coef_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_predict_X(self, X, "dual_coef_")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         cov = self._covariance()
         # f(x) = sum_i nu_i Cov~(x, x_i) + b, with b = kappa_b sum(nu) at the optimum
