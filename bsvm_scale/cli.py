@@ -16,6 +16,9 @@ Commands
     summary table and write the report.
 ``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
     Write ``report.md`` and PNG plots of a run.
+``bsvm-scale results RUN... [--out docs] [--bench FILE.json ...]``
+    Write ``results.md`` and figures from the reproduction runs
+    (:mod:`bsvm_scale.pipeline.results`).
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
@@ -279,7 +282,17 @@ def add_report_parser(subparsers) -> None:
     p.set_defaults(func=cmd_report)
 
 
-COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser]
+def add_results_parser(subparsers) -> None:
+    from .pipeline.results import add_arguments, cmd_results
+
+    p = subparsers.add_parser("results", help="write docs/results.md from reproduction runs",
+                              description="Write results.md and PNG figures from the run files "
+                                          "of the reproduction pipelines (pipelines/repro_*.toml).")
+    add_arguments(p)
+    p.set_defaults(func=cmd_results)
+
+
+COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser, add_results_parser]
 
 
 # -------------------------------------------------------------------- main

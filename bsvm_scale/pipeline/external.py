@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.metaestimators import available_if
 
-__all__ = ["SkSVR", "SkSVC", "SkGPR", "SkGPC", "EXTERNAL_KINDS", "model_bytes"]
+__all__ = ["SkSVR", "SkSVC", "SkGPR", "SkGPC", "EXTERNAL_KINDS", "model_bytes", "without_platt"]
 
 #: pipeline kind -> class name in this module
 EXTERNAL_KINDS = {"sk_svr": "SkSVR", "sk_svc": "SkSVC", "sk_gpr": "SkGPR", "sk_gpc": "SkGPC"}
@@ -238,6 +238,32 @@ class SkGPC(ClassifierMixin, _Standardised):
     def predict_proba(self, X):
         """Class probabilities, columns in ``classes_`` order."""
         return self.model_.predict_proba(self._scale(X))
+
+
+def without_platt(estimator):
+    """The CV template of ``estimator`` without Platt's sigmoid.
+
+    Fitting the sigmoid costs an internal 5-fold CV per fit, which a grid
+    search does not need (it scores error rates); the chosen model is refitted
+    with the sigmoid.
+
+    Parameters
+    ----------
+    estimator : estimator
+        Any estimator; only a ``probability=True`` parameter is changed.
+
+    Returns
+    -------
+    template : estimator
+        A clone with ``probability=False``, or ``estimator`` itself.
+    platt : bool
+        Whether the best model must be refitted with ``probability=True``.
+    """
+    from sklearn.base import clone
+
+    if not estimator.get_params().get("probability", False):
+        return estimator, False
+    return clone(estimator).set_params(probability=False), True
 
 
 def model_bytes(model, kind):

@@ -1,0 +1,753 @@
+"""The published results page: ``docs/results.md`` and its PNG figures.
+
+One command reads the run files of the reproduction pipelines
+(``pipelines/repro_*.toml``) and writes the page::
+
+    bsvm-scale results runs/repro_* --out docs
+    python3 -m bsvm_scale.pipeline.results runs/repro_* --out docs [--bench FILE ...]
+
+Each run is recognised by its name (``repro_r1`` ... ``repro_c4``, a suffix such
+as ``repro_r2_reduced`` is allowed) and gets the tables and plots its protocol in
+``experiments.md`` asks for; every other run gets the summary table. The page
+also states the machine and package versions, how each run was sized (full
+protocol or reduced), the commands that regenerate it, automatic checks of
+what the method promises (stated plainly where they fail), and the peer
+benchmark figures when ``--bench`` result files (JSON rows written by
+``benchmarks/bench_*.py --out``) are given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+from pathlib import Path
+
+import numpy as np
+
+from .report import paired_t_test
+from .runfile import format_table, read_run_file, summary_rows
+
+__all__ = ["write_results", "protocol_of", "fit_exponent", "add_arguments", "cmd_results", "main"]
+
+PROTOCOL_TITLES = {
+    "r1": "R1. Sinc with SILF noise (scale and the role of beta)",
+    "r2": "R2. Sinc scaling: BSVR vs GPR vs SVR",
+    "r3": "R3. Robot arm (ARD feature selection)",
+    "r4": "R4. Time series with error bars",
+    "r5": "R5. Real regression benchmarks",
+    "c1": "C1. One-dimensional simulated classification",
+    "c2": "C2. Two-dimensional simulated classification",
+    "c3": "C3. Benchmark partitions",
+    "c4": "C4. Multi-class by one-versus-rest",
+}
+
+
+# ------------------------------------------------------------------ helpers
+def protocol_of(name):
+    """Protocol key (``'r1'`` ... ``'c4'``) of a run name like ``repro_r2_reduced``, or None."""
+    m = re.match(r"^repro_([rc]\d)(?:$|[_-])", str(name))
+    return m.group(1) if m and m.group(1) in PROTOCOL_TITLES else None
+
+
+def fit_exponent(n, t):
+    """Least-squares slope ``a`` of ``log t = a log n + c`` (NaN with < 2 usable points).
+
+    Parameters
+    ----------
+    n, t : array-like
+        Sizes and times; non-positive or non-finite pairs are left out.
+
+    Returns
+    -------
+    float
+    """
+    n, t = np.asarray(n, dtype=float), np.asarray(t, dtype=float)
+    ok = np.isfinite(n) & np.isfinite(t) & (n > 0) & (t > 0)
+    if np.unique(n[ok]).size < 2:
+        return float("nan")
+    return float(np.polyfit(np.log(n[ok]), np.log(t[ok]), 1)[0])
+
+
+def _plt():
+    from .report import _plt as report_plt
+
+    return report_plt()
+
+
+def _fmt(v, digits=4):
+    if isinstance(v, (list, tuple, np.ndarray)):
+        a = np.atleast_1d(np.asarray(v, dtype=float))
+        return "[" + ", ".join(f"{x:.{digits - 1}g}" for x in a) + "]"
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "-"
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    return f"{float(v):.{digits}g}"
+
+
+def _table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(_fmt(c) if not isinstance(c, str) else c for c in r) + " |"
+            for r in rows]
+    return out
+
+
+class Run:
+    """One run record with accessors (``rec``, ``dir``, ``name``)."""
+
+    def __init__(self, path):
+        self.rec = read_run_file(path)
+        p = Path(path)
+        self.dir = p if p.is_dir() else p.parent
+        self.name = self.rec["meta"]["name"]
+
+    def datasets(self):
+        return list(self.rec["datasets"])
+
+    def models(self, ds):
+        return list(self.rec.get("results", {}).get(ds, {}))
+
+    def entries(self, ds, model):
+        """Chosen start per partition, in partition order (each with its task record)."""
+        parts = self.rec.get("results", {}).get(ds, {}).get(model, {})
+        out = []
+        for key in sorted(parts):
+            e = dict(parts[key])
+            e["task"] = self.rec["tasks"].get(e["best_task"], {})
+            out.append(e)
+        return out
+
+    def metric(self, ds, model, name):
+        return np.array([e["metrics"].get(name, np.nan) for e in self.entries(ds, model)], float)
+
+    def data(self, ds, extra=True):
+        from ..datasets import read_dataset
+
+        path = Path(self.rec["datasets"][ds]["path"])
+        if not path.exists():
+            path = self.dir / "data" / path.name
+        return read_dataset(path, splits=False, extra=extra)
+
+    def partition(self, ds, k=0):
+        p = self.rec["datasets"][ds]["partitions"][k]
+        return np.asarray(p["train"]), np.asarray(p["test"])
+
+    def model(self, ds, model, k=0):
+        from ..storage import load_model
+
+        e = self.entries(ds, model)
+        if len(e) <= k or e[k]["kind"].startswith("sk_"):
+            return None
+        path = self.dir / e[k]["model_file"]
+        return load_model(path) if path.exists() else None
+
+
+def _n_evals(task):
+    tr = task.get("trajectory") or {}
+    fun = tr.get("fun") if isinstance(tr, dict) else None
+    return int(np.size(fun)) if fun is not None else 0
+
+
+def _size_of(label):
+    m = re.search(r"-n(\d+)$", label)
+    return int(m.group(1)) if m else None
+
+
+def _groups_by_size(run):
+    """``{size: label}`` of data sets made from a list of training sizes."""
+    out = {}
+    for ds in run.datasets():
+        n = _size_of(ds)
+        if n is not None:
+            out[n] = ds
+    return dict(sorted(out.items()))
+
+
+# ------------------------------------------------------------ generic parts
+def _run_header(run):
+    m = run.rec["meta"]
+    parts = {ds: len(v["partitions"]) for ds, v in run.rec["datasets"].items()}
+    sizes = sorted({len(np.asarray(v["partitions"][0]["train"])) for v in run.rec["datasets"].values()})
+    lines = [f"Run `{run.name}` ({m.get('status', '?')}: {m.get('n_done', 0)}/{m.get('n_tasks', 0)} "
+             f"tasks, {m.get('n_failed', 0)} failed), wall time {float(m.get('elapsed', 0)) / 60:.1f} min "
+             f"with {m.get('n_workers', 0)} worker(s); pipeline `{Path(m.get('pipeline_path', '')).name}`; "
+             f"partitions per data set: {', '.join(f'{k} {v}' for k, v in parts.items())}; "
+             f"training sizes: {', '.join(map(str, sizes))}.", ""]
+    if m.get("description"):
+        lines[0] = f"{m['description']} " + lines[0]
+    return lines
+
+
+def _summary(run):
+    rows = summary_rows(run.rec)
+    if not rows:
+        return ["(no finished results)", ""]
+    return ["Summary (mean +- sd over partitions; time = total CPU seconds of the tasks):", "",
+            format_table(rows, markdown=True), ""]
+
+
+def _paired_tests(run, metric, against):
+    """Paired t-tests of ``against`` models vs every other model of each data set."""
+    rows = []
+    for ds in run.datasets():
+        models = run.models(ds)
+        for a in [m for m in models if m in against]:
+            ea = run.metric(ds, a, metric)
+            for b in models:
+                if b == a or b in against[:against.index(a) + 1]:
+                    continue
+                eb = run.metric(ds, b, metric)
+                k = min(ea.size, eb.size)
+                if k < 2:
+                    continue
+                t, dof, p = paired_t_test(ea[:k], eb[:k])
+                rows.append([ds, f"{a} - {b}", k, float(np.mean(ea[:k] - eb[:k])), t, p])
+    if not rows:
+        return []
+    return [f"Paired t-tests on the test {metric} (t > 0: the first model errs more):", ""] + \
+        _table(["data set", "difference", "partitions", f"mean diff", "t", "p"], rows) + [""]
+
+
+def _hyper_rows(run, ds, model):
+    e = run.entries(ds, model)
+    return e[0]["hyperparameters"] if e else {}
+
+
+# -------------------------------------------------------------- protocols
+def section_r1(run, out, notes):
+    lines = []
+    sizes = _groups_by_size(run)
+    true = {}
+    for n, ds in sizes.items():
+        d = run.data(ds)
+        tr, te = run.partition(ds)
+        noise = d.y - d.extra["f"] if "f" in d.extra else np.full(d.y.shape, np.nan)
+        true[n] = (float(np.var(noise[tr])), float(np.mean(noise[te] ** 2)),
+                   float(np.mean(np.abs(noise[te]))))
+    for model in sorted({m for ds in sizes.values() for m in run.models(ds) if m.startswith("BSVR")}):
+        rows = []
+        for n, ds in sizes.items():
+            e = run.entries(ds, model)
+            if not e:
+                continue
+            e = e[0]
+            h = e["hyperparameters"]
+            nsv, noff = int(e["n_sv"]), int(e["n_off_bound"])
+            rows.append([n, true[n][0], h.get("C"), h.get("epsilon"), h.get("noise_variance"),
+                         h.get("kappa"), -e["log_evidence"], noff, nsv - noff, e["time"],
+                         e["metrics"]["aae"], e["metrics"]["ase"], true[n][2], true[n][1]])
+        if rows:
+            lines += [f"**{model}** (best of the starts; time = all starts, seconds):", ""]
+            lines += _table(["n", "true noise var (train)", "C", "epsilon", "noise var (2.33)",
+                             "kappa", "-ln evidence", "off-bound SVs", "on-bound SVs", "time [s]",
+                             "test AAE", "test ASE", "true test AAE", "true test ASE"], rows) + [""]
+            gap = [r[11] - r[13] for r in rows]
+            notes.append(f"R1 {model}: test ASE minus the true test noise ASE goes from "
+                         f"{gap[0]:.3g} (n={rows[0][0]}) to {gap[-1]:.3g} (n={rows[-1][0]}).")
+    lines += _r1_sweep(run, sizes, true, out)
+    return lines
+
+
+def _r1_sweep(run, sizes, true, out):
+    big = max(sizes) if sizes else None
+    if big is None:
+        return []
+    ds = sizes[big]
+    rows = []
+    for model in run.models(ds):
+        e = run.entries(ds, model)
+        m = re.search(r"beta([0-9.e+-]+)$", model)
+        if not e or not m:
+            continue
+        e = e[0]
+        ne = max(_n_evals(e["task"]), 1)
+        rows.append([float(m.group(1)), int(e["n_sv"]), int(e["n_off_bound"]),
+                     e["task"].get("fit_time", np.nan) / ne, -e["log_evidence"],
+                     e["metrics"]["ase"] - true[big][1], model])
+    if len(rows) < 2:
+        return []
+    rows.sort()
+    a = np.array([r[:6] for r in rows], dtype=float)
+    plt = _plt()
+    fig, ax = plt.subplots(1, 4, figsize=(16, 3.4))
+    ax[0].loglog(a[:, 0], a[:, 1], "o-", label="SVs")
+    ax[0].loglog(a[:, 0], np.maximum(a[:, 2], 0.5), "s--", label="off-bound SVs")
+    ax[0].legend(fontsize=7)
+    ax[1].loglog(a[:, 0], a[:, 3], "o-")
+    ax[1].set_ylabel("s per evaluation (MAP + evidence + gradient)")
+    ax[2].semilogx(a[:, 0], a[:, 4], "o-")
+    ax[2].set_ylabel("-ln evidence")
+    ax[3].semilogx(a[:, 0], a[:, 5], "o-")
+    ax[3].set_ylabel("test ASE - true test noise")
+    for x in ax:
+        x.set_xlabel("beta")
+    fig.suptitle(f"R1 beta sweep, n = {big}")
+    fig.tight_layout()
+    fig.savefig(out / "r1_beta_sweep.png", dpi=80)
+    plt.close(fig)
+    return [f"beta sweep on the {big}-case training set (evidence maximisation at each beta):", ""] + \
+        _table(["beta", "SVs", "off-bound SVs", "s per evaluation", "-ln evidence",
+                "test ASE - true noise", "model"], rows) + \
+        ["", "The time per evaluation is the fit time divided by the number of evidence "
+         "evaluations; the MAP solve and the evidence+gradient are not timed separately.", "",
+         "![R1 beta sweep](r1_beta_sweep.png)", ""]
+
+
+def section_r2(run, out, notes):
+    sizes = _groups_by_size(run)
+    models = sorted({m for ds in sizes.values() for m in run.models(ds)})
+    rows, times = [], {m: ([], []) for m in models}
+    for n, ds in sizes.items():
+        for m in models:
+            e = run.entries(ds, m)
+            if not e:
+                continue
+            aae, ase = run.metric(ds, m, "aae"), run.metric(ds, m, "ase")
+            t = float(sum(x["time"] for x in e))
+            rows.append([n, m, len(e), f"{np.mean(aae):.4g} +- {np.std(aae, ddof=1) if aae.size > 1 else 0:.2g}",
+                         f"{np.mean(ase):.4g} +- {np.std(ase, ddof=1) if ase.size > 1 else 0:.2g}", t])
+            times[m][0].append(n)
+            times[m][1].append(t / len(e))
+    lines = ["Test AAE / ASE (mean +- sd over repetitions) and total CPU time per method and size:", ""]
+    lines += _table(["n", "method", "repetitions", "test AAE", "test ASE", "total CPU [s]"], rows) + [""]
+    exps = [[m, fit_exponent(*times[m]), fit_exponent(*[np.array(v)[np.array(times[m][0]) >= 100]
+                                                          for v in times[m]])] for m in models]
+    lines += ["Fitted exponent a of time ~ n^a (time per repetition):", ""]
+    lines += _table(["method", "a (all sizes)", "a (n >= 100)"], exps) + [""]
+    plt = _plt()
+    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+    for m in models:
+        ns = np.array(times[m][0])
+        ase = [np.mean(run.metric(sizes[n], m, "ase")) for n in ns]
+        ax[0].loglog(ns, ase, "o-", label=m)
+        ax[1].loglog(ns, times[m][1], "o-", label=m)
+    ax[0].set_ylabel("test ASE (noise-free targets)")
+    ax[1].set_ylabel("CPU seconds per repetition")
+    for x in ax:
+        x.set_xlabel("training cases n")
+        x.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "r2_scaling.png", dpi=80)
+    plt.close(fig)
+    lines += ["![R2 scaling](r2_scaling.png)", ""]
+    big = max(sizes) if sizes else None
+    if big and "BSVR" in models and "GPR" in models:
+        b, g = np.mean(run.metric(sizes[big], "BSVR", "ase")), np.mean(run.metric(sizes[big], "GPR", "ase"))
+        notes.append(f"R2 at n={big}: BSVR test ASE {b:.3g} vs GPR {g:.3g} "
+                     f"({'BSVR worse' if b > g else 'BSVR not worse'}); Gaussian noise favours GPR, "
+                     "whose likelihood is the true noise model.")
+    return lines
+
+
+def _ard_table(run, ds, model):
+    e = run.entries(ds, model)
+    if not e:
+        return [], None
+    kap = np.array([np.atleast_1d(np.asarray(x["hyperparameters"].get("kappa", np.nan), float))
+                    for x in e])
+    return kap, e
+
+
+def section_r3(run, out, notes):
+    lines = []
+    for model in sorted({m for ds in run.datasets() for m in run.models(ds)}):
+        rows = []
+        for ds in run.datasets():
+            kap, e = _ard_table(run, ds, model)
+            if e is None:
+                continue
+            e0 = e[0]
+            h = e0["hyperparameters"]
+            noff = int(e0.get("n_off_bound", -1))
+            rows.append([ds, h.get("C"), h.get("epsilon"), h.get("noise_variance", h.get("sigma2")),
+                         kap[0], h.get("kappa_b"), noff, int(e0["n_sv"]) - noff if noff >= 0 else -1,
+                         e0["time"], e0["metrics"]["aae"], e0["metrics"]["ase"]])
+            if kap.shape[1] == 6:
+                order = np.argsort(-kap[0])
+                ok = set(order[:2]) == {0, 1} and set(order[2:4]) == {2, 3}
+                notes.append(f"R3 {model} on {ds}: ARD ranking of the inputs "
+                             f"x{', x'.join(str(i + 1) for i in order)} -- "
+                             f"{'as promised (x1, x2, then the noisy copies, then noise)' if ok else 'NOT the promised order x1, x2 > x3, x4 > x5, x6'}.")
+        if rows:
+            lines += [f"**{model}**:", ""]
+            lines += _table(["data set", "C", "epsilon", "noise var", "kappa_l", "kappa_b",
+                             "off-bound SVs", "on-bound SVs", "time [s]", "test AAE", "test ASE"],
+                            rows) + [""]
+    return lines
+
+
+def section_r4(run, out, notes):
+    ds = run.datasets()[0]
+    tr, te = run.partition(ds)
+    d = run.data(ds, extra=False)
+    models = [m for m in run.models(ds) if run.entries(ds, m)
+              and run.entries(ds, m)[0]["task"].get("predictions", {}).get("std") is not None]
+    if not models:
+        return []
+    plt = _plt()
+    fig, ax = plt.subplots(2, len(models), figsize=(5.5 * len(models), 6), squeeze=False)
+    rows = []
+    for j, m in enumerate(models):
+        p = run.entries(ds, m)[0]["task"]["predictions"]
+        mu, sd = np.asarray(p["mean"]), np.asarray(p["std"])
+        err = mu - d.y[te]
+        inside = float(np.mean(np.abs(err) <= 2 * sd))
+        rows.append([m, float(np.mean(err ** 2)), float(np.mean(np.abs(err))), float(np.mean(sd)), inside])
+        t = np.arange(te.size)
+        ax[0, j].plot(t, d.y[te], "k-", lw=1, label="series")
+        ax[0, j].plot(t, mu, "r--", lw=1, label="prediction")
+        ax[0, j].set_title(f"{m}: test predictions")
+        ax[0, j].legend(fontsize=7)
+        ax[1, j].plot(t, err, "r-", lw=1, label="prediction error")
+        ax[1, j].fill_between(t, -2 * sd, 2 * sd, color="b", alpha=0.2,
+                              label="+-2 sqrt(sigma_t^2 + sigma_n^2)")
+        ax[1, j].set_xlabel("test step")
+        ax[1, j].legend(fontsize=7)
+        if inside < 0.9:
+            notes.append(f"R4 {m}: only {inside:.0%} of the test errors lie inside the +-2 sd band "
+                         "(about 95% expected for calibrated error bars).")
+    fig.tight_layout()
+    fig.savefig(out / "r4_timeseries.png", dpi=80)
+    plt.close(fig)
+    return _table(["model", "test ASE", "test AAE", "mean predictive sd", "inside +-2 sd"], rows) + \
+        ["", "![R4 predictions and error bars](r4_timeseries.png)", ""]
+
+
+def section_r5(run, out, notes):
+    lines = _paired_tests(run, "ase", ["BSVR", "BSVR-ARD"])
+    for ds in run.datasets():
+        try:
+            names = run.data(ds, extra=False).feature_names
+        except (OSError, ValueError):
+            names = None
+        for m in run.models(ds):
+            kap, e = _ard_table(run, ds, m)
+            if e is None or kap.ndim != 2 or kap.shape[1] < 2:
+                continue
+            names = names if names and len(names) == kap.shape[1] else \
+                [f"x{i + 1}" for i in range(kap.shape[1])]
+            rows = [[names[i], float(np.mean(kap[:, i])), float(np.std(kap[:, i], ddof=1))
+                     if kap.shape[0] > 1 else 0.0] for i in np.argsort(-np.mean(kap, axis=0))]
+            lines += [f"ARD values kappa_l of {m} on {ds} over {kap.shape[0]} splits (largest first):", ""]
+            lines += _table(["input", "mean", "sd"], rows) + [""]
+    return lines
+
+
+def section_c1(run, out, notes):
+    rows = []
+    for ds in run.datasets():
+        for m in run.models(ds):
+            e = run.entries(ds, m)
+            if not e:
+                continue
+            e = e[0]
+            h = e["hyperparameters"]
+            h = h.get("class0", h) if isinstance(h, dict) else {}
+            rows.append([ds, m, h.get("kappa0"), h.get("C"), h.get("kappa"), h.get("kappa_b"),
+                         int(e["n_sv"]), -e["log_evidence"], e["metrics"]["error_rate"]])
+    lines = _table(["case", "model", "kappa0", "C", "kappa", "kappa_b", "SVs", "-ln evidence",
+                    "test error"], rows) + [""]
+    lines += _c1_plot(run, out)
+    return lines
+
+
+def _c1_plot(run, out):
+    from ..datasets.synthetic import gauss1d_posterior
+
+    plt = _plt()
+    cases = run.datasets()
+    fig, ax = plt.subplots(2, len(cases), figsize=(6 * len(cases), 6.5), squeeze=False)
+    x = np.linspace(-6, 6, 400)[:, None]
+    for j, ds in enumerate(cases):
+        d = run.data(ds, extra=False)
+        tr, _ = run.partition(ds)
+        ax[1, j].plot(x[:, 0], gauss1d_posterior(x[:, 0]), "k:", label="Bayes (true densities)")
+        for m in run.models(ds):
+            model = run.model(ds, m)
+            if model is None or not hasattr(model, "predict_proba"):
+                continue
+            if hasattr(model, "decision_function") and run.entries(ds, m)[0]["kind"] == "btsvc":
+                mu, sd = model.decision_function(x, return_std=True)
+                ax[0, j].plot(x[:, 0], mu, "b-", label=f"{m} mean")
+                ax[0, j].fill_between(x[:, 0], mu - sd, mu + sd, color="b", alpha=0.2,
+                                      label="+- error bar")
+            col = list(model.classes_).index(1) if 1 in list(model.classes_) else -1
+            ax[1, j].plot(x[:, 0], model.predict_proba(x)[:, col], label=m)
+        ax[0, j].plot(d.X[tr, 0], d.y[tr], "k|", ms=8)
+        ax[0, j].set_title(f"{ds}: discriminant")
+        ax[1, j].set_title(f"{ds}: P(y = +1 | x)")
+        for a in ax[:, j]:
+            a.legend(fontsize=7)
+            a.set_xlabel("x")
+    fig.tight_layout()
+    fig.savefig(out / "c1_discriminant.png", dpi=80)
+    plt.close(fig)
+    return ["![C1 discriminant and class probability](c1_discriminant.png)", ""]
+
+
+def _bayes_rows(run, ds):
+    """Test NLL / error of the optimal Bayes classifier and of Gaussians fitted to each training part."""
+    from ..datasets.synthetic import gauss2d_posterior
+
+    d = run.data(ds, extra=False)
+    out = {"Bayes (true densities)": [], "Bayes (estimated Gaussians)": []}
+    for k in range(len(run.rec["datasets"][ds]["partitions"])):
+        tr, te = run.partition(ds, k)
+        for name, p1 in (("Bayes (true densities)", gauss2d_posterior(d.X[te])),
+                         ("Bayes (estimated Gaussians)", _fitted_gauss_posterior(d.X[tr], d.y[tr], d.X[te]))):
+            yt = d.y[te]
+            p = np.where(yt > 0, p1, 1.0 - p1)
+            out[name].append((float(np.mean((p1 > 0.5) != (yt > 0))),
+                              float(-np.sum(np.log(np.maximum(p, 1e-300))))))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+def _fitted_gauss_posterior(X, y, Xt):
+    from scipy.stats import multivariate_normal
+
+    logp = []
+    for c in (1, -1):
+        Xc = X[y == c]
+        if Xc.shape[0] < 2:
+            return np.full(Xt.shape[0], 0.5)
+        cov = np.cov(Xc.T) + 1e-6 * np.eye(X.shape[1])
+        logp.append(multivariate_normal(Xc.mean(axis=0), cov, allow_singular=True).logpdf(Xt)
+                    + np.log(Xc.shape[0] / X.shape[0]))
+    return 1.0 / (1.0 + np.exp(np.clip(logp[1] - logp[0], -700, 700)))
+
+
+def section_c2(run, out, notes):
+    sizes = _groups_by_size(run)
+    if not sizes:
+        return []
+    lines = []
+    big = max(sizes)
+    ds = sizes[big]
+    rows = [[name, v.shape[0], float(np.mean(v[:, 1])), float(np.mean(v[:, 0]))]
+            for name, v in _bayes_rows(run, ds).items()]
+    for m in run.models(ds):
+        rows.append([m, len(run.entries(ds, m)), float(np.nanmean(run.metric(ds, m, "nll"))),
+                     float(np.mean(run.metric(ds, m, "error_rate")))])
+    lines += [f"Test NLL and error rate at n = {big} (mean over repetitions, "
+              f"{len(run.partition(ds)[1])} test cases):", ""]
+    lines += _table(["classifier", "repetitions", "test NLL", "test error rate"], rows) + [""]
+    bayes = rows[0][3]
+    for r in rows[2:]:
+        if r[3] > bayes + 0.01:
+            notes.append(f"C2 n={big}: {r[0]} test error {r[3]:.4f} is more than one point above "
+                         f"the Bayes error {bayes:.4f}.")
+    srows = []
+    for n, dsn in sizes.items():
+        for m in run.models(dsn):
+            e = run.entries(dsn, m)
+            ne = [max(_n_evals(x["task"]), 1) for x in e]
+            per = [x["task"].get("fit_time", np.nan) / k for x, k in zip(e, ne)]
+            cv = e[0]["task"].get("cv") if e else None
+            if cv:
+                per = [x["task"].get("fit_time", np.nan) / (cv["n_grid_points"] + 1) for x in e]
+            srows.append([n, m, len(e), float(np.mean(run.metric(dsn, m, "error_rate"))),
+                          float(np.mean(per)), "per SVC fit (CV grid)" if cv else
+                          "per evidence evaluation" if _n_evals(e[0]["task"]) else "per fit"])
+    lines += ["Scaling (error rate on the common test set; CPU time per evidence evaluation for "
+              "BTSVC/GPC, per SVC fit for the CV-tuned SVCs):", ""]
+    lines += _table(["n", "model", "repetitions", "test error", "CPU [s]", "time unit"], srows) + [""]
+    lines += _c2_contours(run, ds, out)
+    return lines
+
+
+def _c2_contours(run, ds, out):
+    from ..datasets.synthetic import gauss2d_posterior
+
+    g = np.linspace(-7, 7, 121)
+    G = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    panels = [("Bayes", gauss2d_posterior(G))]
+    for m in run.models(ds):
+        model = run.model(ds, m)
+        if model is not None and run.entries(ds, m)[0]["kind"] in ("btsvc", "gpc"):
+            col = list(model.classes_).index(1)
+            panels.append((m, model.predict_proba(G)[:, col]))
+    plt = _plt()
+    fig, ax = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
+    for a, (name, p) in zip(ax[0], panels):
+        cs = a.contour(g, g, p.reshape(g.size, g.size), levels=[0.1, 0.25, 0.5, 0.75, 0.9])
+        a.clabel(cs, fontsize=7)
+        a.set_title(f"{name}: P(y=+1|x)")
+    fig.tight_layout()
+    fig.savefig(out / "c2_contours.png", dpi=80)
+    plt.close(fig)
+    return [f"![C2 contours of P(y=+1|x), {ds}, repetition 0](c2_contours.png)", ""]
+
+
+def section_c3(run, out, notes):
+    rows = []
+    for ds in run.datasets():
+        for m in run.models(ds):
+            e = run.entries(ds, m)
+            er = run.metric(ds, m, "error_rate")
+            rows.append([ds, m, len(e), f"{np.mean(er):.4f} +- {np.std(er, ddof=1) if er.size > 1 else 0:.3f}",
+                         float(np.mean([x["n_sv"] for x in e])),
+                         float(np.mean([x["time"] for x in e]))])
+    lines = ["Protocol B (inference on every partition):", ""]
+    lines += _table(["data set", "model", "partitions", "test error", "SVs", "s per partition"], rows)
+    lines += [""] + _paired_tests(run, "error_rate", ["BTSVC"])
+    return lines
+
+
+def section_c4(run, out, notes):
+    lines = []
+    for ds in run.datasets():
+        tr, te = run.partition(ds)
+        d = run.data(ds, extra=False)
+        for m in run.models(ds):
+            e = run.entries(ds, m)[0]
+            lines.append(f"{m}: overall test error rate {e['metrics']['error_rate']:.4f} "
+                         f"({te.size} test cases), {int(e['n_sv'])} SVs in all, {e['time']:.0f} s.")
+            model = run.model(ds, m)
+            if model is None or not hasattr(model, "estimators_"):
+                continue
+            mu = model.decision_function(d.X[te])
+            rows = []
+            for k, est in enumerate(model.estimators_):
+                h = est.hyperparameters_
+                err = float(np.mean((mu[:, k] > 0) != (d.y[te] == model.classes_[k])))
+                rows.append([f"{model.classes_[k]} vs rest", int(len(est.support_)), h.get("kappa0"),
+                             h.get("kappa"), h.get("kappa_b"), err])
+            lines += ["", f"Binary one-versus-rest classifiers of {m} (time: "
+                      f"{e['task'].get('fit_time', np.nan):.0f} s for all ten):", ""]
+            lines += _table(["classifier", "SVs", "kappa0", "kappa", "kappa_b", "test error"], rows)
+        lines.append("")
+    return lines
+
+
+SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_r4,
+            "r5": section_r5, "c1": section_c1, "c2": section_c2, "c3": section_c3,
+            "c4": section_c4}
+
+
+# ------------------------------------------------------------- the page
+def _machine(runs):
+    cpu = platform.processor() or platform.machine()
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        mem = float("nan")
+    vers = runs[0].rec["meta"].get("versions", {}) if runs else {}
+    hosts = sorted({r.rec["meta"].get("host", "?") for r in runs})
+    return ["## Machine and versions", "",
+            f"- {platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
+            f"{mem:.1f} GiB memory; hosts of the runs: {', '.join(hosts)}",
+            "- " + ", ".join(f"{k} {v}" for k, v in vers.items()), ""]
+
+
+def _bench_section(bench_files):
+    lines = ["## Peer benchmarks", ""]
+    if not bench_files:
+        return lines + [
+            "No benchmark result files were given. The side-by-side ratios against LIBSVM "
+            "(scikit-learn) and scikit-learn's Gaussian processes are measured by",
+            "", "    python3 benchmarks/bench_bsvr.py map --n 2000 5000 10000 20000 50000 --out runs/bench_bsvr_map.json",
+            "    python3 benchmarks/bench_svm.py", "    python3 benchmarks/bench_gpr.py",
+            "    python3 benchmarks/bench_btsvc.py", "",
+            "and included here with `--bench FILE.json` (rows written by `--out`).", ""]
+    for f in bench_files:
+        doc = json.loads(Path(f).read_text())
+        rows = doc.get("rows", doc) if isinstance(doc, dict) else doc
+        if not rows:
+            continue
+        head = list(rows[0])
+        lines += [f"`{Path(f).name}`:", ""]
+        lines += _table(head, [[r.get(h) if not isinstance(r.get(h), (dict, list)) else
+                                json.dumps(r.get(h)) for h in head] for r in rows]) + [""]
+    return lines
+
+
+def write_results(run_paths, out, bench=(), notes_extra=()):
+    """Write ``results.md`` and its PNG figures into ``out``.
+
+    Parameters
+    ----------
+    run_paths : list of path
+        Run directories or ``run.h5`` files.
+    out : path
+        Output directory (created).
+    bench : list of path, optional
+        JSON benchmark result files (``{"rows": [...]}`` or a list of rows).
+    notes_extra : list of str, optional
+        Further plain statements for the "differences" section.
+
+    Returns
+    -------
+    Path
+        The written ``results.md``.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = [Run(p) for p in run_paths]
+    runs.sort(key=lambda r: (protocol_of(r.name) is None, protocol_of(r.name) or "", r.name))
+    notes = list(notes_extra)
+    body = []
+    for run in runs:
+        key = protocol_of(run.name)
+        body += [f"## {PROTOCOL_TITLES[key] if key else run.name}", ""] + _run_header(run)
+        if key:
+            body += SECTIONS[key](run, out, notes)
+        body += _summary(run)
+        if run.rec["meta"].get("status") != "complete":
+            notes.append(f"Run {run.name} is incomplete ({run.rec['meta'].get('n_done')}/"
+                         f"{run.rec['meta'].get('n_tasks')} tasks); its tables cover the finished tasks.")
+    cmd = "bsvm-scale results " + " ".join(f"runs/{r.name}" for r in runs) + \
+        "".join(f" --bench {b}" for b in bench) + f" --out {out}"
+    head = ["# Reproduction of the reference experiments", "",
+            "Generated by `bsvm_scale.pipeline.results` from the run files; do not edit by hand.",
+            "Protocols: `experiments.md` (R1-R5, C1-C4); pipelines: `pipelines/repro_*.toml`.", "",
+            "## Regenerate", ""]
+    head += [f"    bsvm-scale run pipelines/{Path(r.rec['meta'].get('pipeline_path', r.name)).name} --workers 1"
+             for r in runs]
+    head += [f"    {cmd}", ""]
+    diff = ["## Where results differ from what the method promises", ""]
+    diff += [f"- {n}" for n in notes] or ["- No automatic check failed."]
+    text = "\n".join(head + _machine(runs) + diff + [""] + body + _bench_section(list(bench))) + "\n"
+    path = out / "results.md"
+    tmp = out / ".results.md.tmp"
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def add_arguments(parser):
+    """Arguments of the results command (shared by ``bsvm-scale results`` and ``-m``)."""
+    parser.add_argument("runs", nargs="+", metavar="RUN", help="run directories or run.h5 files")
+    parser.add_argument("--out", default="docs", help="output directory (default: docs)")
+    parser.add_argument("--bench", nargs="*", default=[], metavar="FILE",
+                        help="benchmark JSON result files (rows of benchmarks/bench_*.py --out)")
+    parser.add_argument("--note", action="append", default=[],
+                        help="a further statement for the 'differences' section (repeatable)")
+
+
+def cmd_results(args):
+    """Write the page for parsed ``args``; returns the exit status 0."""
+    path = write_results(args.runs, args.out, bench=args.bench, notes_extra=args.note)
+    print(f"wrote {path}")
+    return 0
+
+
+def main(argv=None):
+    """``python3 -m bsvm_scale.pipeline.results RUN... --out DIR [--bench FILE ...]``."""
+    ap = argparse.ArgumentParser(prog="python3 -m bsvm_scale.pipeline.results",
+                                 description="write results.md and figures from run files")
+    add_arguments(ap)
+    return cmd_results(ap.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,266 @@
+"""Reproduction pipelines: protocol keys of the pipeline files (training-size
+lists, common test sets, chronological splits, sweeps, LOO CV), the scikit-learn
+reference kinds, the shipped repro_*.toml files and the results generator."""
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from bsvm_scale.datasets import generate, read_dataset
+from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
+from bsvm_scale.pipeline.executor import prepare_data, run_pipeline
+from bsvm_scale.pipeline.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
+from bsvm_scale.pipeline.results import fit_exponent, protocol_of, write_results
+from bsvm_scale.pipeline.variants import cv_folds
+
+REPO = Path(__file__).resolve().parents[1]
+
+BASE = """
+[run]
+name = "t"
+output = "{out}"
+
+[[datasets]]
+name = "sinc"
+generator = "sinc_gauss"
+{dataset}
+
+[[models]]
+kind = "bsvr"
+name = "B"
+{model}
+"""
+
+
+def _parse(tmp_path, dataset="n = 100\nn_train = 50\npartitions = 1", model=""):
+    text = BASE.format(out=str(tmp_path), dataset=dataset, model=model)
+    return parse_pipeline(text, tmp_path / "p.toml")
+
+
+def _problems(tmp_path, **kw):
+    with pytest.raises(PipelineError) as info:
+        _parse(tmp_path, **kw)
+    return "\n".join(info.value.problems)
+
+
+# ------------------------------------------------------------ shipped files
+@pytest.mark.parametrize("path", sorted((REPO / "pipelines").glob("repro_*.toml")),
+                         ids=lambda p: p.stem)
+def test_shipped_repro_pipelines_validate(path):
+    p = load_pipeline(path)
+    assert p.name == path.stem
+    assert protocol_of(p.name) is not None
+    assert p.models and p.datasets
+    for m in p.models:
+        assert m.datasets and set(m.datasets) <= {d.label for d in p.datasets}
+
+
+def test_repro_pipelines_follow_the_protocol_sizes():
+    r2 = load_pipeline(REPO / "pipelines" / "repro_r2.toml")
+    assert sorted(d.n_train for d in r2.datasets) == [10, 20, 50, 100, 200, 500, 1000]
+    assert {d.partitions for d in r2.datasets} == {20}
+    assert {d.test["n"] for d in r2.datasets} == {3000}
+    r1 = load_pipeline(REPO / "pipelines" / "repro_r1.toml")
+    betas = {m.search.get("beta") for m in r1.models}
+    assert {0.3, 0.1, 0.001, 1.0} <= betas
+
+
+# ------------------------------------------------------- training-size lists
+def test_size_list_expands_into_data_sets_and_model_groups(tmp_path):
+    p = _parse(tmp_path, dataset="n_train = [10, 30]\npartitions = 2\ntest = { n = 40 }",
+               model='datasets = ["sinc"]')
+    assert [d.label for d in p.datasets] == ["sinc-n10", "sinc-n30"]
+    assert [d.n for d in p.datasets] == [20, 60]  # pools of n_train * partitions
+    assert p.models[0].datasets == ["sinc-n10", "sinc-n30"]
+
+
+@pytest.mark.parametrize("sizes", ["[]", "[10, 10]", "[1, 5]", '["a"]'])
+def test_bad_size_lists_are_refused(tmp_path, sizes):
+    msg = _problems(tmp_path, dataset=f"n = 100\nn_train = {sizes}\npartitions = 1")
+    assert "n_train" in msg and "distinct integers >= 2" in msg
+
+
+# ---------------------------------------------------------- common test set
+def test_common_test_set_data_and_partitions(tmp_path):
+    p = _parse(tmp_path, dataset="n_train = 15\npartitions = 3\nseed = 4\n"
+                                 "test = { n = 25, seed = 9, params = { noise_free = true } }")
+    data = prepare_data(p, tmp_path)["sinc"]
+    ref_pool = generate("sinc_gauss", 45, 4)
+    ref_test = generate("sinc_gauss", 25, 9, noise_free=True)
+    X, y = data["X"], data["y"]
+    parts = data["partitions"]
+    assert len(parts) == 3
+    trains = [np.asarray(tr) for tr, _ in parts]
+    assert len(np.unique(np.concatenate(trains))) == 45  # fresh training data per repetition
+    for tr, te in parts:
+        np.testing.assert_array_equal(X[te], ref_test.X)
+        np.testing.assert_array_equal(y[te], ref_test.y)
+    np.testing.assert_array_equal(X[np.concatenate(trains)], ref_pool.X)
+
+
+@pytest.mark.parametrize("dataset, needle", [
+    ("n_train = 10\npartitions = 1\ntest = { seed = 3 }", "test.n"),
+    ("n_train = 10\npartitions = 1\ntest = { n = 5, colour = 1 }", "test.colour"),
+    ("n_train = 10\npartitions = 1\ntest = { n = 5, params = { bogus = 1 } }", "bogus"),
+    ("n_train = 10\npartitions = 1\nn_test = 3\ntest = { n = 5 }", "n_test"),
+    ("n = 12\nn_train = 10\npartitions = 2\ntest = { n = 5 }", "n_train * partitions = 20"),
+    ('n_train = 10\npartitions = 1\ntest = { n = 5, generator = "gauss2d" }', "regression"),
+])
+def test_bad_common_test_tables_are_refused(tmp_path, dataset, needle):
+    assert needle in _problems(tmp_path, dataset=dataset)
+
+
+# ------------------------------------------------------- chronological split
+def test_chronological_split(tmp_path):
+    p = _parse(tmp_path, dataset='n = 60\nn_train = 40\nn_test = 15\nsplit = "chronological"')
+    tr, te = prepare_data(p, tmp_path)["sinc"]["partitions"][0]
+    np.testing.assert_array_equal(tr, np.arange(40))
+    np.testing.assert_array_equal(te, np.arange(40, 55))
+    msg = _problems(tmp_path, dataset='n = 60\nn_train = 20\npartitions = 2\nsplit = "chronological"')
+    assert "partitions = 1" in msg
+    assert "one of random, chronological" in _problems(
+        tmp_path, dataset='n = 60\nn_train = 20\nsplit = "backwards"')
+
+
+# -------------------------------------------------------------------- sweeps
+def test_sweep_expands_models(tmp_path):
+    p = _parse(tmp_path, model="sweep = { beta = [0.01, 0.5] }")
+    assert [m.label for m in p.models] == ["B-beta0.01", "B-beta0.5"]
+    assert [m.search["beta"] for m in p.models] == [0.01, 0.5]
+    p = _parse(tmp_path, model="sweep = { tol = [0.01, 0.001] }")
+    assert [m.settings["tol"] for m in p.models] == [0.01, 0.001]
+
+
+@pytest.mark.parametrize("model, needle", [
+    ("sweep = { beta = [0.1], tol = [1e-3] }", "exactly one key"),
+    ("sweep = { beta = [] }", "non-empty array of numbers"),
+    ('sweep = { beta = ["x"] }', "non-empty array of numbers"),
+    ("search = { beta = 0.2 }\nsweep = { beta = [0.1] }", "give it in one place"),
+    ("sweep = { colour = [1.0] }", "colour"),
+    ("sweep = { beta = [2.0] }", "beta: must lie in (0, 1]"),
+])
+def test_bad_sweeps_are_refused(tmp_path, model, needle):
+    assert needle in _problems(tmp_path, model=model)
+
+
+# ---------------------------------------------------------------- LOO folds
+def test_cv_folds_rule():
+    assert cv_folds({"folds": "loo"}, 500) == "loo"
+    assert cv_folds({"folds": 10, "loo_below": 100}, 99) == "loo"
+    assert cv_folds({"folds": 10, "loo_below": 100}, 100) == 10
+    assert cv_folds({}, 30) == 5
+
+
+def test_cv_folds_validation(tmp_path):
+    text = BASE.format(out=str(tmp_path), dataset="n = 100\nn_train = 50\npartitions = 1",
+                       model="").replace('kind = "bsvr"', 'kind = "svr"')
+    ok = parse_pipeline(text + 'cv = { folds = "loo", loo_below = 20 }\n', tmp_path / "p.toml")
+    assert ok.models[0].cv["folds"] == "loo"
+    for bad, needle in (('cv = { folds = "all" }', 'or "loo"'), ("cv = { loo_below = 1 }", "loo_below")):
+        with pytest.raises(PipelineError) as info:
+            parse_pipeline(text + bad + "\n", tmp_path / "p.toml")
+        assert needle in str(info.value)
+
+
+# --------------------------------------------------------- external kinds
+def test_sk_svr_is_libsvm_on_standardised_inputs():
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVR
+
+    ds = generate("friedman1", 120, 0)
+    m = SkSVR(C=3.0, epsilon=0.2, kappa=0.4).fit(ds.X, ds.y)
+    sc = StandardScaler().fit(ds.X)
+    ref = SVR(C=3.0, epsilon=0.2, gamma=0.2).fit(sc.transform(ds.X), ds.y)
+    np.testing.assert_allclose(m.predict(ds.X[:20]), ref.predict(sc.transform(ds.X[:20])))
+    np.testing.assert_array_equal(m.support_, ref.support_)
+
+
+def test_sk_svc_probability_only_when_asked():
+    ds = generate("gauss2d", 80, 0)
+    plain = SkSVC(C=1.0, kappa=1.0).fit(ds.X, ds.y)
+    assert not hasattr(plain, "predict_proba")
+    platt = SkSVC(C=1.0, kappa=1.0, probability=True).fit(ds.X, ds.y)
+    P = platt.predict_proba(ds.X[:5])
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    template, refit = without_platt(platt)
+    assert refit and template.probability is False and platt.probability is True
+    assert without_platt(plain) == (plain, False)
+
+
+def test_sk_gpr_error_bars_and_model_record(tmp_path):
+    ds = generate("sinc_gauss", 60, 1)
+    m = SkGPR().fit(ds.X, ds.y)
+    mean, sd_y = m.predict(ds.X[:10], return_std=True, include_noise=True)
+    _, sd_f = m.predict(ds.X[:10], return_std=True)
+    np.testing.assert_allclose(sd_y ** 2 - sd_f ** 2, m.hyperparameters_["sigma2"], rtol=1e-6)
+    path = tmp_path / "m.h5"
+    path.write_bytes(model_bytes(m, "sk_gpr"))
+    with h5py.File(path, "r") as f:
+        assert f.attrs["kind"] == "external_model" and f.attrs["model_kind"] == "sk_gpr"
+
+
+# --------------------------------------------------------------- results
+def test_fit_exponent_and_protocol_names():
+    n = np.array([10.0, 100.0, 1000.0])
+    assert fit_exponent(n, 3.0 * n ** 2.5) == pytest.approx(2.5)
+    assert np.isnan(fit_exponent([10, 10], [1.0, 2.0]))
+    assert protocol_of("repro_r2") == "r2" and protocol_of("repro_c3_reduced") == "c3"
+    assert protocol_of("repro_r9") is None and protocol_of("quickstart") is None
+
+
+TINY_R2 = """
+[run]
+name = "repro_r2_tiny"
+output = "{out}"
+retries = 0
+
+[[datasets]]
+name = "sinc"
+generator = "sinc_gauss"
+n_train = [12, 24]
+partitions = 2
+test = {{ n = 40, params = {{ noise_free = true }} }}
+
+[[models]]
+kind = "bsvr"
+name = "BSVR"
+search = {{ n_starts = 1 }}
+settings = {{ optimizer_options = {{ maxiter = 4 }} }}
+
+[[models]]
+kind = "sk_svr"
+name = "LIBSVM-SVR-CV"
+cv = {{ folds = 3, coarse_points = 2, fine_points = 0 }}
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("repro")
+    path = tmp / "repro_r2_tiny.toml"
+    path.write_text(TINY_R2.format(out=str(tmp / "runs")))
+    rec = run_pipeline(load_pipeline(path), workers=1, progress=False, summary_stream=False)
+    return tmp, rec
+
+
+def test_results_page_from_a_tiny_run(tiny_run):
+    tmp, rec = tiny_run
+    assert rec["meta"]["status"] == "complete"
+    run_dir = Path(rec["meta"]["run_dir"])
+    out = tmp / "docs"
+    page = write_results([run_dir], out).read_text()
+    assert "## R2. Sinc scaling" in page and "## Machine and versions" in page
+    assert "bsvm-scale run pipelines/repro_r2_tiny.toml" in page
+    assert (out / "r2_scaling.png").stat().st_size > 1000
+    # the ASE of the table, recomputed from the stored test predictions and the data file
+    ds = read_dataset(run_dir / "data" / "sinc-n24.h5")
+    ases = []
+    for k in range(2):
+        te = np.asarray(rec["datasets"]["sinc-n24"]["partitions"][k]["test"])
+        task = rec["tasks"][f"sinc-n24__LIBSVM-SVR-CV__p{k:03d}"]
+        ases.append(np.mean((task["predictions"]["mean"] - ds.y[te]) ** 2))
+    row = [ln for ln in page.splitlines() if ln.startswith("| 24 | LIBSVM-SVR-CV |")]
+    assert len(row) == 1
+    assert row[0].split("|")[5].strip().startswith(f"{np.mean(ases):.4g} +- ")
