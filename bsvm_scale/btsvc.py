@@ -154,6 +154,38 @@ class EvidenceObjective:
                          int(sol["n_iter"]))
         return value, grad, info
 
+    def get_state(self):
+        """Warm-start state: the SMO vector ``alpha`` and the best point seen.
+
+        Plain arrays and numbers (storable in HDF5); with
+        :meth:`set_state` a resumed optimisation continues exactly where the
+        recorded one was.
+        """
+        state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
+                 "n_smo_iter": int(self.n_smo_iter)}
+        if self.best is not None:
+            state.update(best_value=self.best[0], best_theta=self.best[1].copy(),
+                         best_alpha=self.best[2].copy(), best_smo_iter=self.best[3])
+        return state
+
+    def set_state(self, state):
+        """Restore a :meth:`get_state` dict (or just ``{"alpha": ...}``)."""
+        n = self.y.shape[0]
+        alpha = np.asarray(state["alpha"], dtype=np.float64)
+        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+            raise ValueError(f"the warm-start vector alpha must hold {n} finite values (one per "
+                             f"training case); got shape {alpha.shape}. Pass the state recorded "
+                             "for the same training data.")
+        self.alpha = np.maximum(alpha, 0.0)
+        self.smo_limit_hits = int(state.get("smo_limit_hits", 0))
+        self.n_smo_iter = int(state.get("n_smo_iter", 0))
+        self.best = None
+        if "best_value" in state:
+            self.best = (float(state["best_value"]),
+                         np.asarray(state["best_theta"], dtype=float).copy(),
+                         np.asarray(state["best_alpha"], dtype=np.float64).copy(),
+                         int(state["best_smo_iter"]))
+
     def release(self):
         """Drop the row cache (kept: the best dual solution)."""
         self.cache = None
@@ -166,29 +198,6 @@ class EvidenceObjective:
             self.alpha = self.best[2].copy()
             return self.best[3]
         return None
-
-
-class _ScaledObjective:
-    """``objective / scale``: L-BFGS-B's first step is ``-grad`` (unit initial
-    Hessian), which at the usual starting values throws the log
-    hyperparameters to a corner of the box (where nearly every case is an SV);
-    dividing by ``scale = max(1, |grad(theta0)|_inf)`` keeps that first step
-    within one unit of every log hyperparameter. The first evaluation is
-    memoised so that it is not repeated."""
-
-    def __init__(self, objective, theta0):
-        self.objective = objective
-        self.first = (np.array(theta0, dtype=float), *objective(theta0))
-        g0 = self.first[2]
-        self.scale = float(max(1.0, np.max(np.abs(g0)))) if np.all(np.isfinite(g0)) else 1.0
-
-    def __call__(self, theta):
-        if self.first is not None and np.array_equal(theta, self.first[0]):
-            _, value, grad, info = self.first
-            self.first = None
-        else:
-            value, grad, info = self.objective(theta)
-        return value / self.scale, np.asarray(grad) / self.scale, info
 
 
 # -- probabilistic prediction ---------------------------------------------------------
@@ -414,7 +423,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X, y, callback=None, init=None):
         """Fit the BTSVC (one-versus-rest for more than two classes).
 
         Parameters
@@ -423,6 +432,22 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             Training inputs (finite).
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
+        callback : callable, optional
+            ``callback(start_index, record, state)`` after every evidence
+            evaluation (used by pipelines for checkpoints): ``record`` is the
+            optimiser's trajectory record (``theta``, ``fun``, ``grad``,
+            ``grad_norm``, ``info``, ``replayed``) and ``state`` the
+            objective's warm-start state (SMO vector ``alpha`` and the best
+            point so far, :meth:`EvidenceObjective.get_state`). Two classes
+            only.
+        init : dict, optional
+            Resume one start (two classes only): ``theta`` (log
+            hyperparameters, the start point) with either ``alpha`` (SMO
+            warm start) or ``state`` (a ``state`` given to ``callback``);
+            optionally ``evaluations``, the records given to ``callback``
+            since ``theta``, which the optimiser replays without
+            re-evaluating them, so that the result equals that of the
+            uninterrupted start (see :func:`bsvm_scale.optimize.run_start`).
 
         Returns
         -------
@@ -436,8 +461,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._check_params(X.shape[1])
         self.classes_ = classes
         if classes.size == 2:
-            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0))
+            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init)
             return self
+        if callback is not None or init is not None:
+            raise ValueError(f"callback and init are supported for two classes only; y has "
+                             f"{classes.size} classes. Fit without them (one-versus-rest).")
         self.estimators_ = []
         for c in classes:
             est = clone(self)
@@ -452,14 +480,59 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
         return self
 
-    def _fit_binary(self, X, yb):
+    def _start_record(self, res):
+        """Plain summary of one start (``starts_`` entry)."""
+        return {"theta0": np.asarray(res.theta0, dtype=float),
+                "theta": np.asarray(res.theta, dtype=float),
+                "neg_log_evidence": float(res.fun),
+                "n_iter": int(res.n_iter), "n_eval": int(res.n_eval),
+                "success": bool(res.success), "message": str(res.message),
+                "trajectory": [{"theta": np.asarray(r["theta"], dtype=float),
+                                "fun": float(r["fun"]), "grad_norm": float(r["grad_norm"]),
+                                "n_sv": int(r["info"].get("n_sv", -1)),
+                                "smo_iter": int(r["info"].get("smo_iter", -1))}
+                               for r in res.trajectory]}
+
+    def _run_start(self, obj, k, theta0, bounds, callback, init):
+        """One L-BFGS-B start on ``obj``, first step normalised by the starting
+        gradient (see ``normalize`` of :func:`run_start`), optionally resumed
+        from ``init`` (state restored, recorded evaluations replayed)."""
+        opts = dict(DEFAULT_OPTIONS)
+        opts.update(self.optimizer_options or {})
+        theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
+        replay = None
+        if init is not None:
+            obj.set_state(init["state"] if init.get("state") is not None
+                          else {"alpha": init.get("alpha", obj.alpha)})
+            replay = init.get("evaluations")
+        cb = None if callback is None else (lambda rec: callback(k, rec, obj.get_state()))
+        res = run_start(obj, theta0, bounds, opts, cb, normalize=True, replay=replay)
+        if res.n_iter >= opts["maxiter"]:
+            warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
+                          "evidence converged; increase optimizer_options['maxiter'].",
+                          ConvergenceWarning, stacklevel=4)
+        obj.release()  # one row cache alive at a time
+        return res
+
+    def _check_init(self, init, d):
+        """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
+        if not isinstance(init, dict) or "theta" not in init:
+            raise ValueError("init must be a dict with the start point 'theta' and either "
+                             f"'alpha' or 'state'; got {init!r:.200}.")
+        theta = np.asarray(init["theta"], dtype=float)
+        k = len(self._bounds(d))
+        if theta.shape != (k,) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"init['theta'] must hold {k} finite log hyperparameters "
+                             f"(ln kappa0, ln kappa{'_l' if self.ard else ''}, ln kappa_b); "
+                             f"got {init['theta']!r}.")
+        return theta
+
+    def _fit_binary(self, X, yb, callback=None, init=None):
         d = X.shape[1]
         scaler = Standardizer.fit(X)
         Xs = scaler.transform(X)
         self.x_mean_ = scaler.mean
         self.x_scale_ = scaler.scale
-        opts = dict(DEFAULT_OPTIONS)
-        opts.update(self.optimizer_options or {})
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
         records = []
@@ -467,35 +540,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if self.optimize:
             results = []
             bounds = self._bounds(d)
-            for theta0 in self._start_thetas(d):
+            thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
+            for k, theta0 in enumerate(thetas):
                 obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
-                theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
-                scaled = _ScaledObjective(obj, theta0)
-                sc = scaled.scale
-                opts_k = dict(opts)
-                opts_k["gtol"] = opts["gtol"] / sc  # tolerance on the unscaled gradient
-                res = run_start(scaled, theta0, bounds, opts_k)
-                res.fun *= sc
-                res.grad = np.asarray(res.grad) * sc
-                if res.n_iter >= opts.get("maxiter", DEFAULT_OPTIONS["maxiter"]):
-                    warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
-                                  "evidence converged; increase optimizer_options['maxiter'].",
-                                  ConvergenceWarning, stacklevel=3)
-                obj.release()  # one row cache alive at a time
+                res = self._run_start(obj, k, theta0, bounds, callback, init)
                 results.append(res)
                 objectives.append(obj)
-                records.append({
-                    "theta0": np.asarray(res.theta0, dtype=float),
-                    "theta": np.asarray(res.theta, dtype=float),
-                    "neg_log_evidence": float(res.fun),
-                    "n_iter": int(res.n_iter), "n_eval": int(res.n_eval),
-                    "success": bool(res.success), "message": str(res.message),
-                    "trajectory": [{"theta": np.asarray(r["theta"], dtype=float),
-                                    "fun": float(r["fun"]) * sc,
-                                    "grad_norm": float(r["grad_norm"]) * sc,
-                                    "n_sv": int(r["info"].get("n_sv", -1)),
-                                    "smo_iter": int(r["info"].get("smo_iter", -1))}
-                                   for r in res.trajectory]})
+                records.append(self._start_record(res))
             best = best_start(results)
             theta = np.asarray(results[best].theta, dtype=float)
             obj = objectives[best]

@@ -51,12 +51,15 @@ class StartResult:
     message : str
         SciPy's message.
     trajectory : list of dict
-        One record per objective evaluation: ``theta``, ``fun``, ``grad_norm``
-        (projected onto the box) and the objective's ``info``.
+        One record per objective evaluation: ``theta``, ``fun``, ``grad``,
+        ``grad_norm`` (projected onto the box), the objective's ``info`` and
+        ``replayed`` (answered from ``replay``).
     n_nonfinite : int
         Evaluations whose value was not finite (rejected steps).
     n_rejected : int
         Trial points outside the trust radius (not evaluated).
+    n_replayed : int
+        Evaluations answered from a recorded run (``replay``).
     """
 
     theta0: np.ndarray
@@ -71,6 +74,7 @@ class StartResult:
     trajectory: list = field(default_factory=list)
     n_nonfinite: int = 0
     n_rejected: int = 0
+    n_replayed: int = 0
 
 
 def _projected_grad_norm(theta, grad, bounds):
@@ -85,7 +89,7 @@ def _projected_grad_norm(theta, grad, bounds):
 
 
 def run_start(objective, theta0, bounds=None, options=None, callback=None, max_step=None,
-              precondition=False):
+              precondition=False, normalize=False, replay=None):
     """Minimise ``objective`` from ``theta0`` with L-BFGS-B.
 
     Parameters
@@ -99,8 +103,9 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     options : dict, optional
         Passed to SciPy's L-BFGS-B (defaults :data:`DEFAULT_OPTIONS`).
     callback : callable, optional
-        Called as ``callback(record)`` after every evaluation, with the
-        trajectory record (used for checkpointing).
+        Called as ``callback(record)`` after every evaluation (replayed ones
+        included, flagged ``record["replayed"]``), with the trajectory record
+        (used for checkpointing).
     max_step : float, optional
         Trust radius: a trial point farther than ``max_step`` (max-norm) from
         the best point so far is not evaluated; it gets a value worse than any
@@ -113,6 +118,23 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         (the ln C gradient is usually far larger than the others, thesis
         4.3.3) so that L-BFGS-B's first steps do not run along ln C alone.
         Values, gradients and trajectories are reported in ``theta``.
+    normalize : bool, default=False
+        Divide the objective (and ``gtol``) by ``max(1, |g(theta0)|_inf)``:
+        L-BFGS-B's first step is ``-g`` (unit initial Hessian), which for a
+        steep start throws the variables to a corner of the box; scaled, the
+        first step moves no variable by more than one unit. The evaluation
+        at ``theta0`` is made once and reused. Values, gradients and
+        trajectories are reported unscaled.
+    replay : sequence of dict, optional
+        Evaluations recorded by ``callback`` in an interrupted run of the same
+        start (keys ``theta``, ``fun``, ``grad``, ``info``). L-BFGS-B is
+        deterministic, so it asks for the recorded points again in order;
+        they are answered from the record without calling ``objective``,
+        and the run continues exactly as the uninterrupted one would (exact
+        resume). The caller restores the objective's own state (e.g. the SMO
+        warm start) to what it was after the last recorded evaluation. Should
+        a requested point differ from the record, replay stops there and the
+        objective is evaluated.
 
     Returns
     -------
@@ -125,7 +147,8 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         theta0 = np.clip(theta0, lo, hi)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
-    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0}
+    replay = list(replay or [])
+    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0}
 
     def worse():
         worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
@@ -137,12 +160,12 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                 and np.max(np.abs(theta - state["best"][0])) > max_step):
             state["rejected"] += 1
             return worse(), np.zeros_like(theta)
-        value, grad, info = objective(theta)
+        value, grad, info, replayed = _evaluate(objective, theta, replay, state)
         grad = np.asarray(grad, dtype=float)
         finite = np.isfinite(value) and np.all(np.isfinite(grad))
         record = {"theta": np.array(theta, dtype=float), "fun": float(value),
                   "grad_norm": _projected_grad_norm(theta, grad, bounds) if finite else np.inf,
-                  "info": dict(info)}
+                  "info": dict(info), "grad": grad.copy(), "replayed": replayed}
         state["trajectory"].append(record)
         if callback is not None:
             callback(record)
@@ -154,14 +177,26 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         return float(value), grad
 
     scale = np.ones_like(theta0)
-    if precondition:
-        _, g0 = fun(theta0)
+    fscale = 1.0
+    first = None
+    if precondition or normalize:
+        f0, g0 = fun(theta0)
         if np.all(np.isfinite(g0)):
-            scale = np.maximum(1.0, np.sqrt(np.abs(g0)))
+            scale = np.maximum(1.0, np.sqrt(np.abs(g0))) if precondition else scale
+            fscale = float(max(1.0, np.max(np.abs(g0)))) if normalize else 1.0
+        if normalize:
+            first = (theta0.copy(), f0, g0)
+            opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
 
     def fun_u(u):
-        value, grad = fun(u / scale)
-        return value, grad / scale
+        nonlocal first
+        theta = u / scale
+        if first is not None and np.array_equal(theta, first[0]):
+            value, grad = first[1], first[2]
+        else:
+            value, grad = fun(theta)
+        first = None
+        return value / fscale, grad / (scale * fscale)
 
     ubounds = None if bounds is None else [
         (None if lo is None else lo * sc, None if hi is None else hi * sc)
@@ -180,7 +215,24 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
                        n_iter=int(res.nit), n_eval=int(res.nfev), success=bool(res.success),
                        message=str(res.message), trajectory=state["trajectory"],
-                       n_nonfinite=state["nonfinite"], n_rejected=state["rejected"])
+                       n_nonfinite=state["nonfinite"], n_rejected=state["rejected"],
+                       n_replayed=state["replayed"])
+
+
+def _evaluate(objective, theta, replay, state):
+    """``objective(theta)``, or the next recorded evaluation while L-BFGS-B
+    retraces the recorded path (see ``replay`` in :func:`run_start`).
+
+    Returns ``(value, grad, info, replayed)``.
+    """
+    i = state["replayed"]
+    if i < len(replay) and len(state["trajectory"]) == i \
+            and np.array_equal(theta, np.asarray(replay[i]["theta"], dtype=float)):
+        rec = replay[i]
+        state["replayed"] += 1
+        return (float(rec["fun"]), np.array(rec["grad"], dtype=float), dict(rec["info"]), True)
+    value, grad, info = objective(theta)
+    return value, grad, info, False
 
 
 def best_start(results):

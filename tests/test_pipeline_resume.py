@@ -1,4 +1,10 @@
-"""In-process checks of a BSVR start task interrupted after a checkpoint and resumed."""
+"""In-process checks of BSVR and BTSVC start tasks interrupted after a checkpoint and resumed."""
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,18 +18,24 @@ class _Interrupt(Exception):
     pass
 
 
-def _spec(task_dir, start):
-    ds = generate("sinc_silf", 100, 0)
-    tr, te = random_splits(100, 50, 1, 0, n_test=50)[0]
-    return {"task_id": "t", "kind": "bsvr", "model": "bsvr", "dataset": "sinc", "partition": 0,
+_DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80)}
+
+
+def _spec(task_dir, start, kind="bsvr"):
+    gen, n, n_train = _DATA[kind]
+    ds = generate(gen, n, 0)
+    tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
+    return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": {"n_starts": 2}, "cv": None, "train": tr, "test": te,
             "data": (ds.X, ds.y), "start": start, "n_starts": 2,
             "task_dir": None if task_dir is None else str(task_dir)}
 
 
-@pytest.mark.parametrize("stop_after", [1, 9])
-def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, stop_after):
-    ref = run_task(_spec(None, 1))["result"]
+@pytest.mark.parametrize("kind,stop_after", [("bsvr", 1), ("bsvr", 9), ("btsvc", 1),
+                                             ("btsvc", 6)])
+def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after):
+    ref = run_task(_spec(None, 1, kind))["result"]
+    assert ref["trajectory"]["fun"].size > stop_after  # the interruption is mid-start
     orig = ck.save_checkpoint
     count = [0]
 
@@ -35,10 +47,10 @@ def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, stop_after):
 
     monkeypatch.setattr(ck, "save_checkpoint", interrupted)
     with pytest.raises(_Interrupt):
-        run_task(_spec(tmp_path, 1))
+        run_task(_spec(tmp_path, 1, kind))
     assert (tmp_path / "checkpoint.h5").exists() and not (tmp_path / "result.h5").exists()
     monkeypatch.setattr(ck, "save_checkpoint", orig)
-    res = run_task(_spec(tmp_path, 1))["result"]
+    res = run_task(_spec(tmp_path, 1, kind))["result"]
     assert res["resumed_from"] == stop_after
     assert res["log_evidence"] == ref["log_evidence"]
     assert res["metrics"] == ref["metrics"]
@@ -63,3 +75,40 @@ def test_checkpoint_of_another_start_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(ck, "save_checkpoint", orig)
     res = run_task(_spec(tmp_path, 1))["result"]  # a different start: starts afresh
     assert res["resumed_from"] == -1
+
+
+def _checkpointed_evaluations(path):
+    rec = ck.read_record(path)
+    return -1 if rec is None or "evals" not in rec else int(rec["evals"]["n"])
+
+
+@pytest.mark.parametrize("kind", ["btsvc", "bsvr"])
+def test_sigkill_mid_start_then_resume(tmp_path, kind):
+    """A start task in its own process, killed with SIGKILL after its third
+    checkpoint, resumes (replaying the recorded evaluations) to the result of
+    an uninterrupted run."""
+    ref = run_task(_spec(None, 1, kind))["result"]
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_pipeline_resume import _spec; "
+            "from bsvm_scale.pipeline.tasks import run_task; "
+            "s = _spec(sys.argv[2], 1, sys.argv[3]); s['eval_delay'] = 0.5; run_task(s)")
+    ckpt = tmp_path / "checkpoint.h5"
+    proc = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent),
+                             str(tmp_path), kind])
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and proc.poll() is None and \
+                _checkpointed_evaluations(ckpt) < 3:
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL, "the task finished before it was killed"
+    n_done = _checkpointed_evaluations(ckpt)
+    assert 3 <= n_done < ref["trajectory"]["fun"].size
+    assert not (tmp_path / "result.h5").exists()
+    res = run_task(_spec(tmp_path, 1, kind))["result"]
+    assert res["resumed_from"] == n_done
+    assert res["log_evidence"] == ref["log_evidence"]
+    assert res["metrics"] == ref["metrics"]
+    assert np.array_equal(res["theta"], ref["theta"])
+    assert np.array_equal(res["trajectory"]["fun"], ref["trajectory"]["fun"])

@@ -75,16 +75,19 @@ def read_record(path):
 
 
 def save_checkpoint(path, state):
-    """Checkpoint of one optimiser start (theta, SMO warm start, trajectory so far)."""
+    """Checkpoint of one optimiser start: ``theta0``, the recorded evaluations
+    ``evals`` and the objective's warm-start ``state`` (SMO vector, best point)."""
     return write_record(path, state, fsync=False)
 
 
-def load_checkpoint(path):
+def load_checkpoint(path, theta0):
+    """The checkpoint at ``path`` if it belongs to the start at ``theta0``
+    (else ``None``: missing, unreadable, another start or an older layout)."""
     state = read_record(path)
-    if state is None or "best_theta" not in state:
+    if state is None or not {"theta0", "evals", "state"} <= set(state):
         return None
-    state["best_theta"] = np.asarray(state["best_theta"], dtype=float)
-    state["best_nu"] = np.asarray(state["best_nu"], dtype=float)
+    if not np.array_equal(np.asarray(state["theta0"], dtype=float), np.asarray(theta0, dtype=float)):
+        return None
     return state
 
 

@@ -4,12 +4,13 @@ One task is one call of :func:`run_task` with a plain ``spec`` dict:
 
 * ``kind`` in ``bsvr``/``btsvc``: one optimiser start ``start`` of ``n_starts``
   on one partition (the start points are those the estimator itself would
-  use, computed from the partition's training data). BSVR writes a
-  checkpoint (theta and the SMO warm-start vector ``nu`` of the best point
-  so far, plus the trajectory) after every evidence evaluation through
-  ``fit(callback=...)`` and resumes from it with ``fit(init=...)``.
-  BayesianSVC has neither hook, so its starts are checkpointed at start
-  granularity (a start is either finished or recomputed).
+  use, computed from the partition's training data). The start writes a
+  checkpoint (the evaluations so far and the objective's warm-start state:
+  SMO vector ``nu``/``alpha``, best point) after every evidence evaluation
+  through ``fit(callback=...)`` and resumes from it with ``fit(init=...)``,
+  which replays the recorded evaluations: the resumed result equals the
+  uninterrupted one. A BTSVC with more than two classes is checkpointed at
+  start granularity (a start is either finished or recomputed).
 * every other kind: one fit on one partition (SVR/SVC/TSVC optionally with a
   cross-validated grid search on the training part).
 
@@ -190,73 +191,6 @@ def _predict(model, kind, Xte):
     return {"pred": np.asarray(pred), "proba": proba, "classes": np.asarray(model.classes_)}
 
 
-_PROBLEM_SKIP = ("X", "y", "cache", "last")
-
-
-def _snapshot(problem):
-    """The warm-start state of a BSVR objective (everything but data, cache, last solve)."""
-    out = {}
-    for k, v in vars(problem).items():
-        if k in _PROBLEM_SKIP:
-            continue
-        if isinstance(v, np.ndarray):
-            v = v.copy()
-        elif isinstance(v, tuple):
-            v = tuple(x.copy() if isinstance(x, np.ndarray) else x for x in v)
-        out[k] = v
-    return out
-
-
-class _Replay:
-    """Objective wrapper that records every evaluation (value, gradient, info and the
-    objective's warm-start state) and, on resume, replays the recorded evaluations.
-
-    L-BFGS-B is deterministic, so a resumed start asks for exactly the recorded
-    points; they are answered from the checkpoint, the objective's state (SMO
-    warm start ``nu`` etc.) is restored after the last of them, and the
-    optimisation continues as if it had never been interrupted.
-    """
-
-    def __init__(self, problem, replay=None):
-        self.problem = problem
-        self.replay = replay or {"theta": [], "fun": [], "grad": [], "info": []}
-        self.n_replay = len(self.replay["theta"])
-        self.i = 0
-        self.replayed = 0
-        self.evals = {"theta": [], "fun": [], "grad": [], "info": []}
-        self.state = None
-
-    def __getattr__(self, name):
-        return getattr(self.problem, name)
-
-    def __call__(self, theta, *args, **kwargs):
-        i = self.i
-        self.i += 1
-        theta = np.asarray(theta, dtype=float)
-        if i < self.n_replay and self.replayed == i and \
-                np.array_equal(theta, np.asarray(self.replay["theta"][i])):
-            value = self.replay["fun"][i]
-            grad = np.asarray(self.replay["grad"][i], dtype=float).copy()
-            info = dict(self.replay["info"][i])
-            self.replayed += 1
-            if self.replayed == self.n_replay:
-                for k, v in self.replay["state"].items():
-                    setattr(self.problem, k, v.copy() if isinstance(v, np.ndarray) else v)
-        else:
-            if 0 < self.replayed < self.n_replay and self.replayed == i:
-                # diverged from the recording (should not happen): continue from its state
-                for k, v in self.replay["state"].items():
-                    setattr(self.problem, k, v.copy() if isinstance(v, np.ndarray) else v)
-            value, grad, info = self.problem(theta, *args, **kwargs)
-        self.evals["theta"].append(theta.copy())
-        self.evals["fun"].append(float(value))
-        self.evals["grad"].append(np.array(grad, dtype=float))
-        self.evals["info"].append({k: v for k, v in dict(info).items()
-                                   if isinstance(v, (int, float, bool, np.integer, np.floating))})
-        self.state = None  # taken lazily by the checkpoint callback
-        return value, grad, info
-
-
 def _columns(evals):
     """Recorded evaluations as a few stacked arrays (cheap to checkpoint)."""
     k = len(evals["fun"])
@@ -270,121 +204,89 @@ def _columns(evals):
 
 
 def _rows(cols):
-    """Inverse of :func:`_columns`."""
+    """Inverse of :func:`_columns`: the list of records ``fit(init=...)`` replays."""
     k = int(cols["n"])
     ints = set(cols.get("info_int", []))
-    info = [{key: (int(v[i]) if key in ints else float(v[i])) for key, v in cols["info"].items()}
+    theta = np.asarray(cols["theta"]).reshape(k, -1)
+    grad = np.asarray(cols["grad"]).reshape(k, -1)
+    return [{"theta": theta[i], "fun": float(cols["fun"][i]), "grad": grad[i],
+             "info": {key: (int(v[i]) if key in ints else float(v[i]))
+                      for key, v in cols["info"].items()}}
             for i in range(k)]
-    return {"theta": list(np.asarray(cols["theta"]).reshape(k, -1)), "fun": list(cols["fun"]),
-            "grad": list(np.asarray(cols["grad"]).reshape(k, -1)), "info": info}
 
 
-def _fit_bsvr(spec, Xtr, ytr):
-    """One BSVR start with per-evaluation checkpoints; returns (model, extra).
+def _record(evals, record):
+    """Append one optimiser record (numeric info only) to the column lists."""
+    evals["theta"].append(np.array(record["theta"], dtype=float))
+    evals["fun"].append(float(record["fun"]))
+    evals["grad"].append(np.array(record["grad"], dtype=float))
+    evals["info"].append({k: v for k, v in record["info"].items()
+                          if isinstance(v, (int, float, bool, np.integer, np.floating))})
 
-    Each evidence evaluation (``fit``'s callback) atomically rewrites the
-    task's ``checkpoint.h5`` with the recorded evaluations and the SMO
-    warm-start state. A resumed start replays the recorded evaluations (see
-    :class:`_Replay`), so its result equals an uninterrupted run; should the
-    estimator's internals not allow the replay, it falls back to
-    ``fit(init={'theta': best theta, 'nu': its warm start})``.
-    """
-    from .. import bsvr as bsvr_mod
-    from ..bsvr import BayesianSVR
-    from .checkpoint import load_checkpoint, save_checkpoint
 
-    params = dict(spec["params"])
-    k, N = int(spec["start"]), int(spec["n_starts"])
-    full = BayesianSVR(**{**params, "n_starts": N})
+def _start_theta(kind, params, k, n_starts, Xtr, ytr):
+    """Start point ``k`` of ``n_starts`` exactly as the estimator itself would
+    choose it from the partition's training data (its private helpers)."""
+    full = make_estimator(kind, {**params, "n_starts": n_starts})
     n, d = Xtr.shape
-    full._check_params(n, d)
-    s = float(np.std(ytr))
-    # the start points the estimator itself would use (private helpers of BayesianSVR)
-    thetas = full._start_points(s, d, full._box(s, d))
-    theta0 = np.asarray(thetas[k], dtype=float)
-    ckpt_path = Path(spec["task_dir"]) / "checkpoint.h5" if spec.get("task_dir") else None
-    prev = load_checkpoint(ckpt_path) if ckpt_path is not None else None
-    if prev is not None and not np.array_equal(np.asarray(prev["theta0"]), theta0):
-        prev = None
-    can_replay = callable(getattr(bsvr_mod, "run_start", None))
-    init = {"theta": theta0, "nu": np.zeros(n)}
-    replay = None
-    if prev is not None and can_replay and prev.get("evals") and prev.get("state") is not None:
-        replay = dict(_rows(prev["evals"]), state=prev["state"])
-    elif prev is not None:
-        init = {"theta": prev["best_theta"], "nu": prev["best_nu"]}
-    holder = {}
-    orig = bsvr_mod.run_start if can_replay else None
-
-    def patched_run_start(objective, *args, **kwargs):
-        holder["rec"] = _Replay(objective, replay)
-        return orig(holder["rec"], *args, **kwargs)
-
-    best = {"fun": np.inf, "theta": theta0, "nu": np.zeros(n)}
-    if prev is not None and replay is None:
-        best = {"fun": float(prev["best_fun"]), "theta": prev["best_theta"], "nu": prev["best_nu"]}
-
-    def callback(_k, record, nu):
-        rec = holder.get("rec")
-        if np.isfinite(record["fun"]) and record["fun"] < best["fun"]:
-            best.update(fun=float(record["fun"]), theta=np.asarray(record["theta"], dtype=float),
-                        nu=np.array(nu, dtype=float))
-        replaying = rec is not None and rec.replayed == rec.i and rec.i < rec.n_replay
-        if ckpt_path is not None and not replaying:
-            state = {"theta0": theta0, "best_theta": best["theta"], "best_nu": best["nu"],
-                     "best_fun": best["fun"], "n_eval": rec.i if rec is not None else -1}
-            if rec is not None:
-                state["evals"] = _columns(rec.evals)
-                state["state"] = _snapshot(rec.problem)
-            save_checkpoint(ckpt_path, state)
-        delay = spec.get("eval_delay")  # testing hook: slow evaluations down
-        if delay and not replaying:
-            time.sleep(float(delay))
-
-    model = BayesianSVR(**{**params, "n_starts": 1})
-    if can_replay:
-        bsvr_mod.run_start = patched_run_start
-    try:
-        model.fit(Xtr, ytr, callback=callback, init=init)
-    finally:
-        if can_replay:
-            bsvr_mod.run_start = orig
-    tr = model.starts_[0]["trajectory"]
-    resumed_from = -1
-    if replay is not None and holder.get("rec") is not None:
-        resumed_from = int(holder["rec"].replayed)
-    elif prev is not None:
-        resumed_from = int(prev.get("n_eval", 0))
-    extra = {"theta0": theta0,
-             "trajectory": {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
-                            "fun": np.array([r["fun"] for r in tr], dtype=float),
-                            "grad_norm": np.array([r["grad_norm"] for r in tr], dtype=float)},
-             "resumed_from": resumed_from, "theta": np.asarray(model.theta_, float)}
-    return model, extra
-
-
-def _fit_btsvc(spec, Xtr, ytr):
-    """One BTSVC start (checkpointed at start granularity: no evaluation hooks)."""
-    from ..btsvc import BayesianSVC
-
-    params = dict(spec["params"])
-    k, N = int(spec["start"]), int(spec["n_starts"])
-    full = BayesianSVC(**{**params, "n_starts": N})
-    d = Xtr.shape[1]
+    if kind == "bsvr":
+        full._check_params(n, d)
+        s = float(np.std(ytr))
+        return np.asarray(full._start_points(s, d, full._box(s, d))[k], dtype=float)
     full._check_params(d)
-    theta0 = np.asarray(full._start_thetas(d)[k], dtype=float)
-    start = _theta_to_btsvc_start(theta0, bool(params.get("ard", False)))
-    p = {**params, "starts": [start], "n_starts": None}
-    model = BayesianSVC(**p)
-    model.fit(Xtr, ytr)
+    return np.asarray(full._start_thetas(d)[k], dtype=float)
+
+
+def _trajectory_of(model, theta0):
     starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
     tr = starts[0]["trajectory"]
-    extra = {"theta0": theta0,
-             "trajectory": {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
-                            "fun": np.array([r["fun"] for r in tr], dtype=float),
-                            "grad_norm": np.array([r["grad_norm"] for r in tr], dtype=float)},
-             "resumed_from": -1,
-             "theta": np.asarray(getattr(model, "theta_", theta0), float)}
+    return {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
+            "fun": np.array([r["fun"] for r in tr], dtype=float),
+            "grad_norm": np.array([r["grad_norm"] for r in tr], dtype=float)}
+
+
+def _fit_bayes(spec, Xtr, ytr):
+    """One BSVR/BTSVC start with per-evaluation checkpoints; returns (model, extra).
+
+    After every evidence evaluation (``fit``'s callback) the task atomically
+    rewrites its ``checkpoint.h5`` with the evaluations so far and the
+    objective's warm-start state. A resumed start passes both back through
+    ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
+    deterministic) and continues from the restored state, so the result
+    equals that of an uninterrupted run. A BTSVC with more than two classes
+    (one-versus-rest) is checkpointed per start only.
+    """
+    from .checkpoint import load_checkpoint, save_checkpoint
+
+    kind, params = spec["kind"], dict(spec["params"])
+    theta0 = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
+    extra = {"theta0": theta0, "resumed_from": -1}
+    if kind == "btsvc" and np.unique(ytr).size > 2:
+        start = _theta_to_btsvc_start(theta0, bool(params.get("ard", False)))
+        model = make_estimator(kind, {**params, "starts": [start], "n_starts": None}).fit(Xtr, ytr)
+        return model, dict(extra, trajectory=_trajectory_of(model, theta0), theta=theta0)
+    ckpt = Path(spec["task_dir"]) / "checkpoint.h5" if spec.get("task_dir") else None
+    prev = load_checkpoint(ckpt, theta0) if ckpt is not None else None
+    init = {"theta": theta0, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
+    if prev is not None:
+        init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
+    evals = {"theta": [], "fun": [], "grad": [], "info": []}
+    n_replayed = [0]
+
+    def callback(_k, record, state):
+        _record(evals, record)
+        if record["replayed"]:
+            n_replayed[0] += 1
+            return
+        if ckpt is not None:
+            save_checkpoint(ckpt, {"theta0": theta0, "evals": _columns(evals), "state": state})
+        if spec.get("eval_delay"):  # testing hook: slow evaluations down
+            time.sleep(float(spec["eval_delay"]))
+
+    model = make_estimator(kind, {**params, "n_starts": 1})
+    model.fit(Xtr, ytr, callback=callback, init=init)
+    extra.update(trajectory=_trajectory_of(model, theta0), theta=np.asarray(model.theta_, float),
+                 resumed_from=n_replayed[0] if prev is not None else -1)
     return model, extra
 
 
@@ -441,10 +343,8 @@ def run_task(spec):
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.time()
-        if kind == "bsvr":
-            model, extra = _fit_bsvr(spec, Xtr, ytr)
-        elif kind == "btsvc":
-            model, extra = _fit_btsvc(spec, Xtr, ytr)
+        if kind in ("bsvr", "btsvc"):
+            model, extra = _fit_bayes(spec, Xtr, ytr)
         else:
             model, extra = _fit_plain(spec, Xtr, ytr)
         fit_time = time.time() - t0
