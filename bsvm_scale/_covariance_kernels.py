@@ -120,6 +120,44 @@ def trace_dcov(X, idx, A, w, kappa0, kappa_b):
     return part.sum(axis=0)
 
 
+@njit(cache=True, inline="always")
+def _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, a, part):
+    """Row ``a`` of :func:`trace_dcov_lower`: pairs ``(a, b)``, ``b <= a``."""
+    ia = idx[a]
+    d = X.shape[1]
+    for b in range(a + 1):
+        s_ab = A[a, b] if b == a else 2.0 * A[a, b]
+        if s_ab == 0.0:
+            continue
+        ib = idx[b]
+        kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
+        part[a, 0] += s_ab * kk
+        for l in range(d):
+            t = X[ia, l] - X[ib, l]
+            part[a, 1 + l] -= 0.5 * w[l] * t * t * kk * s_ab
+        part[a, d + 1] += s_ab * kappa_b
+
+
+@njit(cache=True, parallel=True)
+def trace_dcov_lower(X, idx, A, w, kappa0, kappa_b):
+    """:func:`trace_dcov` for a symmetric ``A`` given by its lower triangle.
+
+    Only ``A[a, b]`` with ``b <= a`` is read (the strict upper triangle may
+    hold anything), so ``A`` can share its memory with a Cholesky factor
+    or LAPACK's triangular inverse; each pair is visited once (half the
+    exponentials). Rows ``a`` and ``m - 1 - a`` go to the same thread so
+    the triangular work is balanced.
+    """
+    m = idx.shape[0]
+    d = X.shape[1]
+    part = np.zeros((m, d + 2))
+    for k in prange((m + 1) // 2):
+        _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, k, part)
+        if m - 1 - k != k:
+            _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, m - 1 - k, part)
+    return part.sum(axis=0)
+
+
 @njit(cache=True, parallel=True)
 def quad_dcov(X, idx, v, w, kappa0, kappa_b):
     """``v^T (dSigma_S/d ln theta) v`` over the points ``idx`` for every log

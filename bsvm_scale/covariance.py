@@ -204,11 +204,16 @@ class GaussianCovariance:
             return g
         return np.array([g[0], g[1:-1].sum(), g[-1]])
 
-    def trace_grad(self, X, idx, A):
-        """``trace(A dSigma_M/d theta_p)`` for every log hyperparameter ``p``."""
+    def trace_grad(self, X, idx, A, lower=False):
+        """``trace(A dSigma_M/d theta_p)`` for every log hyperparameter ``p``.
+
+        With ``lower=True`` ``A`` is symmetric and only its lower triangle is
+        read (C-contiguous ``A`` is used in place, e.g. LAPACK's inverse).
+        """
         w, k0, kb = self._args(X.shape[1])
         idx = _indices(idx, X.shape[0])
-        g = _ck.trace_dcov(X, idx, _float_array(A, (idx.size, idx.size), "A"), w, k0, kb)
+        A = _float_array(A, (idx.size, idx.size), "A")
+        g = (_ck.trace_dcov_lower if lower else _ck.trace_dcov)(X, idx, A, w, k0, kb)
         return self._collapse(g)
 
     def quad_grad(self, X, idx, v):

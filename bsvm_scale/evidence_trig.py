@@ -42,9 +42,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_factor, solve_triangular
-from scipy.linalg.lapack import dpotri
+from scipy.linalg import solve_triangular
+from scipy.linalg.blas import dsymv
+from scipy.linalg.lapack import dpotrf, dpotri
 from threadpoolctl import ThreadpoolController
+
+from .gp import _zero_upper
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter"]
 
@@ -80,31 +83,36 @@ def trig_slack_terms(xi):
 def chol_with_jitter(make_B):
     """Lower Cholesky factor of the symmetric matrix returned by ``make_B()``.
 
-    ``B`` is factorised in place. If the factorisation fails, ``B`` is rebuilt
-    and increasing jitter ``eps * mean(diag B)`` is added to its diagonal; the
-    jitter used (0.0 normally) is returned and a :class:`RuntimeWarning` is
-    issued, so that it is never silent.
+    ``B`` (C-contiguous) is factorised in place by LAPACK's ``dpotrf`` and
+    returned as ``L``: no second ``m x m`` array is ever allocated. If the
+    factorisation fails, ``B`` is rebuilt and increasing jitter
+    ``eps * mean(diag B)`` is added to its diagonal; the jitter used (0.0
+    normally) is returned and a :class:`RuntimeWarning` is issued, so that it
+    is never silent.
 
     Returns
     -------
     L : ndarray
-        Lower-triangular factor (C-contiguous, upper triangle zero).
+        Lower-triangular factor (the memory of ``B``, C-contiguous, upper
+        triangle zero).
     jitter : float
         Absolute jitter added to the diagonal.
     """
     for eps in (0.0, *_JITTERS):
-        B = make_B()
+        B = np.ascontiguousarray(make_B())
         scale = float(np.mean(np.diag(B))) if B.size else 1.0
-        if not np.isfinite(scale):
+        if not np.isfinite(scale) or not np.all(np.isfinite(np.diag(B))):
             raise np.linalg.LinAlgError("the SV covariance block contains non-finite values.")
         if eps:
             B[np.diag_indices_from(B)] += eps * scale
-        try:
-            # B.T is F-ordered: its upper factor U (B = U^T U) is written in place
-            U, _ = cho_factor(B.T, lower=False, overwrite_a=True, check_finite=True)
-        except (np.linalg.LinAlgError, ValueError):
+        # B.T is F-ordered: its upper factor U (B = U^T U) overwrites it, so the
+        # C-ordered B holds L = U^T in its lower triangle
+        _, info = dpotrf(B.T, lower=0, clean=0, overwrite_a=1)
+        if info != 0:
+            del B
             continue
-        L = np.tril(U.T)
+        L = B
+        _zero_upper(L)
         if eps:
             warnings.warn(f"Cholesky of the BTSVC evidence matrix needed jitter "
                           f"{eps * scale:.3g} on the diagonal.", RuntimeWarning, stacklevel=3)
@@ -179,24 +187,33 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
     logdet = 2.0 * np.sum(np.log(np.diag(L)))
     value = 0.5 * float(v @ f) + float(loss.sum()) + 0.5 * logdet
     if keep_factor:
-        info.update(support=idx, dual_coef=v, chol=np.ascontiguousarray(L), lam_sqrt=sl)
+        info.update(support=idx, dual_coef=v, chol=L, lam_sqrt=sl)
     if not with_grad:
         return value, None, info
-    # A = Lambda^1/2 B^{-1} Lambda^1/2 = (Lambda^-1 + Sigma_M)^-1
-    # L.T is F-ordered upper U; dpotri overwrites it with the upper triangle of B^-1
-    Binv, infoc = dpotri(L.T.copy(order="F") if keep_factor else L.T, lower=0, overwrite_c=1)
+    return value, _gradient(cov, X, idx, v, lam, sl, L.copy() if keep_factor else L), info
+
+
+def _gradient(cov, X, idx, v, lam, sl, L):
+    """Gradient (5.36)/(5.37) from the Cholesky factor ``L`` of ``B``, which
+    is overwritten: one ``m x m`` array in all.
+
+    ``A = Lambda^1/2 B^-1 Lambda^1/2 = (Lambda^-1 + Sigma_M)^-1`` is formed in
+    place in the lower triangle of ``L`` (LAPACK ``dpotri``); the trace term
+    and ``A w`` read that triangle only.
+    """
+    # L.T is F-ordered upper U; dpotri overwrites it with the upper triangle of
+    # B^-1, i.e. the lower triangle of the C-ordered L
+    _, infoc = dpotri(L.T, lower=0, overwrite_c=1)
     if infoc != 0:
         raise np.linalg.LinAlgError(f"dpotri failed with info={infoc}.")
-    A = np.tril(Binv.T)
-    A += np.tril(A, -1).T
+    A = L
     A *= sl[:, None]
     A *= sl[None, :]
-    tr = cov.trace_grad(X, idx, A)
+    tr = cov.trace_grad(X, idx, A, lower=True)
     w = v * (1.0 - np.diag(A) / lam) / lam
-    u = A @ w
+    u = dsymv(1.0, A.T, w, lower=0)              # A w from the triangle
     G = cov.matvec_grad(X, idx, v)               # column p: dSigma_p v
-    grad = 0.5 * tr - 0.5 * ((v + u) @ G)
-    return value, grad, info
+    return 0.5 * tr - 0.5 * ((v + u) @ G)
 
 
 def predictive_moments(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, chunk_bytes=32 * 2**20):

@@ -185,6 +185,20 @@ def test_trace_grad(ard):
 
 
 @ARD
+@pytest.mark.parametrize("m", [1, 6, 7])
+def test_trace_grad_lower_triangle(ard, m):
+    """A symmetric matrix given by its lower triangle only (garbage above)."""
+    X, (k0, k, kb), rng = _problem(12, 3, ard, 3)
+    idx = rng.choice(12, size=m, replace=False).astype(np.int64)
+    S = rng.normal(size=(m, m))
+    S = S + S.T
+    ref = np.array([np.sum(S * D) for D in dense_dcov(X[idx], k0, k, kb)])
+    A = np.tril(S) + np.triu(np.full((m, m), 1e6), 1)
+    got = GaussianCovariance(k0, k, kb).trace_grad(X, idx, A, lower=True)
+    np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-12)
+
+
+@ARD
 def test_quad_grad(ard):
     X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 8)
     v = rng.normal(size=idx.size)
