@@ -124,7 +124,7 @@ class DatasetSpec:
     split_seed: int = 0
     max_partitions: int | None = None
     n_features: int | None = None
-    test: dict | None = None          # common test set (see repro.py)
+    test: dict | None = None          # common test set (see variants.py)
     split: str = "random"             # or "chronological" (one split, time order)
 
 

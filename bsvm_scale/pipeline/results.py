@@ -252,9 +252,11 @@ def section_r1(run, out, notes):
 
 
 def _r1_sweep(run, sizes, true, out):
-    big = max(sizes) if sizes else None
-    if big is None:
+    if not sizes:
         return []
+    # the sweep's training set: the size with the most beta values
+    big = max(sizes, key=lambda n: (sum(bool(re.search(r"beta[0-9.e+-]+$", m))
+                                        for m in run.models(sizes[n])), n))
     ds = sizes[big]
     rows = []
     for model in run.models(ds):
@@ -450,8 +452,26 @@ def section_c1(run, out, notes):
                          int(e["n_sv"]), -e["log_evidence"], e["metrics"]["error_rate"]])
     lines = _table(["case", "model", "kappa0", "C", "kappa", "kappa_b", "SVs", "-ln evidence",
                     "test error"], rows) + [""]
+    _nll_notes(run, "C1", notes)
     lines += _c1_plot(run, out)
     return lines
+
+
+def _nll_notes(run, label, notes, datasets=None):
+    """Plain statements where BTSVC's test NLL is worse than GPC's, and on its sparseness."""
+    for ds in datasets or run.datasets():
+        models = run.models(ds)
+        if "BTSVC" not in models or "GPC" not in models:
+            continue
+        b, g = np.nanmean(run.metric(ds, "BTSVC", "nll")), np.nanmean(run.metric(ds, "GPC", "nll"))
+        if b > g:
+            notes.append(f"{label} {ds}: BTSVC test NLL {b:.4g} is worse than GPC's {g:.4g} "
+                         "(its probabilities are less well calibrated on this data).")
+        e = run.entries(ds, "BTSVC")
+        frac = np.mean([x["n_sv"] / max(int(x["task"].get("n_train", 1)), 1) for x in e])
+        if frac > 0.5:
+            notes.append(f"{label} {ds}: BTSVC keeps {frac:.0%} of the training cases as SVs, "
+                         "not the sparse solution the trigonometric loss promises.")
 
 
 def _c1_plot(run, out):
@@ -534,6 +554,7 @@ def section_c2(run, out, notes):
     lines += [f"Test NLL and error rate at n = {big} (mean over repetitions, "
               f"{len(run.partition(ds)[1])} test cases):", ""]
     lines += _table(["classifier", "repetitions", "test NLL", "test error rate"], rows) + [""]
+    _nll_notes(run, "C2", notes, [ds])
     bayes = rows[0][3]
     for r in rows[2:]:
         if r[3] > bayes + 0.01:

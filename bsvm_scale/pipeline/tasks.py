@@ -38,6 +38,7 @@ import numpy as np
 from .config import BAYES_KINDS, KINDS, TASK_OF
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
+from .external import without_platt
 from .variants import cv_folds
 
 __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "make_estimator",
@@ -299,7 +300,8 @@ def _fit_plain(spec, Xtr, ytr):
     cv = spec.get("cv")
     if cv is not None:
         names = ("kappa0", "kappa") if kind == "tsvc" else ("C", "kappa")
-        res = grid_search_cv(est, Xtr, ytr, log10_C=cv.get("log10_C"),
+        template, platt = without_platt(est)  # Platt's sigmoid only on the refit
+        res = grid_search_cv(template, Xtr, ytr, log10_C=cv.get("log10_C"),
                              log10_kappa=cv.get("log10_kappa"),
                              coarse_points=int(cv.get("coarse_points", 7)),
                              fine_points=int(cv.get("fine_points", 9)),
@@ -309,7 +311,8 @@ def _fit_plain(spec, Xtr, ytr):
                              params=names)
         extra["cv"] = {"best_params": res.best_params, "best_score": res.best_score,
                        "n_grid_points": int(len(res.table["score"]))}
-        return res.best_estimator, extra
+        best = res.best_estimator
+        return (best.set_params(probability=True).fit(Xtr, ytr) if platt else best), extra
     est.fit(Xtr, ytr)
     traj = None
     starts = getattr(est, "starts_", None)
