@@ -145,6 +145,36 @@ def test_bad_sweeps_are_refused(tmp_path, model, needle):
     assert needle in _problems(tmp_path, model=model)
 
 
+# ------------------------------------------------------ protocol A (fix_from)
+def test_fixed_params_average_the_best_start_per_partition():
+    from bsvm_scale.pipeline.variants import fixed_params
+
+    def res(p, ev, k0, kappa):
+        return {"partition": p, "log_evidence": ev,
+                "hyperparameters": {"kappa0": k0, "kappa": kappa, "kappa_b": 1.0}}
+
+    deps = [res(0, -5.0, 2.0, [1.0, 3.0]), {"result": res(0, -9.0, 50.0, [9.0, 9.0])},
+            res(1, -1.0, 4.0, [3.0, 5.0])]
+    spec = {"kind": "btsvc", "task_id": "t", "params": {"ard": True, "n_starts": 2}}
+    p = fixed_params(spec, deps)
+    assert p["optimize"] is False and p["ard"] is True and "n_starts" not in p
+    assert p["kappa0"] == pytest.approx(3.0) and p["kappa_b"] == pytest.approx(1.0)
+    np.testing.assert_allclose(p["kappa"], [2.0, 4.0])
+
+
+@pytest.mark.parametrize("fix, needle", [
+    ('{ model = "nope" }', "must name another bsvr model"),
+    ('{ model = "B", partitions = 0 }', "partitions: must be an integer >= 1"),
+    ('{ model = "B", colour = 1 }', "unknown key(s)"),
+])
+def test_bad_fix_from_is_refused(tmp_path, fix, needle):
+    text = BASE.format(out=str(tmp_path), dataset="n = 100\nn_train = 50\npartitions = 1",
+                       model="") + f'[[models]]\nkind = "bsvr"\nname = "A"\nfix_from = {fix}\n'
+    with pytest.raises(PipelineError) as info:
+        parse_pipeline(text, tmp_path / "p.toml")
+    assert needle in str(info.value)
+
+
 # ---------------------------------------------------------------- LOO folds
 def test_cv_folds_rule():
     assert cv_folds({"folds": "loo"}, 500) == "loo"
@@ -233,6 +263,11 @@ settings = {{ optimizer_options = {{ maxiter = 4 }} }}
 kind = "sk_svr"
 name = "LIBSVM-SVR-CV"
 cv = {{ folds = 3, coarse_points = 2, fine_points = 0 }}
+
+[[models]]
+kind = "bsvr"
+name = "BSVR-A"
+fix_from = {{ model = "BSVR", partitions = 1 }}
 """
 
 
@@ -264,3 +299,21 @@ def test_results_page_from_a_tiny_run(tiny_run):
     row = [ln for ln in page.splitlines() if ln.startswith("| 24 | LIBSVM-SVR-CV |")]
     assert len(row) == 1
     assert row[0].split("|")[5].strip().startswith(f"{np.mean(ases):.4g} +- ")
+
+
+def test_fix_from_model_uses_the_hyperparameters_of_the_first_partitions(tiny_run):
+    from bsvm_scale.bsvr import BayesianSVR
+
+    tmp, rec = tiny_run
+    run_dir = Path(rec["meta"]["run_dir"])
+    ds = read_dataset(run_dir / "data" / "sinc-n12.h5")
+    src = rec["results"]["sinc-n12"]["BSVR"]["p000"]["hyperparameters"]
+    for k in range(2):
+        fixed = rec["results"]["sinc-n12"]["BSVR-A"][f"p{k:03d}"]
+        for key in ("C", "epsilon", "kappa", "kappa_b"):
+            assert fixed["hyperparameters"][key] == pytest.approx(src[key], rel=1e-9)
+    tr, te = (np.asarray(rec["datasets"]["sinc-n12"]["partitions"][1][w]) for w in ("train", "test"))
+    ref = BayesianSVR(optimize=False, **{k: src[k] for k in ("C", "epsilon", "kappa", "kappa_b")})
+    mean = ref.fit(ds.X[tr], ds.y[tr]).predict(ds.X[te])
+    task = rec["tasks"]["sinc-n12__BSVR-A__p001"]
+    np.testing.assert_allclose(task["predictions"]["mean"], mean, rtol=1e-6, atol=1e-9)

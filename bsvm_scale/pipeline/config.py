@@ -47,7 +47,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .variants import expand_sizes, expand_sweep, resolve_groups
+from .variants import check_fix_from, expand_sizes, expand_sweep, resolve_groups
 
 __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeline",
            "parse_pipeline", "KINDS", "BAYES_KINDS", "TASK_OF"]
@@ -82,7 +82,7 @@ DATASET_KEYS = {"name": str, "generator": str, "path": str, "n": int, "seed": in
                 "params": dict, "partitions": (int, str), "n_train": (int, list), "n_test": int,
                 "split_seed": int, "max_partitions": int, "test": dict, "split": str}
 MODEL_KEYS = {"kind": str, "name": str, "datasets": list, "settings": dict, "search": dict,
-              "cv": dict, "committee": bool, "sweep": dict}
+              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict}
 SEARCH_KEYS = {
     "bsvr": {"n_starts": int, "starts": list, "bounds": dict, "beta": (int, float),
              "random_state": int},
@@ -137,6 +137,7 @@ class ModelSpec:
     search: dict = field(default_factory=dict)
     cv: dict | None = None
     committee: bool = False
+    fix_from: dict | None = None      # protocol A: hyperparameters of another model (variants.py)
 
     @property
     def task(self):
@@ -328,6 +329,7 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
                 continue
             mlabels.add(spec.label)
             models.append(spec)
+    check_fix_from(models, bad)
 
     if problems:
         raise PipelineError(path, problems)
@@ -610,4 +612,4 @@ def _model_spec(m, i, by_label, labels, bad):
         return None
     return ModelSpec(label=label, kind=kind, datasets=list(names), settings=settings,
                      search=search, cv=dict(cv) if cv is not None else None,
-                     committee=bool(committee))
+                     committee=bool(committee), fix_from=m.get("fix_from"))

@@ -38,6 +38,7 @@ from .config import BAYES_KINDS, TASK_OF, Pipeline
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, n_starts_of, read_xy, run_task, versions
+from .variants import link_fixed
 
 __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
 
@@ -94,7 +95,7 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
                 base = {"kind": m.kind, "model": m.label, "dataset": ds.label, "partition": p,
                         "params": params, "cv": m.cv, "train": np.asarray(tr),
                         "test": np.asarray(te), "data": data[ds.label]["path"]}
-                if m.kind in BAYES_KINDS:
+                if m.kind in BAYES_KINDS and m.fix_from is None:
                     N = n_starts_of(m.kind, params)
                     for k in range(N):
                         tid = f"{ds.label}__{m.label}__p{p:03d}__s{k:02d}"
@@ -104,6 +105,7 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
                     specs.append({**base, "task_id": tid, "start": -1, "n_starts": 1})
     for s in specs:
         s["task_dir"] = str(run_dir / "tasks" / s["task_id"])
+    link_fixed(specs, pipeline.models)  # protocol A: tasks that wait for others
     return specs
 
 
@@ -199,7 +201,8 @@ def aggregate(pipeline, data, results, run_dir: Path):
     for (ds, model, p), rs in sorted(groups.items()):
         rs = sorted(rs, key=lambda r: r["start"])
         m = mspec[model]
-        expected = n_starts_of(m.kind, m.estimator_params()) if m.kind in BAYES_KINDS else 1
+        expected = n_starts_of(m.kind, m.estimator_params()) \
+            if m.kind in BAYES_KINDS and m.fix_from is None else 1
         ev = np.array([r["log_evidence"] if np.isfinite(r["log_evidence"]) else -np.inf
                        for r in rs])
         best = rs[int(np.argmax(ev))] if m.kind in BAYES_KINDS else rs[0]
@@ -300,11 +303,13 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                 if not all(writable.values()):
                     for s in todo:  # driver writes the result files; no mid-start checkpoints
                         s["task_dir"] = None
-                futures = {}
-                for s in todo:
+                futures, by_id = {}, {}
+                for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
                     key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
-                    futures[client.submit(run_task, s, key=key, retries=pipeline.retries,
-                                          pure=False)] = s
+                    deps = [by_id[t] if t in by_id else results[t] for t in s.get("fix_from", [])]
+                    by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
+                                                        retries=pipeline.retries, pure=False)
+                    futures[by_id[s["task_id"]]] = s
                 bar = Progress(len(specs), slots, label=pipeline.name, stream=stream,
                                enabled=progress, already_done=n_skipped).start()
                 try:

@@ -39,7 +39,7 @@ from .config import BAYES_KINDS, KINDS, TASK_OF
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
 from .external import without_platt
-from .variants import cv_folds
+from .variants import cv_folds, fixed_params
 
 __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "make_estimator",
            "regression_metrics", "classification_metrics"]
@@ -325,8 +325,12 @@ def _fit_plain(spec, Xtr, ytr):
     return est, extra
 
 
-def run_task(spec):
-    """Run one task (see the module docstring); returns ``{'result', 'model_h5'}``."""
+def run_task(spec, *deps):
+    """Run one task (see the module docstring); returns ``{'result', 'model_h5'}``.
+
+    ``deps`` are the results of the tasks a ``fix_from`` task waits for; its
+    hyperparameters are their average (:func:`~bsvm_scale.pipeline.variants.fixed_params`).
+    """
     import warnings
 
     import numba
@@ -346,7 +350,10 @@ def run_task(spec):
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.time()
-        if kind in ("bsvr", "btsvc"):
+        if spec.get("fix_from") is not None:
+            spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
+            model, extra = _fit_plain(spec, Xtr, ytr)
+        elif kind in ("bsvr", "btsvc"):
             model, extra = _fit_bayes(spec, Xtr, ytr)
         else:
             model, extra = _fit_plain(spec, Xtr, ytr)

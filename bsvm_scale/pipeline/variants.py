@@ -280,3 +280,90 @@ def common_test_data(spec):
         parts = [(np.arange(pool.n_samples), te)]
     return ds.with_splits(parts, {"kind": "common test set", "n_train": int(k),
                                   "n_test": int(te.size)}), parts
+
+
+# ------------------------------------------------------------------ protocol A
+FIXED_KEYS = {"bsvr": ("C", "epsilon", "kappa", "kappa_b"), "btsvc": ("kappa0", "kappa", "kappa_b")}
+
+
+def check_fix_from(models, bad):
+    """Validate the ``fix_from`` tables of parsed models (after all labels are known).
+
+    ``fix_from = { model = "BTSVC", partitions = 5 }`` fixes the hyperparameters
+    of a BSVR/BTSVC model to the average of those inferred by the named model
+    (same kind) on the first ``partitions`` partitions of each data set
+    (experiments.md C3, protocol A); the model is then fitted without evidence
+    maximisation on every partition.
+
+    Parameters
+    ----------
+    models : list of ModelSpec
+    bad : callable
+        Records a problem (see :func:`expand_sizes`).
+    """
+    by_label = {m.label: m for m in models}
+    for i, m in enumerate(models):
+        f = m.fix_from
+        if f is None:
+            continue
+        where = f"models[{m.label}].fix_from"
+        src = by_label.get(f.get("model"))
+        if set(f) - {"model", "partitions"}:
+            bad(f"{where}: unknown key(s) {sorted(set(f) - {'model', 'partitions'})}; allowed: "
+                "model, partitions")
+        elif m.kind not in FIXED_KEYS:
+            bad(f"{where}: only {', '.join(FIXED_KEYS)} models take fixed hyperparameters; "
+                f"{m.label!r} is {m.kind}")
+        elif src is None or src is m or src.fix_from is not None or src.kind != m.kind:
+            bad(f"{where}.model: must name another {m.kind} model with evidence maximisation; "
+                f"got {f.get('model')!r}")
+        elif not (_is_int(f.get("partitions", 5)) and f.get("partitions", 5) >= 1):
+            bad(f"{where}.partitions: must be an integer >= 1; got {f.get('partitions')!r}")
+        elif not set(m.datasets) <= set(src.datasets):
+            bad(f"{where}.model: {src.label!r} does not run on every data set of {m.label!r} "
+                f"({', '.join(sorted(set(m.datasets) - set(src.datasets)))})")
+
+
+def link_fixed(specs, models):
+    """Give every task of a ``fix_from`` model the ids of the tasks it depends on."""
+    by_label = {m.label: m for m in models}
+    for s in specs:
+        m = by_label[s["model"]]
+        if m.fix_from is None:
+            continue
+        k = int(m.fix_from.get("partitions", 5))
+        s["fix_from"] = [t["task_id"] for t in specs if t["model"] == m.fix_from["model"]
+                         and t["dataset"] == s["dataset"] and t["partition"] < k]
+
+
+def fixed_params(spec, deps):
+    """Estimator parameters of a ``fix_from`` task: the averaged hyperparameters, no search.
+
+    Parameters
+    ----------
+    spec : dict
+        The task spec (``kind``, ``params``).
+    deps : list of dict
+        Results of the source model's tasks (one per start and partition);
+        per partition the start with the highest evidence counts.
+
+    Returns
+    -------
+    dict
+    """
+    best = {}
+    for d in deps:
+        r = d.get("result", d)
+        p = int(r["partition"])
+        if p not in best or r["log_evidence"] > best[p]["log_evidence"]:
+            best[p] = r
+    keys = FIXED_KEYS[spec["kind"]]
+    hyp = [b["hyperparameters"] for b in best.values()]
+    if not hyp or any(k not in h for h in hyp for k in keys):
+        raise ValueError(f"task {spec['task_id']}: fix_from needs the hyperparameters "
+                         f"{', '.join(keys)} of a two-class/regression model on "
+                         f"{len(best)} partition(s); got {sorted(hyp[0]) if hyp else 'none'}")
+    avg = {k: np.mean([np.asarray(h[k], dtype=float) for h in hyp], axis=0) for k in keys}
+    avg = {k: float(v) if np.ndim(v) == 0 else v for k, v in avg.items()}
+    params = {k: v for k, v in spec["params"].items() if k not in ("starts", "n_starts")}
+    return {**params, **avg, "optimize": False}
