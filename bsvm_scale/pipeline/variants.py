@@ -20,6 +20,10 @@ Model keys (``[[models]]``)::
                                # is a search key of the kind or an estimator parameter
     cv = { folds = "loo" }     # leave-one-out; or folds = 10 with loo_below = 100:
                                # leave-one-out on training sets of fewer than 100 cases
+    fix_from = { model = "BTSVC", partitions = 5 }
+                               # (bsvr/btsvc) hyperparameters fixed to the average of the
+                               # named model's on the first 5 partitions (C3 protocol A);
+                               # its tasks wait for those (Dask dependencies)
 """
 
 from __future__ import annotations
