@@ -695,6 +695,24 @@ def _machine(runs):
             "- " + ", ".join(f"{k} {v}" for k, v in vers.items()), ""]
 
 
+def _largest(runs):
+    """One line on the largest training set fitted in the runs: time and memory."""
+    best = None
+    for run in runs:
+        for t in run.rec.get("tasks", {}).values():
+            key = (int(t.get("n_train", 0)), float(t.get("fit_time", 0.0)))
+            if best is None or key > best[0]:
+                best = (key, run.name, t)
+    if best is None:
+        return []
+    (n, fit), name, t = best
+    rss = t.get("peak_rss_mb")
+    mem = f", worker peak RSS {rss:.0f} MB (an upper bound: workers are reused)" if rss else ""
+    return [f"- Largest training set fitted: n = {n} ({t['model']} on {t['dataset']}, run "
+            f"{name}), {fit:.0f} s for one fit{' (one optimiser start)' if t.get('start', -1) >= 0 else ''}"
+            f"{mem}.", ""]
+
+
 def _bench_section(bench_files):
     lines = ["## Peer benchmarks", ""]
     if not bench_files:
@@ -762,7 +780,7 @@ def write_results(run_paths, out, bench=(), notes_extra=()):
     head += [f"    {cmd}", ""]
     diff = ["## Where results differ from what the method promises", ""]
     diff += [f"- {n}" for n in notes] or ["- No automatic check failed."]
-    text = "\n".join(head + _machine(runs) + diff + [""] + body + _bench_section(list(bench))) + "\n"
+    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + diff + [""] + body + _bench_section(list(bench))) + "\n"
     path = out / "results.md"
     tmp = out / ".results.md.tmp"
     tmp.write_text(text, encoding="utf-8")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import platform
+import resource
 import socket
 import tempfile
 import time
@@ -384,6 +385,8 @@ def run_task(spec, *deps):
         "versions": versions(),
         "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
+        # peak resident memory of the worker process so far (an upper bound for this task)
+        "peak_rss_mb": float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024.0,
     }
     model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
     if spec.get("task_dir"):
