@@ -35,7 +35,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._base import Standardizer, check_positive, resolve_rng
 from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
-from .evidence_trig import neg_log_evidence, predictive_moments
+from .evidence_trig import SMALL_BLOCK, neg_log_evidence, predictive_moments
 from .optimize import DEFAULT_OPTIONS, best_start, run_start
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -47,6 +47,9 @@ BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
 #: starting values of kappa0 tried in order (experiments.md, C1-C4)
 KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
 KAPPA_B_START = 100.0
+#: default stall rule of the evidence maximisation (see ``run_start``): stop
+#: once 5 evaluations in a row have not improved -ln evidence by 1e-5 relative
+STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 
 _GL_ORDER = 64
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_GL_ORDER)
@@ -145,6 +148,10 @@ class EvidenceObjective:
             return np.inf, np.zeros(np.size(theta)), {"n_sv": m, "jitter": 0.0,
                                                       "smo_iter": sol["n_iter"],
                                                       "smo_violation": sol["max_violation"]}
+        if m >= SMALL_BLOCK:
+            # the cached rows are dropped at the next hyperparameters anyway:
+            # give their memory to the m x m evidence block
+            self.release()
         value, grad, info = neg_log_evidence(cov, self.X, self.y, sol["alpha"],
                                              with_grad=with_grad, keep_factor=keep_factor)
         info["smo_iter"] = sol["n_iter"]
@@ -153,6 +160,38 @@ class EvidenceObjective:
             self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
                          int(sol["n_iter"]))
         return value, grad, info
+
+    def get_state(self):
+        """Warm-start state: the SMO vector ``alpha`` and the best point seen.
+
+        Plain arrays and numbers (storable in HDF5); with
+        :meth:`set_state` a resumed optimisation continues exactly where the
+        recorded one was.
+        """
+        state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
+                 "n_smo_iter": int(self.n_smo_iter)}
+        if self.best is not None:
+            state.update(best_value=self.best[0], best_theta=self.best[1].copy(),
+                         best_alpha=self.best[2].copy(), best_smo_iter=self.best[3])
+        return state
+
+    def set_state(self, state):
+        """Restore a :meth:`get_state` dict (or just ``{"alpha": ...}``)."""
+        n = self.y.shape[0]
+        alpha = np.asarray(state["alpha"], dtype=np.float64)
+        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+            raise ValueError(f"the warm-start vector alpha must hold {n} finite values (one per "
+                             f"training case); got shape {alpha.shape}. Pass the state recorded "
+                             "for the same training data.")
+        self.alpha = np.maximum(alpha, 0.0)
+        self.smo_limit_hits = int(state.get("smo_limit_hits", 0))
+        self.n_smo_iter = int(state.get("n_smo_iter", 0))
+        self.best = None
+        if "best_value" in state:
+            self.best = (float(state["best_value"]),
+                         np.asarray(state["best_theta"], dtype=float).copy(),
+                         np.asarray(state["best_alpha"], dtype=np.float64).copy(),
+                         int(state["best_smo_iter"]))
 
     def get_state(self):
         """Warm-start state: the SMO vector ``alpha`` and the best point seen.
@@ -297,8 +336,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     max_iter : int, optional
         SMO iteration limit per MAP solve (default ``max(10**6, 100 n)``).
     optimizer_options : dict, optional
-        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-7``,
-        ``gtol=1e-4``).
+        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
+        ``gtol=1e-4``) and the stall rule of
+        :func:`bsvm_scale.optimize.run_start` (default ``stall_rtol=1e-5``,
+        ``stall_evals=5``: stop once 5 evaluations in a row have not lowered
+        ``-ln P(D | theta)`` by ``1e-5`` relative; ``stall_rtol=None`` keeps
+        only SciPy's rules).
 
     Attributes
     ----------
@@ -497,7 +540,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """One L-BFGS-B start on ``obj``, first step normalised by the starting
         gradient (see ``normalize`` of :func:`run_start`), optionally resumed
         from ``init`` (state restored, recorded evaluations replayed)."""
-        opts = dict(DEFAULT_OPTIONS)
+        opts = dict(DEFAULT_OPTIONS, **STALL_OPTIONS)
         opts.update(self.optimizer_options or {})
         theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
         replay = None

@@ -136,6 +136,16 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         a requested point differ from the record, replay stops there and the
         objective is evaluated.
 
+    Besides SciPy's options, ``options`` may hold ``stall_rtol`` and
+    ``stall_evals``: the start stops (successfully) once ``stall_evals``
+    consecutive finite evaluations have not lowered the best value by more
+    than ``stall_rtol * max(1, |best|)``. When the objective is only
+    piecewise smooth (a MAP solution to a tolerance, a support set that
+    changes with ``theta``) L-BFGS-B's line search otherwise spends up to
+    ``maxls`` evaluations per iteration on changes far below any meaningful
+    difference in evidence. The rule depends only on the sequence of values,
+    so it is replayed exactly.
+
     Returns
     -------
     StartResult
@@ -147,8 +157,11 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         theta0 = np.clip(theta0, lo, hi)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
+    stall = (opts.pop("stall_rtol", None), opts.pop("stall_evals", None))
+    stall = None if None in stall else (float(stall[0]), int(stall[1]))
     replay = list(replay or [])
-    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0}
+    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0,
+             "stall_best": None, "stall_count": 0, "nit": 0}
 
     def worse():
         worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
@@ -174,6 +187,8 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
             return worse(), np.zeros_like(theta)
         if state["best"] is None or value < state["best"][1]:
             state["best"] = (np.array(theta, dtype=float), float(value), grad.copy(), dict(info))
+        if stall is not None and _stalled(state, float(value), *stall):
+            raise _Stalled
         return float(value), grad
 
     scale = np.ones_like(theta0)
@@ -201,8 +216,17 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     ubounds = None if bounds is None else [
         (None if lo is None else lo * sc, None if hi is None else hi * sc)
         for (lo, hi), sc in zip(bounds, scale)]
-    res = minimize(fun_u, theta0 * scale, jac=True, method="L-BFGS-B", bounds=ubounds,
-                   options=opts)
+    def count(_xk):
+        state["nit"] += 1
+
+    try:
+        res = minimize(fun_u, theta0 * scale, jac=True, method="L-BFGS-B", bounds=ubounds,
+                       options=opts, callback=count)
+        nit, nfev, success, message = res.nit, res.nfev, res.success, res.message
+    except _Stalled:
+        nit, nfev, success = state["nit"], len(state["trajectory"]), True
+        message = (f"STOP: the best value improved by less than stall_rtol={stall[0]:g} "
+                   f"(relative) over the last {stall[1]} evaluations")
     if state["best"] is None:
         raise FloatingPointError(
             "the evidence was not finite at any point tried from theta0="
@@ -213,10 +237,25 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                       "steps were rejected.", RuntimeWarning, stacklevel=2)
     theta, value, grad, info = state["best"]
     return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
-                       n_iter=int(res.nit), n_eval=int(res.nfev), success=bool(res.success),
-                       message=str(res.message), trajectory=state["trajectory"],
+                       n_iter=int(nit), n_eval=int(nfev), success=bool(success),
+                       message=str(message), trajectory=state["trajectory"],
                        n_nonfinite=state["nonfinite"], n_rejected=state["rejected"],
                        n_replayed=state["replayed"])
+
+
+class _Stalled(Exception):
+    """Raised inside the objective to end a start by the stall rule."""
+
+
+def _stalled(state, value, rtol, n_evals):
+    """Stall rule of :func:`run_start`: True after ``n_evals`` consecutive
+    values that do not improve the reference value by ``rtol`` (relative)."""
+    ref = state["stall_best"]
+    if ref is None or value < ref - rtol * max(1.0, abs(ref)):
+        state["stall_best"], state["stall_count"] = value, 0
+        return False
+    state["stall_count"] += 1
+    return state["stall_count"] >= n_evals
 
 
 def _evaluate(objective, theta, replay, state):
