@@ -193,38 +193,6 @@ class EvidenceObjective:
                          np.asarray(state["best_alpha"], dtype=np.float64).copy(),
                          int(state["best_smo_iter"]))
 
-    def get_state(self):
-        """Warm-start state: the SMO vector ``alpha`` and the best point seen.
-
-        Plain arrays and numbers (storable in HDF5); with
-        :meth:`set_state` a resumed optimisation continues exactly where the
-        recorded one was.
-        """
-        state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
-                 "n_smo_iter": int(self.n_smo_iter)}
-        if self.best is not None:
-            state.update(best_value=self.best[0], best_theta=self.best[1].copy(),
-                         best_alpha=self.best[2].copy(), best_smo_iter=self.best[3])
-        return state
-
-    def set_state(self, state):
-        """Restore a :meth:`get_state` dict (or just ``{"alpha": ...}``)."""
-        n = self.y.shape[0]
-        alpha = np.asarray(state["alpha"], dtype=np.float64)
-        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
-            raise ValueError(f"the warm-start vector alpha must hold {n} finite values (one per "
-                             f"training case); got shape {alpha.shape}. Pass the state recorded "
-                             "for the same training data.")
-        self.alpha = np.maximum(alpha, 0.0)
-        self.smo_limit_hits = int(state.get("smo_limit_hits", 0))
-        self.n_smo_iter = int(state.get("n_smo_iter", 0))
-        self.best = None
-        if "best_value" in state:
-            self.best = (float(state["best_value"]),
-                         np.asarray(state["best_theta"], dtype=float).copy(),
-                         np.asarray(state["best_alpha"], dtype=np.float64).copy(),
-                         int(state["best_smo_iter"]))
-
     def release(self):
         """Drop the row cache (kept: the best dual solution)."""
         self.cache = None
