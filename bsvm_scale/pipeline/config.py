@@ -302,14 +302,9 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
         base, tables = expand_sizes(d, i, where, bad)  # one table per training size
         for dd in tables:
             spec = _dataset_spec(dd, i, where, path, seed, bad, check_files)
-            if spec is None:
-                continue
-            if spec.label in labels:
-                bad(f"{where}.name: duplicate data set name {spec.label!r}", "datasets", i, "name")
-                continue
-            labels.add(spec.label)
-            groups.setdefault(base, []).append(spec.label)
-            datasets.append(spec)
+            if _unique(spec, labels, bad, "datasets", i):
+                groups.setdefault(base, []).append(spec.label)
+                datasets.append(spec)
 
     # -- [[models]]
     raw_models = doc.get("models", [])
@@ -322,13 +317,8 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
     for i, m in enumerate(raw_models):
         for mm in expand_sweep(m, i, bad):  # one table per swept value
             spec = _model_spec(resolve_groups(mm, groups), i, by_label, labels, bad)
-            if spec is None:
-                continue
-            if spec.label in mlabels:
-                bad(f"models[{i}].name: duplicate model name {spec.label!r}", "models", i, "name")
-                continue
-            mlabels.add(spec.label)
-            models.append(spec)
+            if _unique(spec, mlabels, bad, "models", i):
+                models.append(spec)
     check_fix_from(models, bad)
 
     if problems:
@@ -339,6 +329,18 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
     return Pipeline(path=str(path), text=text, name=name, output=str(out),
                     run_dir=str(out / name), retries=int(retries), seed=int(seed),
                     datasets=datasets, models=models, description=str(run.get("description", "")))
+
+
+def _unique(spec, seen, bad, table, i):
+    """True (and ``spec.label`` added to ``seen``) for a parsed spec with a new label."""
+    if spec is None:
+        return False
+    if spec.label in seen:
+        what = "data set" if table == "datasets" else "model"
+        bad(f"{table}[{i}].name: duplicate {what} name {spec.label!r}", table, i, "name")
+        return False
+    seen.add(spec.label)
+    return True
 
 
 def _dataset_spec(d, i, where, path, seed, bad, check_files):

@@ -163,8 +163,8 @@ def _kernel_values(kernel):
     return out
 
 
-class SkGPR(RegressorMixin, _Standardised):
-    """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise.
+class _SkGP(_Standardised):
+    """Base of the scikit-learn GP references: ``kappa0 * RBF + kappa_b`` (+ noise).
 
     Parameters
     ----------
@@ -175,21 +175,35 @@ class SkGPR(RegressorMixin, _Standardised):
     random_state : int, default=0
     """
 
+    _noise = False
+
     def __init__(self, *, ard=False, n_restarts=0, random_state=0):
         self.ard = ard
         self.n_restarts = n_restarts
         self.random_state = random_state
 
     def _build(self, d):
-        from sklearn.gaussian_process import GaussianProcessRegressor
-
-        return GaussianProcessRegressor(_gp_kernel(d, bool(self.ard), True), normalize_y=False,
-                                        n_restarts_optimizer=int(self.n_restarts),
-                                        random_state=self.random_state)
+        return self._gp_class()(_gp_kernel(d, bool(self.ard), self._noise),
+                                n_restarts_optimizer=int(self.n_restarts),
+                                random_state=self.random_state)
 
     def _after_fit(self):
-        self.hyperparameters_ = _kernel_values(self.model_.kernel_)
         self.log_marginal_likelihood_ = float(self.model_.log_marginal_likelihood_value_)
+        two_class = getattr(self.model_, "classes_", np.zeros(2)).size == 2
+        self.hyperparameters_ = _kernel_values(self.model_.kernel_) if two_class else {}
+
+
+class SkGPR(RegressorMixin, _SkGP):
+    """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise
+    (parameters as :class:`_SkGP`)."""
+
+    _noise = True
+
+    @staticmethod
+    def _gp_class():
+        from sklearn.gaussian_process import GaussianProcessRegressor
+
+        return GaussianProcessRegressor
 
     def predict(self, X, return_std=False, include_noise=False):
         """Predictive mean (and sd of f, or of y with ``include_noise``)."""
@@ -201,35 +215,19 @@ class SkGPR(RegressorMixin, _Standardised):
         return mean, np.sqrt(np.maximum(std ** 2 - self.hyperparameters_["sigma2"], 0.0))
 
 
-class SkGPC(ClassifierMixin, _Standardised):
-    """scikit-learn ``GaussianProcessClassifier`` (Laplace, logistic link).
+class SkGPC(ClassifierMixin, _SkGP):
+    """scikit-learn ``GaussianProcessClassifier`` (Laplace, logistic link; parameters as
+    :class:`_SkGP`)."""
 
-    Parameters
-    ----------
-    ard : bool, default=False
-    n_restarts : int, default=0
-    random_state : int, default=0
-    """
-
-    def __init__(self, *, ard=False, n_restarts=0, random_state=0):
-        self.ard = ard
-        self.n_restarts = n_restarts
-        self.random_state = random_state
-
-    def _build(self, d):
+    @staticmethod
+    def _gp_class():
         from sklearn.gaussian_process import GaussianProcessClassifier
 
-        return GaussianProcessClassifier(_gp_kernel(d, bool(self.ard), False),
-                                         n_restarts_optimizer=int(self.n_restarts),
-                                         random_state=self.random_state)
+        return GaussianProcessClassifier
 
     def _after_fit(self):
+        super()._after_fit()
         self.classes_ = self.model_.classes_
-        if self.classes_.size == 2:
-            self.hyperparameters_ = _kernel_values(self.model_.kernel_)
-        else:
-            self.hyperparameters_ = {}
-        self.log_marginal_likelihood_ = float(self.model_.log_marginal_likelihood_value_)
 
     def predict(self, X):
         """Predicted class labels."""
