@@ -89,6 +89,8 @@ print(json.dumps({{"n": n, "beta": h["beta"], "fit_s": el,
     "n_off_bound": int(m.off_bound_.size), "n_sv": int(m.support_.size),
     "test_ase": ase, "true_test_noise": float(np.mean(nt ** 2)),
     "evaluations": sum(len(s["trajectory"]) for s in m.starts_),
+    "subsample_evaluations": sum(len(s["subsample"]["trajectory"]) for s in m.starts_
+                                 if "subsample" in s),
     "warnings": [str(x.message)[:120] for x in w]}}))
 """
 

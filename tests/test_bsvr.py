@@ -135,3 +135,24 @@ def test_bad_input_is_rejected_clearly():
     m = BayesianSVR(optimize=False, C=1.0, epsilon=0.1, kappa=1.0, kappa_b=1.0).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         m.predict(np.zeros((3, 2)))
+
+
+def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
+    X, y, _, _ = _sinc(900, 11)
+    m = BayesianSVR(beta=0.3, n_starts=1, init_subsample=300).fit(X, y)
+    rec = m.starts_[0]
+    sub = rec["subsample"]
+    assert sub["n_samples"] == 300 and len(sub["trajectory"]) > 1
+    # the full-data phase starts at the subsample optimum ...
+    np.testing.assert_allclose(rec["theta0"], sub["theta"])
+    first_full = rec["trajectory"][0]
+    np.testing.assert_allclose(first_full["theta"], sub["theta"])
+    # ... and ends at a stationary point of the full-data evidence, no worse
+    assert -m.log_evidence_ <= first_full["fun"] + 1e-9
+    assert rec["trajectory"][-1]["grad_norm"] < 1e-2 * max(1.0, np.abs(first_full["grad_norm"]))
+    # repeatable with random_state=None (fixed subsample seed)
+    m2 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=300).fit(X, y)
+    np.testing.assert_allclose(m2.theta_, m.theta_)
+    # below the threshold the phase is skipped
+    m3 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=450).fit(X, y)
+    assert "subsample" not in m3.starts_[0]
