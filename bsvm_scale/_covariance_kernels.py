@@ -93,6 +93,17 @@ def cov_subset(X, idx, w, kappa0, kappa_b):
     return out
 
 
+@njit(cache=True, inline="always")
+def _add_dcov(X, ia, ib, w, kappa0, c, out, a):
+    """``out[a, p] += c * dCov(x_ia, x_ib)/d ln theta_p`` for ``ln kappa0`` and
+    every ``ln w_l`` (the ``ln kappa_b`` column is left to the caller)."""
+    kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
+    out[a, 0] += c * kk
+    for l in range(X.shape[1]):
+        t = X[ia, l] - X[ib, l]
+        out[a, 1 + l] -= 0.5 * w[l] * t * t * kk * c
+
+
 @njit(cache=True, parallel=True)
 def trace_dcov(X, idx, A, w, kappa0, kappa_b):
     """``trace(A dSigma_M/d ln theta)`` for every log hyperparameter.
@@ -107,15 +118,10 @@ def trace_dcov(X, idx, A, w, kappa0, kappa_b):
     for a in prange(m):
         ia = idx[a]
         for b in range(m):
-            ib = idx[b]
             s_ab = A[a, b]
             if s_ab == 0.0:
                 continue
-            kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
-            part[a, 0] += s_ab * kk
-            for l in range(d):
-                t = X[ia, l] - X[ib, l]
-                part[a, 1 + l] -= 0.5 * w[l] * t * t * kk * s_ab
+            _add_dcov(X, ia, idx[b], w, kappa0, s_ab, part, a)
             part[a, d + 1] += s_ab * kappa_b
     return part.sum(axis=0)
 
@@ -129,12 +135,7 @@ def _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, a, part):
         s_ab = A[a, b] if b == a else 2.0 * A[a, b]
         if s_ab == 0.0:
             continue
-        ib = idx[b]
-        kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
-        part[a, 0] += s_ab * kk
-        for l in range(d):
-            t = X[ia, l] - X[ib, l]
-            part[a, 1 + l] -= 0.5 * w[l] * t * t * kk * s_ab
+        _add_dcov(X, ia, idx[b], w, kappa0, s_ab, part, a)
         part[a, d + 1] += s_ab * kappa_b
 
 
@@ -215,11 +216,6 @@ def dcov_matvec(X, idx, v, w, kappa0, kappa_b):
             vb = v[b]
             if vb == 0.0:
                 continue
-            ib = idx[b]
-            kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
-            out[a, 0] += kk * vb
-            for l in range(d):
-                t = X[ia, l] - X[ib, l]
-                out[a, 1 + l] -= 0.5 * w[l] * t * t * kk * vb
+            _add_dcov(X, ia, idx[b], w, kappa0, vb, out, a)
         out[a, d + 1] = kappa_b * vsum
     return out
