@@ -122,7 +122,7 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
     return rows
 
 
-def _fit_worker(name, n, n_test, seed, queue):
+def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0):
     import psutil
 
     from bsvm_scale import BayesianSVC
@@ -150,7 +150,7 @@ def _fit_worker(name, n, n_test, seed, queue):
     th = threading.Thread(target=sampler, daemon=True)
     th.start()
     t = time.perf_counter()
-    clf = BayesianSVC(n_starts=1).fit(X, y)
+    clf = BayesianSVC(n_starts=1, cache_mb=cache_mb).fit(X, y)
     t_fit = time.perf_counter() - t
     t = time.perf_counter()
     err = float(np.mean(clf.predict(Xt) != yt))
@@ -168,7 +168,7 @@ def _fit_worker(name, n, n_test, seed, queue):
                "log_evidence": clf.log_evidence_})
 
 
-def bench_fit(datasets, n, n_test, seed):
+def bench_fit(datasets, n, n_test, seed, cache_mb=256.0):
     ctx = mp.get_context("spawn")
     out = []
     print(f"\nFull fit (1 start, L-BFGS-B on ln kappa0, ln kappa, ln kappa_b), n={n}, "
@@ -178,7 +178,7 @@ def bench_fit(datasets, n, n_test, seed):
         "kappa0", "kappa", "kappa_b", "ln evid"), flush=True)
     for name in datasets:
         q = ctx.Queue()
-        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q))
+        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q, cache_mb))
         p.start()
         r = q.get()
         p.join()
@@ -201,11 +201,14 @@ def main(argv=None):
     ap.add_argument("--test-n", type=int, default=20000)
     ap.add_argument("--datasets", nargs="+", default=["gauss2d", "twonorm"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cache-mb", type=float, default=256.0,
+                    help="row-cache budget of the full fits (MiB); the cache is freed "
+                         "while a large evidence block exists")
     args = ap.parse_args(argv)
     if args.part in ("evidence", "all"):
         bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
     if args.part in ("fit", "all"):
-        bench_fit(args.datasets, args.fit_n, args.test_n, args.seed)
+        bench_fit(args.datasets, args.fit_n, args.test_n, args.seed, args.cache_mb)
 
 
 if __name__ == "__main__":
