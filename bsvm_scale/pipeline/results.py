@@ -266,8 +266,13 @@ def section_r1(run, out, notes):
                              "kappa", "-ln evidence", "off-bound SVs", "on-bound SVs", "time [s]",
                              "test AAE", "test ASE", "true test AAE", "true test ASE"], rows) + [""]
             gap = [r[11] - r[13] for r in rows]
-            notes.append(f"R1 {model}: test ASE minus the true test noise ASE goes from "
-                         f"{gap[0]:.3g} (n={rows[0][0]}) to {gap[-1]:.3g} (n={rows[-1][0]}).")
+            lines += [f"Test ASE minus the true test noise goes from {gap[0]:.3g} (n = {rows[0][0]}) "
+                      f"to {gap[-1]:.3g} (n = {rows[-1][0]}).", ""]
+            last = rows[-1]
+            if last[4] is not None and abs(last[4] / last[1] - 1.0) > 0.25:
+                notes.append(f"R1 {model}, n = {last[0]}: the noise variance implied by (2.33), "
+                             f"{last[4]:.3g}, is {last[4] / last[1]:.2f} x the true noise variance "
+                             f"of the training set ({last[1]:.3g}).")
     lines += _r1_sweep(run, sizes, true, out)
     return lines
 
