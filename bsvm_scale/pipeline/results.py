@@ -324,6 +324,30 @@ def _r1_sweep(run, sizes, true, out):
          "![R1 beta sweep](r1_beta_sweep.png)", ""]
 
 
+def _peer_ratios(run, sizes, ours, peers, metric):
+    """Model-selection time of ``ours`` against each peer, side by side with the test metric.
+
+    Times are the mean CPU seconds per repetition (all starts / the whole CV grid);
+    the ratio is peer time / our time (> 1: ours is faster).
+    """
+    rows = []
+    for n, ds in sizes.items():
+        models = run.models(ds)
+        if ours not in models:
+            continue
+        t0 = np.mean([e["time"] for e in run.entries(ds, ours)])
+        m0 = np.mean(run.metric(ds, ours, metric))
+        for p in [p for p in peers if p in models]:
+            t = np.mean([e["time"] for e in run.entries(ds, p)])
+            rows.append([n, f"{ours} vs {p}", t0, t, t / t0, m0, np.mean(run.metric(ds, p, metric))])
+    if not rows:
+        return []
+    return [f"Model selection side by side (same data, same run): CPU seconds per repetition "
+            f"and test {metric}; ratio = peer time / {ours} time:", ""] + \
+        _table(["n", "pair", f"{ours} [s]", "peer [s]", "ratio", f"{ours} {metric}",
+                f"peer {metric}"], rows) + [""]
+
+
 def section_r2(run, out, notes):
     sizes = _groups_by_size(run)
     models = sorted({m for ds in sizes.values() for m in run.models(ds)})
@@ -361,6 +385,8 @@ def section_r2(run, out, notes):
     fig.savefig(out / "r2_scaling.png", dpi=80)
     plt.close(fig)
     lines += ["![R2 scaling](r2_scaling.png)", ""]
+    lines += _peer_ratios(run, sizes, "BSVR", ["LIBSVM-SVR-CV", "SVR-CV", "sklearn-GPR", "GPR"],
+                          "ase")
     big = max(sizes) if sizes else None
     if big and "BSVR" in models and "GPR" in models:
         b, g = np.mean(run.metric(sizes[big], "BSVR", "ase")), np.mean(run.metric(sizes[big], "GPR", "ase"))
@@ -628,6 +654,8 @@ def section_c2(run, out, notes):
     lines += ["Scaling (error rate on the common test set; CPU time per evidence evaluation for "
               "BTSVC/GPC, per SVC fit for the CV-tuned SVCs):", ""]
     lines += _table(["n", "model", "repetitions", "test error", "CPU [s]", "time unit"], srows) + [""]
+    lines += _peer_ratios(run, sizes, "BTSVC", ["LIBSVM-SVC-sigmoid", "SVC-CV", "sklearn-GPC",
+                                                 "GPC"], "error_rate")
     lines += _c2_contours(run, ds, out)
     return lines
 
