@@ -92,6 +92,7 @@ def _plt():
 
 
 def _fmt(v, digits=4):
+    """A table cell: numbers to ``digits`` significant digits, arrays in brackets."""
     if isinstance(v, (list, tuple, np.ndarray)):
         a = np.atleast_1d(np.asarray(v, dtype=float))
         return "[" + ", ".join(f"{x:.{digits - 1}g}" for x in a) + "]"
@@ -103,6 +104,7 @@ def _fmt(v, digits=4):
 
 
 def _table(head, rows):
+    """Markdown table lines."""
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(_fmt(c) if not isinstance(c, str) else c for c in r) + " |"
             for r in rows]
@@ -160,12 +162,14 @@ class Run:
 
 
 def _n_evals(task):
+    """Number of evidence evaluations recorded for a task (0 without a trajectory)."""
     tr = task.get("trajectory") or {}
     fun = tr.get("fun") if isinstance(tr, dict) else None
     return int(np.size(fun)) if fun is not None else 0
 
 
 def _size_of(label):
+    """Training size of a data set label ``<name>-n<size>`` (None otherwise)."""
     m = re.search(r"-n(\d+)$", label)
     return int(m.group(1)) if m else None
 
@@ -182,6 +186,7 @@ def _groups_by_size(run):
 
 # ------------------------------------------------------------ generic parts
 def _run_header(run):
+    """One paragraph: description, status, wall time, partitions, training sizes."""
     m = run.rec["meta"]
     parts = {ds: len(v["partitions"]) for ds, v in run.rec["datasets"].items()}
     sizes = sorted({len(np.asarray(v["partitions"][0]["train"])) for v in run.rec["datasets"].values()})
@@ -196,6 +201,7 @@ def _run_header(run):
 
 
 def _summary(run):
+    """The run's summary table (as in ``bsvm-scale report``)."""
     rows = summary_rows(run.rec)
     if not rows:
         return ["(no finished results)", ""]
@@ -232,13 +238,12 @@ def _paired_tests(run, metric, against, notes=None, label=""):
         _table(["data set", "difference", "partitions", f"mean diff", "t", "p"], rows) + [""]
 
 
-def _hyper_rows(run, ds, model):
-    e = run.entries(ds, model)
-    return e[0]["hyperparameters"] if e else {}
-
-
 # -------------------------------------------------------------- protocols
+# Every section_<key>(run, out, notes) returns the markdown lines of its protocol,
+# writes its figures into ``out`` and appends plain statements to ``notes`` where
+# a result differs from what the method promises.
 def section_r1(run, out, notes):
+    """Per-size table of the BSVR fits beside the true noise, and the beta sweep."""
     lines = []
     sizes = _groups_by_size(run)
     true = {}
@@ -278,6 +283,7 @@ def section_r1(run, out, notes):
 
 
 def _r1_sweep(run, sizes, true, out):
+    """Table and four-panel plot of the beta sweep (the size with most beta values)."""
     if not sizes:
         return []
     # the sweep's training set: the size with the most beta values
@@ -349,6 +355,7 @@ def _peer_ratios(run, sizes, ours, peers, metric):
 
 
 def section_r2(run, out, notes):
+    """Mean/sd of test AAE and ASE per size and method, CPU times, fitted exponents."""
     sizes = _groups_by_size(run)
     models = sorted({m for ds in sizes.values() for m in run.models(ds)})
     rows, times = [], {m: ([], []) for m in models}
@@ -397,6 +404,7 @@ def section_r2(run, out, notes):
 
 
 def _ard_table(run, ds, model):
+    """ARD values (partitions x inputs) and the entries of ``model`` on ``ds``."""
     e = run.entries(ds, model)
     if not e:
         return [], None
@@ -428,6 +436,7 @@ def _worse_than(run, model, ref, notes, label, factor=2.0):
 
 
 def section_r3(run, out, notes):
+    """Every hyperparameter (each kappa_l) per output and variant, ARD verdicts."""
     lines, verdicts = [], []
     for model in sorted({m for ds in run.datasets() for m in run.models(ds)}):
         rows = []
@@ -458,6 +467,7 @@ def section_r3(run, out, notes):
 
 
 def section_r4(run, out, notes):
+    """Test predictions against the series and errors inside the +-2 sd band."""
     ds = run.datasets()[0]
     tr, te = run.partition(ds)
     d = run.data(ds, extra=False)
@@ -498,6 +508,7 @@ def section_r4(run, out, notes):
 
 
 def section_r5(run, out, notes):
+    """Paired t-tests against BSVR and mean/sd of each ARD value over the splits."""
     lines = _paired_tests(run, "ase", ["BSVR", "BSVR-ARD"], notes, "R5")
     for ds in run.datasets():
         try:
@@ -518,6 +529,7 @@ def section_r5(run, out, notes):
 
 
 def section_c1(run, out, notes):
+    """Hyperparameters, SVs and evidence per case; discriminant and P(y=+1|x) plot."""
     rows = []
     for ds in run.datasets():
         for m in run.models(ds):
@@ -554,6 +566,7 @@ def _nll_notes(run, label, notes, datasets=None):
 
 
 def _c1_plot(run, out):
+    """Discriminant +- error bar (BTSVC) and P(y=+1|x) of the reloadable models."""
     from ..datasets.synthetic import gauss1d_posterior
 
     plt = _plt()
@@ -605,6 +618,7 @@ def _bayes_rows(run, ds):
 
 
 def _fitted_gauss_posterior(X, y, Xt):
+    """P(y=+1|x) of the Bayes classifier with Gaussians fitted to ``(X, y)``."""
     from scipy.stats import multivariate_normal
 
     logp = []
@@ -619,6 +633,7 @@ def _fitted_gauss_posterior(X, y, Xt):
 
 
 def section_c2(run, out, notes):
+    """Bayes classifiers and models at the largest size, scaling table, contours."""
     sizes = _groups_by_size(run)
     if not sizes:
         return []
@@ -661,6 +676,7 @@ def section_c2(run, out, notes):
 
 
 def _c2_contours(run, ds, out):
+    """Contours of P(y=+1|x): Bayes, BTSVC and GPC of repetition 0."""
     from ..datasets.synthetic import gauss2d_posterior
 
     g = np.linspace(-7, 7, 121)
@@ -684,6 +700,7 @@ def _c2_contours(run, ds, out):
 
 
 def section_c3(run, out, notes):
+    """Error rate, SVs and time per partition (protocols A and B), paired t-tests."""
     rows = []
     for ds in run.datasets():
         for m in run.models(ds):
@@ -701,6 +718,7 @@ def section_c3(run, out, notes):
 
 
 def section_c4(run, out, notes):
+    """Overall error and every one-versus-rest classifier's SVs and test error."""
     lines = []
     for ds in run.datasets():
         tr, te = run.partition(ds)
@@ -739,6 +757,7 @@ SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_
 
 # ------------------------------------------------------------- the page
 def _machine(runs):
+    """Operating system, cores, CPU model, memory and package versions."""
     cpu = platform.processor() or platform.machine()
     try:
         for ln in Path("/proc/cpuinfo").read_text().splitlines():
@@ -778,6 +797,7 @@ def _largest(runs):
 
 
 def _bench_section(bench_files):
+    """Tables of the benchmark JSON rows, or the commands that make them."""
     lines = ["## Peer benchmarks", ""]
     if not bench_files:
         return lines + [
