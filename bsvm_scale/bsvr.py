@@ -28,7 +28,7 @@ from sklearn.exceptions import ConvergenceWarning
 from . import losses
 from ._base import Standardizer, resolve_rng
 from ._validation import (check_beta, check_nonconstant, check_positive, check_positive_int,
-                          check_predict_X, check_regression_data)
+                          check_predict_X, check_regression_data, warn_target_offset)
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
@@ -40,6 +40,10 @@ __all__ = ["BayesianSVR", "default_beta"]
 BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
        "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
 _PRED_CHUNK_BYTES = 32 * 2**20
+#: trust radius (max-norm, log units) of the full-data phase after the
+#: subsample phase: its optimum is close, and the first L-BFGS-B step on the
+#: full data (gradients about n / init_subsample times larger) must not jump
+FINE_MAX_STEP = 0.5
 
 
 
@@ -170,6 +174,15 @@ def _copied(v):
     return v
 
 
+def _unrefined(coarse_record):
+    """Start record of a start whose subsample optimum was not the best, so
+    it was not refined on the full data; its subsample phase is kept."""
+    rec = _start_record(coarse_record["theta0"], coarse_record["theta"], np.nan, 0, False,
+                        "not refined on the full data: a lower subsample evidence", [])
+    rec["subsample"] = coarse_record
+    return rec
+
+
 def _start_record(theta0, theta, fun, n_iter, success, message, trajectory):
     return {"theta0": theta0, "theta": theta, "neg_log_evidence": fun, "n_iter": n_iter,
             "success": success, "message": message, "trajectory": trajectory}
@@ -220,12 +233,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         every start is first optimised on a random subsample of
         ``init_subsample`` training cases (same ``beta``, ``kappa0`` and box;
         drawn with ``random_state``, or a fixed seed when it is None, so that
-        a fit is repeatable), and the evidence of the full data is then
-        maximised from the subsample's optimum. ``C`` and ``epsilon`` are
-        per-case noise parameters and ``kappa``, ``kappa_b`` describe the
-        function, so the subsample optimum is close to the full one and the
-        expensive full-data evaluations drop to a handful. ``None`` turns
-        this off.
+        a fit is repeatable); the start with the highest subsample evidence
+        is then refined on the full data, from the subsample optimum, with a
+        dual warm start predicted from the subsample solution and a trust
+        radius of :data:`FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
+        noise parameters and ``kappa``, ``kappa_b`` describe the function, so
+        the subsample optimum is close to the full one and the expensive
+        full-data evaluations drop to a handful. ``None`` turns this off
+        (every start is then optimised on the full data).
 
     Attributes
     ----------
@@ -369,8 +384,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
                               "kappa0 explicitly or check y.")
         kappa0 = float(np.var(y)) if self.kappa0 is None else float(check_positive("kappa0", self.kappa0))
-        s = float(np.std(y))
+        s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
         bounds = self._box(s, d)
+        warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
+                           "Subtract the mean of y before fitting (add it back to predictions).")
         max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         self._max_iter = max_iter
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
@@ -383,12 +400,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         if self.optimize:
             replay = None if init is None else init.get("evaluations")
-            coarse = self._coarse_starts(Xs, y, kappa0, beta, thetas, bounds)
-            thetas = [rec["theta"] for rec in coarse] if coarse else thetas
+            coarse, nu0 = self._coarse_starts(Xs, y, kappa0, beta, thetas, bounds)
+            max_step = None
+            if coarse:  # refine the best subsample start on the full data
+                best = int(np.argmin([r["neg_log_evidence"] for r in coarse]))
+                thetas = [coarse[best]["theta"]]
+                if init is None or init.get("state") is None:
+                    problem.reset(nu0)
+                max_step = FINE_MAX_STEP
             final = self._maximise_evidence(problem, thetas, bounds, callback, init is None,
-                                            replay)
-            for rec, coarse_rec in zip(self.starts_, coarse):
-                rec["subsample"] = coarse_rec
+                                            replay, max_step)
+            if coarse:
+                self.starts_[0]["subsample"] = coarse[best]
+                self.starts_ += [_unrefined(r) for k, r in enumerate(coarse) if k != best]
         else:
             value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last
@@ -398,12 +422,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return self
 
     def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds):
-        """Optimise every start on a subsample first (``init_subsample``);
-        returns one start record per start (empty when not applicable)."""
+        """Optimise every start on a subsample first (``init_subsample``).
+
+        Returns one start record per start (empty when not applicable) and a
+        warm-start dual vector for the full data predicted from the best
+        subsample solution: a point whose residual leaves the tube of that
+        solution starts at the bound on its side, the others at 0. Most
+        bound SVs of the full problem are found this way, so its first SMO
+        solve starts close to the answer instead of at 0.
+        """
         m = self.init_subsample
         n = X.shape[0]
         if m is None or n <= 2 * int(m):
-            return []
+            return [], None
         seed = self.random_state if self.random_state is not None else 0
         idx = np.sort(resolve_rng(seed).choice(n, size=int(m), replace=False))
         sub = _Problem(np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]), kappa0,
@@ -416,10 +447,21 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             rec = _start_record(res.theta0, res.theta, res.fun, res.n_iter, res.success,
                                 res.message, res.trajectory)
             rec["n_samples"] = int(m)
+            rec["best_nu"] = sub.best[1] if sub.best is not None else np.zeros(int(m))
             records.append(rec)
-        return records
+        best = records[int(np.argmin([r["neg_log_evidence"] for r in records]))]
+        C, eps, cov = sub.unpack(best["theta"])
+        nu_sub = best.pop("best_nu")
+        for r in records:
+            r.pop("best_nu", None)
+        sv = np.flatnonzero(nu_sub)
+        f = cov.cross_matvec(X, np.ascontiguousarray(X[idx[sv]]), nu_sub[sv])
+        resid = y - f
+        nu0 = np.where(resid > eps, C, np.where(resid < -eps, -C, 0.0))
+        return records, nu0
 
-    def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None):
+    def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
+                           max_step=None):
         """Run every start, keep the trajectories, return the final state at
         the start with the highest evidence (thesis 4.3.2); ``replay``: the
         recorded evaluations of a resumed single start."""
@@ -431,7 +473,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             cb = None if callback is None else \
                 (lambda rec, k=k: callback(k, rec, problem.get_state()))
             res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
-                            precondition=True, replay=replay)
+                            max_step=max_step, precondition=True, replay=replay)
             results.append(res)
             bests.append(problem.best)
             self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,

@@ -139,10 +139,14 @@ def test_bad_input_is_rejected_clearly():
 
 def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     X, y, _, _ = _sinc(900, 11)
-    m = BayesianSVR(beta=0.3, n_starts=1, init_subsample=300).fit(X, y)
+    m = BayesianSVR(beta=0.3, init_subsample=300).fit(X, y)
+    assert len(m.starts_) == 2  # both starts ran on the subsample, the best was refined
     rec = m.starts_[0]
     sub = rec["subsample"]
     assert sub["n_samples"] == 300 and len(sub["trajectory"]) > 1
+    other = m.starts_[1]
+    assert other["trajectory"] == [] and len(other["subsample"]["trajectory"]) > 1
+    assert sub["neg_log_evidence"] <= other["subsample"]["neg_log_evidence"]
     # the full-data phase starts at the subsample optimum ...
     np.testing.assert_allclose(rec["theta0"], sub["theta"])
     first_full = rec["trajectory"][0]
@@ -151,7 +155,7 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     assert -m.log_evidence_ <= first_full["fun"] + 1e-9
     assert rec["trajectory"][-1]["grad_norm"] < 1e-2 * max(1.0, np.abs(first_full["grad_norm"]))
     # repeatable with random_state=None (fixed subsample seed)
-    m2 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=300).fit(X, y)
+    m2 = BayesianSVR(beta=0.3, init_subsample=300).fit(X, y)
     np.testing.assert_allclose(m2.theta_, m.theta_)
     # below the threshold the phase is skipped
     m3 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=450).fit(X, y)
