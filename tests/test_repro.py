@@ -288,7 +288,8 @@ def test_results_page_from_a_tiny_run(tiny_run):
     page = write_results([run_dir], out).read_text()
     assert "## R2. Sinc scaling" in page and "## Machine and versions" in page
     assert "bsvm-scale run pipelines/repro_r2_tiny.toml" in page
-    assert (out / "r2_scaling.png").stat().st_size > 1000
+    assert (out / "repro_r2_tiny_r2_scaling.png").stat().st_size > 1000
+    assert "(repro_r2_tiny_r2_scaling.png)" in page
     # the ASE of the table, recomputed from the stored test predictions and the data file
     ds = read_dataset(run_dir / "data" / "sinc-n24.h5")
     ases = []

@@ -320,14 +320,14 @@ def _r1_sweep(run, sizes, true, out):
         x.set_xlabel("beta")
     fig.suptitle(f"R1 beta sweep, n = {big}")
     fig.tight_layout()
-    fig.savefig(out / "r1_beta_sweep.png", dpi=80)
+    fig.savefig(out / f"{run.name}_r1_beta_sweep.png", dpi=80)
     plt.close(fig)
     return [f"beta sweep on the {big}-case training set (evidence maximisation at each beta):", ""] + \
         _table(["beta", "SVs", "off-bound SVs", "s per evaluation", "-ln evidence",
                 "test ASE - true noise", "model"], rows) + \
         ["", "The time per evaluation is the fit time divided by the number of evidence "
          "evaluations; the MAP solve and the evidence+gradient are not timed separately.", "",
-         "![R1 beta sweep](r1_beta_sweep.png)", ""]
+         f"![R1 beta sweep]({run.name}_r1_beta_sweep.png)", ""]
 
 
 def _peer_ratios(run, sizes, ours, peers, metric):
@@ -389,9 +389,9 @@ def section_r2(run, out, notes):
         x.set_xlabel("training cases n")
         x.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "r2_scaling.png", dpi=80)
+    fig.savefig(out / f"{run.name}_r2_scaling.png", dpi=80)
     plt.close(fig)
-    lines += ["![R2 scaling](r2_scaling.png)", ""]
+    lines += [f"![R2 scaling]({run.name}_r2_scaling.png)", ""]
     lines += _peer_ratios(run, sizes, "BSVR", ["LIBSVM-SVR-CV", "SVR-CV", "sklearn-GPR", "GPR"],
                           "ase")
     big = max(sizes) if sizes else None
@@ -501,10 +501,10 @@ def section_r4(run, out, notes):
             notes.append(f"R4 {m}: only {inside:.0%} of the test errors lie inside the +-2 sd band "
                          "(about 95% expected for calibrated error bars).")
     fig.tight_layout()
-    fig.savefig(out / "r4_timeseries.png", dpi=80)
+    fig.savefig(out / f"{run.name}_r4_timeseries.png", dpi=80)
     plt.close(fig)
     return _table(["model", "test ASE", "test AAE", "mean predictive sd", "inside +-2 sd"], rows) + \
-        ["", "![R4 predictions and error bars](r4_timeseries.png)", ""]
+        ["", f"![R4 predictions and error bars]({run.name}_r4_timeseries.png)", ""]
 
 
 def section_r5(run, out, notes):
@@ -595,9 +595,9 @@ def _c1_plot(run, out):
             a.legend(fontsize=7)
             a.set_xlabel("x")
     fig.tight_layout()
-    fig.savefig(out / "c1_discriminant.png", dpi=80)
+    fig.savefig(out / f"{run.name}_c1_discriminant.png", dpi=80)
     plt.close(fig)
-    return ["![C1 discriminant and class probability](c1_discriminant.png)", ""]
+    return [f"![C1 discriminant and class probability]({run.name}_c1_discriminant.png)", ""]
 
 
 def _bayes_rows(run, ds):
@@ -694,9 +694,9 @@ def _c2_contours(run, ds, out):
         a.clabel(cs, fontsize=7)
         a.set_title(f"{name}: P(y=+1|x)")
     fig.tight_layout()
-    fig.savefig(out / "c2_contours.png", dpi=80)
+    fig.savefig(out / f"{run.name}_c2_contours.png", dpi=80)
     plt.close(fig)
-    return [f"![C2 contours of P(y=+1|x), {ds}, repetition 0](c2_contours.png)", ""]
+    return [f"![C2 contours of P(y=+1|x), {ds}, repetition 0]({run.name}_c2_contours.png)", ""]
 
 
 def section_c3(run, out, notes):
