@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["Standardizer", "check_positive", "check_beta", "resolve_rng"]
+from ._validation import check_beta, check_positive  # re-exported: one implementation
+
+__all__ = ["Standardizer", "check_positive", "check_beta", "resolve_rng", "BinaryClassifierMixin"]
 
 
 class Standardizer:
@@ -32,24 +34,6 @@ class Standardizer:
         return np.ascontiguousarray((X - self.mean) / self.scale)
 
 
-def check_positive(name, value, allow_none=False):
-    """``value`` as a positive float (or array), with a clear error otherwise."""
-    if value is None and allow_none:
-        return None
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be positive and finite; got {value!r}.")
-    return float(arr) if arr.ndim == 0 else arr
-
-
-def check_beta(beta):
-    """``beta`` of the soft insensitive loss must lie in (0, 1]."""
-    b = float(beta)
-    if not (0.0 < b <= 1.0):
-        raise ValueError(f"beta must lie in (0, 1]; got {beta!r}.")
-    return b
-
-
 def resolve_rng(random_state):
     """numpy Generator from None, an int seed or a Generator/RandomState."""
     if isinstance(random_state, np.random.Generator):
@@ -57,3 +41,31 @@ def resolve_rng(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(2**31 - 1))
     return np.random.default_rng(random_state)
+
+
+class BinaryClassifierMixin:
+    """Prediction and scikit-learn tags of the binary-only classifiers.
+
+    Put before ``ClassifierMixin`` in the bases. Such a classifier refuses
+    more than two classes in ``fit``; the ``multi_class=False`` tag makes
+    scikit-learn's estimator checks use binary problems for it.
+    """
+
+    def predict(self, X):
+        """Labels ``classes_[f(x) > 0]`` (``f`` from ``decision_function``).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+
+        Returns
+        -------
+        ndarray of shape (m,)
+        """
+        f = self.decision_function(X)  # first: NotFittedError before any use of classes_
+        return self.classes_[(f > 0).astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

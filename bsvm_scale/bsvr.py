@@ -123,6 +123,12 @@ class _Problem:
             if k not in self._NOT_STATE and k != "nu":
                 setattr(self, k, _copied(v))
 
+    def _repeat(self, theta, need_grad):
+        """True when ``theta`` is the point evaluated last (the MAP solution
+        is unique, so the stored evaluation is the answer)."""
+        return (self.last is not None and np.array_equal(self.last[0], theta)
+                and (not need_grad or self.last[5].grad is not None))
+
     def unpack(self, theta):
         theta = np.asarray(theta, dtype=float)
         C, eps = float(np.exp(theta[0])), float(np.exp(theta[1]))
@@ -148,6 +154,10 @@ class _Problem:
         return nu, f, float(bias), int(n_iter), float(vmax)
 
     def __call__(self, theta, need_grad=True):
+        if self._repeat(theta, need_grad):  # L-BFGS-B re-evaluates points in line searches
+            nu, ev, info = self.last[4], self.last[5], self.last[6]
+            self._keep_best(ev.value, nu)
+            return ev.value, ev.grad, info
         C, eps, cov = self.unpack(theta)
         nu, f, bias, n_iter, vmax = self.solve(C, eps, cov)
         ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad)
@@ -160,9 +170,13 @@ class _Problem:
                 "n_I3": int(np.count_nonzero(nu >= C)),
                 "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info)
-        if np.isfinite(ev.value) and (self.best is None or ev.value < self.best[0]):
-            self.best = (ev.value, nu.copy())
+        self._keep_best(ev.value, nu)
         return ev.value, ev.grad, info
+
+    def _keep_best(self, value, nu):
+        """Remember the dual vector at the lowest ``-ln evidence`` so far."""
+        if np.isfinite(value) and (self.best is None or value < self.best[0]):
+            self.best = (value, nu.copy())
 
 
 def _copied(v):

@@ -29,10 +29,10 @@ import numpy as np
 from scipy.special import erfc
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._base import Standardizer, check_positive, resolve_rng
+from ._base import Standardizer, resolve_rng
+from ._validation import (check_classification_data, check_positive, check_positive_int,
+                          check_predict_X)
 from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence, predictive_moments
@@ -374,10 +374,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _check_params(self, d):
         check_positive("tol", self.tol)
         check_positive("cache_mb", self.cache_mb)
-        if self.max_iter is not None and int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
-        if self.n_starts is not None and int(self.n_starts) < 1:
-            raise ValueError(f"n_starts must be a positive integer; got {self.n_starts!r}.")
+        check_positive_int("max_iter", self.max_iter, allow_none=True)
+        check_positive_int("n_starts", self.n_starts, allow_none=True)
         kappa = check_positive("kappa", self.kappa, allow_none=True)
         if kappa is not None and np.ndim(kappa) == 1:
             if not self.ard:
@@ -464,11 +462,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         -------
         self : BayesianSVC
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=False)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        if classes.size < 2:
-            raise ValueError(f"y must contain at least two classes; got only {classes.tolist()!r}.")
+        X, y, classes, _ = check_classification_data(self, X, y)
         self._check_params(X.shape[1])
         self.classes_ = classes
         if classes.size == 2:
@@ -633,8 +627,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         sd : ndarray, same shape as ``mu``
             Only with ``return_std=True``.
         """
-        check_is_fitted(self, "classes_")
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_predict_X(self, X, "classes_")
         if self.classes_.size == 2:
             mu, sd = self._latent(X)
         else:

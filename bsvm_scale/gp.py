@@ -48,10 +48,13 @@ from numba import njit, prange
 from scipy.linalg import lapack, solve_triangular
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
 
-from ._base import Standardizer, check_positive, resolve_rng
-from .covariance import GaussianCovariance, as_float_matrix
+from ._base import BinaryClassifierMixin, Standardizer, resolve_rng
+from ._validation import (check_classification_data, check_positive, check_positive_int,
+                          check_predict_X, check_regression_data, warn_target_offset)
+from .covariance import GaussianCovariance
 from .optimize import best_start, run_start
 
 __all__ = ["GPR", "GPC"]
@@ -63,18 +66,6 @@ _PRED_CHUNK_BYTES = 32 * 2**20
 # ---------------------------------------------------------------------------
 # shared helpers
 # ---------------------------------------------------------------------------
-def _check_y_vector(y, n, name="y"):
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be a 1-D array of length n_samples; got shape {y.shape}.")
-    if y.shape[0] != n:
-        raise ValueError(f"X and {name} have mismatched lengths: X has {n} samples, "
-                         f"{name} has {y.shape[0]}.")
-    return y
-
-
 def _check_memory(n, n_matrices, max_memory_mb, model):
     """Refuse a fit whose dense ``n x n`` matrices exceed ``max_memory_mb``."""
     need_mb = n_matrices * 8.0 * n * n / 2**20
@@ -113,9 +104,7 @@ def _log_bounds(bounds, size):
 def _start_points(theta0, bounds, n_starts, rng, spread=3.0):
     """The first start is ``theta0``; the others are uniform in
     ``theta0 +- spread`` (log space), clipped to the box."""
-    n_starts = int(n_starts)
-    if n_starts < 1:
-        raise ValueError(f"n_starts must be a positive integer; got {n_starts!r}.")
+    n_starts = check_positive_int("n_starts", n_starts)
     lo = np.array([b[0] for b in bounds])
     hi = np.array([b[1] for b in bounds])
     pts = [np.clip(theta0, lo, hi)]
@@ -185,11 +174,6 @@ def _gradient_matrix_inplace(c, alpha):
         c[j, j] = alpha[j] * alpha[j] - c[j, j]
         for i in range(j + 1, n):
             c[i, j] = 2.0 * (alpha[i] * alpha[j] - c[i, j])
-
-
-def _check_fitted(est, attr):
-    if not hasattr(est, attr):
-        raise NotFittedError(f"This {type(est).__name__} instance is not fitted yet; call fit first.")
 
 
 # ---------------------------------------------------------------------------
@@ -330,7 +314,7 @@ class GPR(RegressorMixin, BaseEstimator):
         -------
         float, or (float, ndarray)
         """
-        _check_fitted(self, "theta_")
+        check_is_fitted(self, "theta_")
         theta = self.theta_ if theta is None else np.asarray(theta, dtype=float)
         if theta.shape != self.theta_.shape:
             raise ValueError(f"theta must have shape {self.theta_.shape}; got {theta.shape}.")
@@ -351,13 +335,8 @@ class GPR(RegressorMixin, BaseEstimator):
         -------
         self
         """
-        X = as_float_matrix(X, "X")
+        X, y = check_regression_data(self, X, y)
         n, d = X.shape
-        y = _check_y_vector(y, n).astype(np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values.")
-        if n < 2:
-            raise ValueError(f"X must have at least 2 samples; got {n}.")
         max_mb = check_positive("max_memory_mb", self.max_memory_mb)
         for attr in ("L_", "alpha_"):
             if hasattr(self, attr):
@@ -371,6 +350,9 @@ class GPR(RegressorMixin, BaseEstimator):
         std = Standardizer.fit(X)
         Xs = std.transform(X)
         y_mean = float(y.mean()) if self.center_y else 0.0
+        if not self.center_y:
+            kb_max = cov0.kappa_b if not self.optimize else np.exp(bounds[-2][1])
+            warn_target_offset(y, np.sqrt(kb_max), "GPR", "Pass center_y=True.")
         yc = np.ascontiguousarray(y - y_mean)
 
         starts = []
@@ -427,7 +409,7 @@ class GPR(RegressorMixin, BaseEstimator):
 
     def get_covariance(self):
         """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""
-        _check_fitted(self, "theta_")
+        check_is_fitted(self, "theta_")
         return GaussianCovariance.from_theta(self.theta_[:-1], ard=bool(self.ard))
 
     # -- prediction ------------------------------------------------------
@@ -447,11 +429,7 @@ class GPR(RegressorMixin, BaseEstimator):
         mean : ndarray of shape (m,)
         std : ndarray of shape (m,), if ``return_std``
         """
-        _check_fitted(self, "L_")
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features but GPR was fitted with "
-                             f"{self.n_features_in_}.")
+        X = check_predict_X(self, X, "L_")
         Xs = (X - self.x_mean_) / self.x_scale_
         Xs = np.ascontiguousarray(Xs)
         cov = self.get_covariance()
@@ -489,7 +467,7 @@ def _logistic_gaussian(mu, var, method):
     return expit(f) @ _GH_W
 
 
-class GPC(ClassifierMixin, BaseEstimator):
+class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
     """Binary Gaussian-process classification with the Laplace approximation.
 
     Latent ``f ~ GP(0, Cov)`` (covariance 4.3 / 4.42), likelihood
@@ -650,7 +628,7 @@ class GPC(ClassifierMixin, BaseEstimator):
         eval_gradient : bool, default=False
             Also return the gradient (6.91)-(6.94).
         """
-        _check_fitted(self, "theta_")
+        check_is_fitted(self, "theta_")
         theta = self.theta_ if theta is None else np.asarray(theta, dtype=float)
         if theta.shape != self.theta_.shape:
             raise ValueError(f"theta must have shape {self.theta_.shape}; got {theta.shape}.")
@@ -670,21 +648,14 @@ class GPC(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        X = as_float_matrix(X, "X")
+        X, y, classes, codes = check_classification_data(self, X, y, binary_only=True)
         n, d = X.shape
-        y = _check_y_vector(y, n)
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values.")
-        classes = np.unique(y)
-        if classes.shape[0] != 2:
-            raise ValueError(f"y must contain exactly two classes for binary GPC; got "
-                             f"{classes.shape[0]} ({classes[:5]!r}).")
         if self.predict_method not in ("quadrature", "probit"):
             raise ValueError("predict_method must be 'quadrature' or 'probit'; got "
                              f"{self.predict_method!r}.")
         max_mb = check_positive("max_memory_mb", self.max_memory_mb)
         need = _check_memory(n, 4, max_mb, "GPC")
-        t = (y == classes[1]).astype(np.float64)
+        t = (codes == 1).astype(np.float64)
         cov0 = _initial_covariance(self.kappa0, self.kappa, self.kappa_b, bool(self.ard), d)
         theta0 = cov0.theta
         bounds = _log_bounds(self.bounds, theta0.size)
@@ -736,7 +707,7 @@ class GPC(ClassifierMixin, BaseEstimator):
 
     def get_covariance(self):
         """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""
-        _check_fitted(self, "theta_")
+        check_is_fitted(self, "theta_")
         return GaussianCovariance.from_theta(self.theta_, ard=bool(self.ard))
 
     # -- prediction ------------------------------------------------------
@@ -746,11 +717,7 @@ class GPC(ClassifierMixin, BaseEstimator):
 
         Positive values favour ``classes_[1]``.
         """
-        _check_fitted(self, "L_")
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features but GPC was fitted with "
-                             f"{self.n_features_in_}.")
+        X = check_predict_X(self, X, "L_")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         cov = self.get_covariance()
         mean = cov.cross_matvec(Xs, self.X_train_, self.grad_loglik_)
@@ -771,7 +738,3 @@ class GPC(ClassifierMixin, BaseEstimator):
         mean, std = self.decision_function(X, return_std=True)
         p1 = _logistic_gaussian(mean, std**2, self.predict_method)
         return np.column_stack((1.0 - p1, p1))
-
-    def predict(self, X):
-        """Most probable class (``classes_[1]`` where the latent mean is > 0)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

@@ -47,11 +47,13 @@ import warnings
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
-from ._base import Standardizer, check_positive
-from .covariance import GaussianCovariance, as_float_matrix
+from ._base import BinaryClassifierMixin, Standardizer
+from ._validation import (check_classification_data, check_positive, check_positive_int,
+                          check_predict_X, check_regression_data)
+from .covariance import GaussianCovariance
 
 __all__ = ["RVR", "RVC"]
 
@@ -256,21 +258,6 @@ def _spd_inverse(H, model):
     return Linv.T @ Linv, 2.0 * float(np.sum(np.log(np.diag(L))))
 
 
-def _check_X_y(X, y, model):
-    X = as_float_matrix(X, "X")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be a 1-D array of length n_samples; got shape {y.shape}.")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(f"X and y have mismatched lengths: X has {X.shape[0]} samples, "
-                         f"y has {y.shape[0]}.")
-    if X.shape[0] < 2:
-        raise ValueError(f"{model} needs at least 2 samples in X; got {X.shape[0]}.")
-    return X, y
-
-
 class _RVMBase(BaseEstimator):
     """Parameters and prediction helpers shared by RVR and RVC."""
 
@@ -281,8 +268,7 @@ class _RVMBase(BaseEstimator):
         check_positive("cache_mb", self.cache_mb)
         check_positive("tol", self.tol)
         check_positive("tol_evidence", self.tol_evidence)
-        if int(self.max_iter) < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {self.max_iter!r}.")
+        check_positive_int("max_iter", self.max_iter)
         return float(kappa)
 
     def _store_basis(self, active, basis, alpha, mean, Sigma):
@@ -305,13 +291,7 @@ class _RVMBase(BaseEstimator):
         self.n_relevance_vectors_ = int(rv.shape[0])
 
     def _latent(self, X, return_std):
-        if not hasattr(self, "mean_"):
-            raise NotFittedError(f"This {type(self).__name__} instance is not fitted yet; "
-                                 "call fit first.")
-        X = as_float_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features but {type(self).__name__} was "
-                             f"fitted with {self.n_features_in_}.")
+        X = check_predict_X(self, X, "mean_")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         P = _design(Xs, self.X_relevance_, self.has_bias_, self.kappa_)
         mean = P @ self.mean_
@@ -419,10 +399,7 @@ class RVR(RegressorMixin, _RVMBase):
             return self._fit(X, y)
 
     def _fit(self, X, y):
-        X, y = _check_X_y(X, y, "RVR")
-        t = y.astype(np.float64)
-        if not np.all(np.isfinite(t)):
-            raise ValueError("y contains NaN or infinite values.")
+        X, t = check_regression_data(self, X, y)
         n, d = X.shape
         kappa = self._validate_params(d)
         std = Standardizer.fit(X)
@@ -562,7 +539,7 @@ class RVR(RegressorMixin, _RVMBase):
 # ---------------------------------------------------------------------------
 # RVC
 # ---------------------------------------------------------------------------
-class RVC(ClassifierMixin, _RVMBase):
+class RVC(BinaryClassifierMixin, ClassifierMixin, _RVMBase):
     """Binary relevance vector classification (Bishop 7.2.3) trained by the
     fast sequential algorithm with a Laplace/IRLS inner loop.
 
@@ -658,16 +635,10 @@ class RVC(ClassifierMixin, _RVMBase):
             return self._fit(X, y)
 
     def _fit(self, X, y):
-        X, y = _check_X_y(X, y, "RVC")
-        if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values.")
-        classes = np.unique(y)
-        if classes.shape[0] != 2:
-            raise ValueError(f"y must contain exactly two classes for binary RVC; got "
-                             f"{classes.shape[0]} ({classes[:5]!r}).")
+        X, y, classes, codes = check_classification_data(self, X, y, binary_only=True)
         n, d = X.shape
         kappa = self._validate_params(d)
-        t = (y == classes[1]).astype(np.float64)
+        t = (codes == 1).astype(np.float64)
         std = Standardizer.fit(X)
         Xs = std.transform(X)
         basis = _Basis(Xs, kappa, bool(self.bias), float(self.cache_mb))
@@ -756,7 +727,3 @@ class RVC(ClassifierMixin, _RVMBase):
             mean = mean / np.sqrt(1.0 + np.pi * var / 8.0)
         p1 = expit(mean)
         return np.column_stack((1.0 - p1, p1))
-
-    def predict(self, X):
-        """Most probable class."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

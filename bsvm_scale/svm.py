@@ -38,8 +38,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from . import _smo_classic as _smo
-from ._base import Standardizer, check_positive
-from .covariance import GaussianCovariance, RowCache, as_float_matrix
+from ._base import BinaryClassifierMixin, Standardizer
+from ._validation import (check_classification_data, check_positive, check_positive_int,
+                          check_predict_X, check_regression_data)
+from .covariance import GaussianCovariance, RowCache
 
 __all__ = ["SVR", "SVC", "TSVC", "epsilon_noise_variance"]
 
@@ -67,48 +69,23 @@ def _effective_max_iter(max_iter, n_vars):
 
 
 def _prepare_X(est, X, fit):
-    X = as_float_matrix(X, "X")
-    if X.shape[0] == 0:
-        raise ValueError("X must contain at least one sample.")
+    """Standardise validated inputs (fit: also store the statistics)."""
     if fit:
-        est.n_features_in_ = X.shape[1]
-        if est.standardize:
-            est.standardizer_ = Standardizer.fit(X)
-        else:
-            est.standardizer_ = None
-    elif X.shape[1] != est.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
-                         f"{est.n_features_in_}.")
+        est.standardizer_ = Standardizer.fit(X) if est.standardize else None
+    else:
+        X = check_predict_X(est, X, "dual_coef_")
     if est.standardizer_ is not None:
         X = est.standardizer_.transform(X)
     return X
 
 
-def _check_y(y, n, numeric=True):
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D; got shape {y.shape}.")
-    if y.shape[0] != n:
-        raise ValueError(f"y has {y.shape[0]} entries but X has {n} samples.")
-    if numeric:
-        y = np.ascontiguousarray(y, dtype=np.float64)
-        if not np.all(np.isfinite(y)):
-            raise ValueError("y contains NaN or infinite values.")
-    return y
-
-
-def _binary_labels(y):
-    classes = np.unique(y)
-    if classes.shape[0] != 2:
-        raise ValueError(f"y must contain exactly two classes; got {classes.shape[0]}.")
-    s = np.where(y == classes[1], 1.0, -1.0)
-    return classes, np.ascontiguousarray(s)
+def _binary_classes(est, X, y):
+    """Validated ``X``, the two ``classes_`` and labels as -1/+1."""
+    X, _, classes, codes = check_classification_data(est, X, y, binary_only=True)
+    return X, classes, np.where(codes == 1, 1.0, -1.0)
 
 
 def _decision(est, X):
-    check_is_fitted(est, "dual_coef_")
     X = _prepare_X(est, X, fit=False)
     out = np.empty(X.shape[0])
     w = np.full(X.shape[1], est._kappa)
@@ -239,8 +216,8 @@ class SVR(RegressorMixin, BaseEstimator):
     def fit(self, X, y):
         """Train on ``X`` (n, d) and targets ``y`` (n,)."""
         C, eps, kappa, tol, cache_mb, mi = self._check_params()
+        X, y = check_regression_data(self, X, y)
         X = _prepare_X(self, X, fit=True)
-        y = _check_y(y, X.shape[0])
         n = X.shape[0]
         self._kappa = kappa
         cache = RowCache(X, GaussianCovariance(1.0, kappa, KAPPA_B_NONE), cache_mb)
@@ -276,10 +253,6 @@ class SVR(RegressorMixin, BaseEstimator):
             self.log_evidence_ = self.log_evidence()
             self._factor_margin()
         return self
-
-    def decision_function(self, X):
-        """``f(x) = sum_i beta_i K(x_i, x) + b``."""
-        return _decision(self, X)
 
     # -- Gao et al. (2002) -------------------------------------------------
     def _sets(self):
@@ -355,8 +328,7 @@ class SVR(RegressorMixin, BaseEstimator):
         self
         """
         rtol = float(check_positive("rtol", rtol))
-        if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-            raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}.")
+        check_positive_int("max_iter", max_iter)
         C = float(check_positive("C", self.C))
         path, evid = [], []
         converged = False
@@ -427,7 +399,7 @@ class SVR(RegressorMixin, BaseEstimator):
         mean : ndarray of shape (m,)
         std : ndarray of shape (m,), only with ``return_std=True``
         """
-        f = self.decision_function(X)
+        f = _decision(self, X)     # f(x) = sum_i beta_i K(x_i, x) + b
         if not return_std:
             return f
         return f, np.sqrt(self.function_variance(X) + self.noise_var_)
@@ -450,7 +422,7 @@ class SVR(RegressorMixin, BaseEstimator):
 # ---------------------------------------------------------------------------
 # SVC
 # ---------------------------------------------------------------------------
-class SVC(ClassifierMixin, BaseEstimator):
+class SVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
     """Soft-margin (hinge loss) support vector classifier with a Gaussian kernel.
 
     Solves (B.16) with ``epsilon = 0`` (L1 soft margin): ``min 1/2 sum_ij
@@ -497,9 +469,8 @@ class SVC(ClassifierMixin, BaseEstimator):
         C = check_positive("C", self.C)
         if np.ndim(C) != 0:
             raise ValueError(f"C must be a positive scalar; got {self.C!r}.")
+        X, self.classes_, s = _binary_classes(self, X, y)
         X = _prepare_X(self, X, fit=True)
-        y = _check_y(y, X.shape[0], numeric=False)
-        self.classes_, s = _binary_labels(y)
         n = X.shape[0]
         self._kappa = kappa
         cache = RowCache(X, GaussianCovariance(1.0, kappa, KAPPA_B_NONE), cache_mb)
@@ -527,15 +498,11 @@ class SVC(ClassifierMixin, BaseEstimator):
         """``f(x) = sum_i y_i alpha_i K(x_i, x) + b``; positive means ``classes_[1]``."""
         return _decision(self, X)
 
-    def predict(self, X):
-        """Class labels ``classes_[f(x) > 0]``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
 
 # ---------------------------------------------------------------------------
 # TSVC
 # ---------------------------------------------------------------------------
-class TSVC(ClassifierMixin, BaseEstimator):
+class TSVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
     """Trigonometric support vector classifier with bias (thesis Appendix H).
 
     Minimises ``sum_i l_t(y_i f(x_i)) + 1/2 ||w||^2`` (H.1) with the
@@ -584,9 +551,8 @@ class TSVC(ClassifierMixin, BaseEstimator):
         k0 = check_positive("kappa0", self.kappa0)
         if np.ndim(k0) != 0:
             raise ValueError(f"kappa0 must be a positive scalar; got {self.kappa0!r}.")
+        X, self.classes_, s = _binary_classes(self, X, y)
         X = _prepare_X(self, X, fit=True)
-        y = _check_y(y, X.shape[0], numeric=False)
-        self.classes_, s = _binary_labels(y)
         n = X.shape[0]
         self._kappa = kappa
         self._kernel_scale = float(k0)
@@ -611,7 +577,3 @@ class TSVC(ClassifierMixin, BaseEstimator):
     def decision_function(self, X):
         """``f(x) = sum_i y_i alpha_i K(x_i, x) + b``; positive means ``classes_[1]``."""
         return _decision(self, X)
-
-    def predict(self, X):
-        """Class labels ``classes_[f(x) > 0]``."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]

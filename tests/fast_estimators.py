@@ -1,0 +1,33 @@
+"""Every public estimator with small, fast settings, shared by the
+validation, conformance and property tests.
+
+The evidence searches use one start and a few L-BFGS-B iterations: these
+tests exercise the API contract and the numerics of fit/predict, not the
+quality of the optimum.
+"""
+
+from bsvm_scale import GPC, GPR, RVC, RVR, SVC, SVR, TSVC, BayesianSVC, BayesianSVR
+
+FEW = {"maxiter": 3}
+
+
+def regressors():
+    """Fresh fast instances of the regressors."""
+    return [BayesianSVR(n_starts=1, optimizer_options=FEW), SVR(),
+            GPR(n_starts=1, options=FEW), RVR(max_iter=50)]
+
+
+def classifiers():
+    """Fresh fast instances of the classifiers."""
+    return [BayesianSVC(n_starts=1, optimizer_options=FEW), SVC(), TSVC(),
+            GPC(n_starts=1, options=FEW), RVC(max_iter=50)]
+
+
+def all_estimators():
+    """Regressors then classifiers."""
+    return regressors() + classifiers()
+
+
+def name(est):
+    """Class name, for test ids."""
+    return type(est).__name__
