@@ -157,6 +157,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         theta0 = np.clip(theta0, lo, hi)
     opts = dict(DEFAULT_OPTIONS)
     opts.update(options or {})
+    gtol = float(opts["gtol"])
     stall = (opts.pop("stall_rtol", None), opts.pop("stall_evals", None))
     stall = None if None in stall else (float(stall[0]), int(stall[1]))
     replay = list(replay or [])
@@ -232,15 +233,36 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
             "the evidence was not finite at any point tried from theta0="
             f"{np.array2string(theta0, precision=4)}; check the data and the starting values."
         )
-    if state["nonfinite"]:
-        warnings.warn(f"{state['nonfinite']} evidence evaluation(s) were not finite and the "
-                      "steps were rejected.", RuntimeWarning, stacklevel=2)
     theta, value, grad, info = state["best"]
+    if state["nonfinite"]:
+        success, message = _after_nonfinite(state["nonfinite"], theta, grad, bounds, gtol,
+                                            success, message)
     return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
                        n_iter=int(nit), n_eval=int(nfev), success=bool(success),
                        message=str(message), trajectory=state["trajectory"],
                        n_nonfinite=state["nonfinite"], n_rejected=state["rejected"],
                        n_replayed=state["replayed"])
+
+
+def _after_nonfinite(n_nonfinite, theta, grad, bounds, gtol, success, message):
+    """Warn about rejected non-finite evaluations; a start that then stopped
+    away from a stationary point is reported as not successful.
+
+    L-BFGS-B can take the rejected steps (a huge value, zero gradient) for a
+    stalled line search and claim convergence at a point whose gradient is
+    not small; that claim is withdrawn here.
+    """
+    gnorm = _projected_grad_norm(theta, grad, bounds)
+    text = f"{n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
+    if gnorm > gtol and str(message).startswith("CONVERGENCE"):
+        success = False
+        message = (f"STOP: non-finite evidence values; the projected gradient at the best point "
+                   f"is {gnorm:.3g} > gtol={gtol:g} (not a maximum of the evidence)")
+        text += (f"; the optimiser then stopped where the projected gradient is {gnorm:.3g} > "
+                 f"gtol={gtol:g}, so the evidence may not be maximised (other starts, a "
+                 "smaller box or a larger tol may avoid the failing region)")
+    warnings.warn(text + ".", RuntimeWarning, stacklevel=3)
+    return success, message
 
 
 class _Stalled(Exception):
