@@ -212,8 +212,8 @@ def _summary(run):
 def _paired_tests(run, metric, against, notes=None, label=""):
     """Paired t-tests of ``against`` models vs every other model of each data set.
 
-    Where a model of ``against`` errs significantly more (p < 0.05), a plain
-    statement is added to ``notes``.
+    Where a model of ``against`` errs significantly more (p < 0.05, at least five
+    partitions), a plain statement is added to ``notes``.
     """
     rows = []
     for ds in run.datasets():
@@ -229,7 +229,7 @@ def _paired_tests(run, metric, against, notes=None, label=""):
                     continue
                 t, dof, p = paired_t_test(ea[:k], eb[:k])
                 rows.append([ds, f"{a} - {b}", k, float(np.mean(ea[:k] - eb[:k])), t, p])
-                if notes is not None and t > 0 and p < 0.05:
+                if notes is not None and t > 0 and p < 0.05 and k >= 5:
                     notes.append(f"{label} {ds}: {a} has a significantly higher test {metric} "
                                  f"than {b} (paired t = {t:.2f}, p = {p:.3g}, {k} partitions).")
     if not rows:
@@ -714,6 +714,7 @@ def section_c3(run, out, notes):
              "(fewer in a reduced run) on all of them.", ""]
     lines += _table(["data set", "model", "partitions", "test error", "SVs", "s per partition"], rows)
     lines += [""] + _paired_tests(run, "error_rate", ["BTSVC", "BTSVC-A"], notes, "C3")
+    _nll_notes(run, "C3", notes)
     return lines
 
 
