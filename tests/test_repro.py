@@ -302,6 +302,18 @@ def test_results_page_from_a_tiny_run(tiny_run):
     assert row[0].split("|")[5].strip().startswith(f"{np.mean(ases):.4g} +- ")
 
 
+def test_results_page_includes_benchmark_rows(tiny_run):
+    import json
+
+    tmp, rec = tiny_run
+    bench = tmp / "bench.json"
+    bench.write_text(json.dumps({"rows": [{"n": 2000, "ratio": 1.25}, {"n": 5000, "peak_mb": 7}],
+                                 "info": {}}))
+    page = write_results([Path(rec["meta"]["run_dir"])], tmp / "docs_b", bench=[bench]).read_text()
+    assert "| n | ratio | peak_mb |" in page
+    assert "| 2000 | 1.25 | - |" in page and "| 5000 | - | 7 |" in page
+
+
 def test_fix_from_model_uses_the_hyperparameters_of_the_first_partitions(tiny_run):
     from bsvm_scale.bsvr import BayesianSVR
 
