@@ -348,9 +348,12 @@ def load_model(path):
                 return _read_estimator(f, str(p))
             except ModelFileError:
                 raise
-            except (KeyError, ValueError, TypeError, OSError, RuntimeError) as exc:
+            except (KeyError, ValueError, TypeError, OSError, RuntimeError, AttributeError) as exc:
                 raise ModelFileError(f"model file {str(p)!r} is damaged or incomplete: "
                                      f"{exc}") from None
-    except OSError as exc:
+    except ModelFileError:
+        raise
+    except (OSError, KeyError, ValueError, TypeError, RuntimeError, AttributeError) as exc:
+        # damage in the file's own metadata (attributes, object headers)
         raise ModelFileError(f"model file {str(p)!r} cannot be read (truncated or "
                              f"corrupted?): {exc}") from None

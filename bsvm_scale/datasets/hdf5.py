@@ -319,7 +319,7 @@ def read_dataset(path, *, splits=True, extra=True) -> Dataset:
             ex = {k: f["extra"][k][...] for k in meta["extra"]} if extra else {}
     except DatasetFileError:
         raise
-    except (OSError, KeyError, TypeError, RuntimeError) as exc:
+    except (OSError, KeyError, TypeError, RuntimeError, AttributeError, ValueError) as exc:
         raise DatasetFileError(f"{where}: cannot read data (truncated or corrupted?): {exc}") from None
     try:
         return Dataset(
@@ -353,7 +353,7 @@ def dataset_info(path) -> dict:
             meta = _header(f, where)
     except DatasetFileError:
         raise
-    except (OSError, KeyError, TypeError, RuntimeError) as exc:
+    except (OSError, KeyError, TypeError, RuntimeError, AttributeError, ValueError) as exc:
         raise DatasetFileError(f"{where}: cannot read metadata (truncated or corrupted?): {exc}") from None
     meta = {"path": str(path), "file_size": os.path.getsize(path), **meta}
     return meta
