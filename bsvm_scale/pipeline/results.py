@@ -452,7 +452,7 @@ def section_r3(run, out, notes):
                          e0["time"], e0["metrics"]["aae"], e0["metrics"]["ase"]])
             if kap.shape[1] == 6:
                 verdicts.append(f"- {model} on {ds}: {_ard_verdict(kap[0])}")
-                if "NO" in verdicts[-1]:
+                if "NO" in verdicts[-1] and not e0["kind"].startswith("sk_"):
                     notes.append(f"R3 {model} on {ds}: {_ard_verdict(kap[0])}")
         if model.startswith("BSVR"):
             _worse_than(run, model, "GPR-ARD", notes, "R3")
@@ -497,13 +497,22 @@ def section_r4(run, out, notes):
                               label="+-2 sqrt(sigma_t^2 + sigma_n^2)")
         ax[1, j].set_xlabel("test step")
         ax[1, j].legend(fontsize=7)
+        rmse = float(np.sqrt(np.mean(err ** 2)))
+        if m.startswith("BSVR") and np.mean(sd) > 3.0 * rmse:
+            notes.append(f"R4 {m}: the error bars are conservative -- mean predictive sd "
+                         f"{np.mean(sd):.3g} against a test RMSE of {rmse:.3g} ({inside:.0%} "
+                         "of the errors inside +-2 sd).")
         if inside < 0.9:
             notes.append(f"R4 {m}: only {inside:.0%} of the test errors lie inside the +-2 sd band "
                          "(about 95% expected for calibrated error bars).")
     fig.tight_layout()
     fig.savefig(out / f"{run.name}_r4_timeseries.png", dpi=80)
     plt.close(fig)
+    hyp = [[m, *(run.entries(ds, m)[0]["hyperparameters"].get(k) for k in
+                 ("C", "epsilon", "kappa", "kappa_b", "noise_variance", "sigma2"))] for m in models]
     return _table(["model", "test ASE", "test AAE", "mean predictive sd", "inside +-2 sd"], rows) + \
+        [""] + _table(["model", "C", "epsilon", "kappa", "kappa_b", "noise var (BSVR)",
+                       "noise var (GPR)"], hyp) + \
         ["", f"![R4 predictions and error bars]({run.name}_r4_timeseries.png)", ""]
 
 
@@ -847,7 +856,9 @@ def write_results(run_paths, out, bench=(), notes_extra=()):
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = [Run(p) for p in run_paths]
-    runs.sort(key=lambda r: (protocol_of(r.name) is None, protocol_of(r.name) or "", r.name))
+    order = list(PROTOCOL_TITLES)
+    runs.sort(key=lambda r: (protocol_of(r.name) is None,
+                             order.index(protocol_of(r.name)) if protocol_of(r.name) else 0, r.name))
     notes = list(notes_extra)
     body = []
     for run in runs:
