@@ -205,7 +205,7 @@ def _summary(run):
     rows = summary_rows(run.rec)
     if not rows:
         return ["(no finished results)", ""]
-    return ["Summary (mean +- sd over partitions; time = total CPU seconds of the tasks):", "",
+    return ["Summary (mean +- sd over partitions; time = total task seconds, see TIMES below):", "",
             format_table(rows, markdown=True), ""]
 
 
@@ -333,7 +333,7 @@ def _r1_sweep(run, sizes, true, out):
 def _peer_ratios(run, sizes, ours, peers, metric):
     """Model-selection time of ``ours`` against each peer, side by side with the test metric.
 
-    Times are the mean CPU seconds per repetition (all starts / the whole CV grid);
+    Times are the mean task seconds per repetition (all starts / the whole CV grid);
     the ratio is peer time / our time (> 1: ours is faster).
     """
     rows = []
@@ -348,14 +348,14 @@ def _peer_ratios(run, sizes, ours, peers, metric):
             rows.append([n, f"{ours} vs {p}", t0, t, t / t0, m0, np.mean(run.metric(ds, p, metric))])
     if not rows:
         return []
-    return [f"Model selection side by side (same data, same run): CPU seconds per repetition "
+    return [f"Model selection side by side (same data, same run): task seconds per repetition "
             f"and test {metric}; ratio = peer time / {ours} time:", ""] + \
         _table(["n", "pair", f"{ours} [s]", "peer [s]", "ratio", f"{ours} {metric}",
                 f"peer {metric}"], rows) + [""]
 
 
 def section_r2(run, out, notes):
-    """Mean/sd of test AAE and ASE per size and method, CPU times, fitted exponents."""
+    """Mean/sd of test AAE and ASE per size and method, task times, fitted exponents."""
     sizes = _groups_by_size(run)
     models = sorted({m for ds in sizes.values() for m in run.models(ds)})
     rows, times = [], {m: ([], []) for m in models}
@@ -370,8 +370,8 @@ def section_r2(run, out, notes):
                          f"{np.mean(ase):.4g} +- {np.std(ase, ddof=1) if ase.size > 1 else 0:.2g}", t])
             times[m][0].append(n)
             times[m][1].append(t / len(e))
-    lines = ["Test AAE / ASE (mean +- sd over repetitions) and total CPU time per method and size:", ""]
-    lines += _table(["n", "method", "repetitions", "test AAE", "test ASE", "total CPU [s]"], rows) + [""]
+    lines = ["Test AAE / ASE (mean +- sd over repetitions) and total task time per method and size:", ""]
+    lines += _table(["n", "method", "repetitions", "test AAE", "test ASE", "total time [s]"], rows) + [""]
     exps = [[m, fit_exponent(*times[m]), fit_exponent(*[np.array(v)[np.array(times[m][0]) >= 100]
                                                           for v in times[m]])] for m in models]
     lines += ["Fitted exponent a of time ~ n^a (time per repetition):", ""]
@@ -384,7 +384,7 @@ def section_r2(run, out, notes):
         ax[0].loglog(ns, ase, "o-", label=m)
         ax[1].loglog(ns, times[m][1], "o-", label=m)
     ax[0].set_ylabel("test ASE (noise-free targets)")
-    ax[1].set_ylabel("CPU seconds per repetition")
+    ax[1].set_ylabel("task seconds per repetition")
     for x in ax:
         x.set_xlabel("training cases n")
         x.legend(fontsize=7)
@@ -675,9 +675,9 @@ def section_c2(run, out, notes):
             srows.append([n, m, len(e), float(np.mean(run.metric(dsn, m, "error_rate"))),
                           float(np.mean(per)), "per SVC fit (CV grid)" if cv else
                           "per evidence evaluation" if _n_evals(e[0]["task"]) else "per fit"])
-    lines += ["Scaling (error rate on the common test set; CPU time per evidence evaluation for "
+    lines += ["Scaling (error rate on the common test set; fit seconds per evidence evaluation for "
               "BTSVC/GPC, per SVC fit for the CV-tuned SVCs):", ""]
-    lines += _table(["n", "model", "repetitions", "test error", "CPU [s]", "time unit"], srows) + [""]
+    lines += _table(["n", "model", "repetitions", "test error", "time [s]", "time unit"], srows) + [""]
     lines += _peer_ratios(run, sizes, "BTSVC", ["LIBSVM-SVC-sigmoid", "SVC-CV", "sklearn-GPC",
                                                  "GPC"], "error_rate")
     lines += _c2_contours(run, ds, out)
@@ -881,9 +881,12 @@ def write_results(run_paths, out, bench=(), notes_extra=()):
     head += [f"    bsvm-scale run pipelines/{Path(r.rec['meta'].get('pipeline_path', r.name)).name} --workers 1"
              for r in runs]
     head += [f"    {cmd}", ""]
+    times = ["TIMES: every time on this page is the wall-clock time of the tasks on their "
+             "single-threaded Dask workers (fit plus prediction; all starts of a Bayesian model, "
+             "the whole grid of a CV-tuned one). On a loaded machine these exceed the CPU time.", ""]
     diff = ["## Where results differ from what the method promises", ""]
     diff += [f"- {n}" for n in notes] or ["- No automatic check failed."]
-    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + diff + [""] + body + _bench_section(list(bench))) + "\n"
+    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + times + diff + [""] + body + _bench_section(list(bench))) + "\n"
     path = out / "results.md"
     tmp = out / ".results.md.tmp"
     tmp.write_text(text, encoding="utf-8")
