@@ -205,7 +205,7 @@ def _summary(run):
     rows = summary_rows(run.rec)
     if not rows:
         return ["(no finished results)", ""]
-    return ["Summary (mean +- sd over partitions; time = total task seconds, see TIMES below):", "",
+    return ["Summary (mean +- sd over partitions; time = total task seconds, see TIMES at the top):", "",
             format_table(rows, markdown=True), ""]
 
 
