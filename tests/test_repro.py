@@ -285,8 +285,9 @@ def test_results_page_from_a_tiny_run(tiny_run):
     assert rec["meta"]["status"] == "complete"
     run_dir = Path(rec["meta"]["run_dir"])
     out = tmp / "docs"
-    page = write_results([run_dir], out).read_text()
+    page = write_results([run_dir], out, scope=["R9 left out"]).read_text()
     assert "## R2. Sinc scaling" in page and "## Machine and versions" in page
+    assert "- R9 left out" in page
     assert "bsvm-scale run pipelines/repro_r2_tiny.toml" in page
     assert (out / "repro_r2_tiny_r2_scaling.png").stat().st_size > 1000
     assert "(repro_r2_tiny_r2_scaling.png)" in page

@@ -834,7 +834,7 @@ def _bench_section(bench_files):
     return lines
 
 
-def write_results(run_paths, out, bench=(), notes_extra=()):
+def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
     """Write ``results.md`` and its PNG figures into ``out``.
 
     Parameters
@@ -847,6 +847,8 @@ def write_results(run_paths, out, bench=(), notes_extra=()):
         JSON benchmark result files (``{"rows": [...]}`` or a list of rows).
     notes_extra : list of str, optional
         Further plain statements for the "differences" section.
+    scope : list of str, optional
+        Statements for the "scope" section: what was reduced or left out.
 
     Returns
     -------
@@ -886,7 +888,11 @@ def write_results(run_paths, out, bench=(), notes_extra=()):
              "the whole grid of a CV-tuned one). On a loaded machine these exceed the CPU time.", ""]
     diff = ["## Where results differ from what the method promises", ""]
     diff += [f"- {n}" for n in notes] or ["- No automatic check failed."]
-    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + times + diff + [""] + body + _bench_section(list(bench))) + "\n"
+    reduced = [f"- `{r.name}` is a reduced run; the full protocol is `{r.name.split('_reduced')[0]}.toml`."
+               for r in runs if "_reduced" in r.name]
+    scope_lines = ["## Scope: what was reduced or left out", ""] + reduced + \
+        [f"- {t}" for t in scope] + [""] if (reduced or scope) else []
+    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + times + scope_lines + diff + [""] + body + _bench_section(list(bench))) + "\n"
     path = out / "results.md"
     tmp = out / ".results.md.tmp"
     tmp.write_text(text, encoding="utf-8")
@@ -902,11 +908,14 @@ def add_arguments(parser):
                         help="benchmark JSON result files (rows of benchmarks/bench_*.py --out)")
     parser.add_argument("--note", action="append", default=[],
                         help="a further statement for the 'differences' section (repeatable)")
+    parser.add_argument("--scope", action="append", default=[],
+                        help="a statement on what was reduced or left out (repeatable)")
 
 
 def cmd_results(args):
     """Write the page for parsed ``args``; returns the exit status 0."""
-    path = write_results(args.runs, args.out, bench=args.bench, notes_extra=args.note)
+    path = write_results(args.runs, args.out, bench=args.bench, notes_extra=args.note,
+                         scope=args.scope)
     print(f"wrote {path}")
     return 0
 
