@@ -432,6 +432,40 @@ def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C
 
 
 @njit(cache=True)
+def threshold(m_up, M_low):
+    """``theta = P'(s)``: the middle of ``[M_low, m_up]``, or its finite end
+    when every point sits at one bound (no point can move up, or down)."""
+    if not np.isfinite(m_up):
+        return M_low
+    if not np.isfinite(M_low):
+        return m_up
+    return 0.5 * (m_up + M_low)
+
+
+@njit(cache=True)
+def count_free(nu, C):
+    """Number of free points ``0 < |nu_i| < C``."""
+    m = 0
+    for k in range(nu.shape[0]):
+        if nu[k] != 0.0 and -C < nu[k] < C:
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def capped_step(s, psi, slope, cap):
+    """Secant/Newton step on ``s`` before the root is bracketed, limited to
+    ``cap`` (which doubles each time it binds). A first slope guess can be
+    far too small (``kappa_b`` tiny, no history); an uncapped step would
+    then push every point to a bound, from where SMO cannot recover."""
+    step = -psi / slope
+    if abs(step) > cap:
+        step = cap if step > 0.0 else -cap
+        cap *= 2.0
+    return s + step, cap
+
+
+@njit(cache=True)
 def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
              y, nu, g, gbar, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
     """Solve (4.25) in place in ``nu`` (any point with ``|nu_i| <= C`` is a
@@ -452,16 +486,17 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     total, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                                    g, gbar, nu, y, C, eps1, diag_add, half, max_iter)
     s = np.sum(nu)
-    psi = kappa_b * s + 0.5 * (m_up + M_low)
+    psi = kappa_b * s + threshold(m_up, M_low)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
+    cap = C * max(16.0, count_free(nu, C))
     outer = 0
     while abs(psi) > half and total < max_iter and outer < 100:
         outer += 1
         if bracket:
             s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
         else:
-            s_new = s - psi / slope
+            s_new, cap = capped_step(s, psi, slope, cap)
         s_new = min(max(s_new, -n * C), n * C)
         moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                          g, gbar, nu, C, diag_add, s_new - s)
@@ -471,7 +506,7 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                                     g, gbar, nu, y, C, eps1, diag_add, half, max_iter - total)
         total += it
         s_new = np.sum(nu)
-        psi_new = kappa_b * s_new + 0.5 * (m_up + M_low)
+        psi_new = kappa_b * s_new + threshold(m_up, M_low)
         if s_new != s:
             sec = (psi_new - psi) / (s_new - s)
             if sec > 0.0:

@@ -189,3 +189,20 @@ def test_gradient_stays_exact_through_shrinking_and_warm_starts(cache_mb):
         assert np.count_nonzero(np.abs(nu) >= C) > 100  # many bound SVs in G_bar
         f_dense = dense_cov(X, X, p.kappa0, kappa, kb) @ nu
         np.testing.assert_allclose(f, f_dense, atol=1e-9 * np.abs(f_dense).max() + 1e-10)
+
+
+@pytest.mark.parametrize("start", ["zero", "all_upper", "random_bounds"])
+def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
+    # kappa_b = 1e-4 makes the first secant slope guess tiny; an uncapped step
+    # on sum(nu) used to push every point to a bound and stall there
+    X, y = _data(150, seed=21)
+    C, eps, kappa, kb, beta = 5.0, 0.1, 4.0, 1e-4, 0.3
+    p = _problem(X, y, beta)
+    rng = np.random.default_rng(0)
+    nu0 = {"zero": np.zeros(150), "all_upper": np.full(150, C),
+           "random_bounds": C * rng.choice([-1.0, 0.0, 1.0], size=150)}[start]
+    p.reset(nu0)
+    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
+    assert vmax <= 1e-7
+    f_ref = _primal_reference(X, y, p.kappa0, kappa, kb, C, eps, beta)
+    np.testing.assert_allclose(f, f_ref, atol=1e-6)
