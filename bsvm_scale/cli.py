@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 
 __all__ = ["CLIError", "build_parser", "main", "parse_param", "COMMANDS"]
@@ -213,6 +215,39 @@ def add_datasets_parser(subparsers) -> None:
 # input) and append the builders to COMMANDS.
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM turned into an interrupt, so that the run unwinds like on Ctrl-C."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_interrupted(signum, frame):
+    raise Interrupted(signum)
+
+
+class _sigterm_interrupts:
+    """Context in which SIGTERM raises :class:`Interrupted` (main thread only).
+
+    The driver then unwinds through its ``finally`` blocks: the Dask client
+    and local workers are closed and the run lock is released; checkpoints
+    and finished task results are already on disk (written atomically), so
+    running the same command again resumes.
+    """
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+        return self
+
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGTERM, self.previous)
+        return False
+
+
 def cmd_run(args) -> int:
     """``bsvm-scale run PIPELINE.toml``: validate, run (or resume) and report."""
     from .pipeline.checkpoint import RunLockedError
@@ -230,8 +265,9 @@ def cmd_run(args) -> int:
               f"{n_tasks} (data set, model) pair(s)")
         return EXIT_OK
     try:
-        record = run_pipeline(pipeline, scheduler=args.scheduler, workers=args.workers,
-                              resume=not args.fresh, progress=not args.no_progress)
+        with _sigterm_interrupts():
+            record = run_pipeline(pipeline, scheduler=args.scheduler, workers=args.workers,
+                                  resume=not args.fresh, progress=not args.no_progress)
     except RunLockedError as exc:
         raise CLIError(str(exc)) from None
     if not args.no_report:
@@ -333,8 +369,11 @@ def main(argv=None) -> int:
         if isinstance(exc, OSError) and not str(exc):
             msg = repr(exc)
         return _error(str(msg))
-    except KeyboardInterrupt:
-        return _error("interrupted")
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        _error(f"interrupted by {signal.Signals(signum).name}; finished tasks and checkpoints "
+               "are kept: run the same command again to resume")
+        return 128 + int(signum)
 
 
 if __name__ == "__main__":

@@ -228,6 +228,26 @@ def aggregate(pipeline, data, results, run_dir: Path):
     return out
 
 
+def _connect(Client, scheduler, timeout_s=30, workers_timeout_s=60):
+    """Client of the scheduler at ``scheduler`` with one worker at least, or
+    an ``OSError`` naming the address within ``timeout_s + workers_timeout_s``."""
+    try:
+        client = Client(scheduler, timeout=f"{timeout_s}s")
+    except (OSError, TimeoutError) as exc:
+        raise OSError(f"cannot reach the dask scheduler at {scheduler!r} within {timeout_s} s "
+                      f"({type(exc).__name__}: {exc}); start it ('dask scheduler') or fix "
+                      "--scheduler. Nothing was run; finished tasks and checkpoints are kept.") \
+            from None
+    try:
+        client.wait_for_workers(1, timeout=workers_timeout_s)
+    except (OSError, TimeoutError) as exc:
+        client.close()
+        raise OSError(f"the dask scheduler at {scheduler!r} has no worker after "
+                      f"{workers_timeout_s} s ({type(exc).__name__}); start workers "
+                      f"('dask worker {scheduler}').") from None
+    return client
+
+
 # ------------------------------------------------------------------ the run
 def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=True,
                  progress=True, stream=None, summary_stream=None):
@@ -277,8 +297,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
         try:
             if todo:
                 if scheduler:
-                    client = Client(scheduler, timeout="30s")
-                    client.wait_for_workers(1, timeout=60)
+                    client = _connect(Client, scheduler)
                 else:
                     n = int(workers or os.cpu_count() or 1)
                     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
