@@ -203,14 +203,17 @@ def update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active):
 
 
 @njit(cache=True)
-def shrink(g, nu, C, eps1, m_up, M_low, active):
-    """Keep in ``active`` only points that can still take part in a
-    violating pair given the thresholds ``m_up <= M_low`` (LIBSVM rule):
-    a point at the upper bound whose low derivative is below ``m_up``, at
-    the lower bound with up derivative above ``M_low``, or at zero with
-    both derivatives outside ``[m_up, M_low]`` leaves the scans."""
-    n_active = 0
-    for k in range(g.shape[0]):
+def shrink(g, nu, C, eps1, m_up, M_low, active, n_active):
+    """Drop from ``active`` the points that cannot take part in a violating
+    pair given the thresholds ``m_up <= M_low`` (LIBSVM rule): a point at
+    the upper bound whose low derivative is below ``m_up``, at the lower
+    bound with up derivative above ``M_low``, or at zero with both
+    derivatives outside ``[m_up, M_low]``. Only active points are examined:
+    the gradient of a shrunk point is stale until :func:`reconstruct`, so it
+    must not be judged (or re-admitted) on it. Returns the new count."""
+    kept = 0
+    for a in range(n_active):
+        k = active[a]
         nk = nu[k]
         gk = g[k]
         if nk >= C:
@@ -222,9 +225,9 @@ def shrink(g, nu, C, eps1, m_up, M_low, active):
         else:
             keep = True
         if keep:
-            active[n_active] = k
-            n_active += 1
-    return n_active
+            active[kept] = k
+            kept += 1
+    return kept
 
 
 @njit(cache=True, inline="always")
@@ -365,7 +368,7 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
         if countdown <= 0:
             countdown = period
             if M_low - m_up < 10.0 * tau or n_active == n:
-                n_active = shrink(g, nu, C, eps1, m_up, M_low, active)
+                n_active = shrink(g, nu, C, eps1, m_up, M_low, active, n_active)
                 continue
         row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
                           active, n_active, scratch_i)

@@ -439,11 +439,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         """Optimise every start on a subsample first (``init_subsample``).
 
         Returns one start record per start (empty when not applicable) and a
-        warm-start dual vector for the full data predicted from the best
-        subsample solution: a point whose residual leaves the tube of that
-        solution starts at the bound on its side, the others at 0. Most
-        bound SVs of the full problem are found this way, so its first SMO
-        solve starts close to the answer instead of at 0.
+        warm-start dual vector for the full data: the best subsample
+        solution on its own points and 0 elsewhere, whose ``f = Sigma nu``
+        is exactly the subsample's MAP function. (Predicting bound SVs from
+        the residuals instead overshoots: with ``n / init_subsample`` times
+        as many points at the bound, ``f`` would be as many times too
+        large.)
         """
         m = self.init_subsample
         n = X.shape[0]
@@ -464,14 +465,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             rec["best_nu"] = sub.best[1] if sub.best is not None else np.zeros(int(m))
             records.append(rec)
         best = records[int(np.argmin([r["neg_log_evidence"] for r in records]))]
-        C, eps, cov = sub.unpack(best["theta"])
-        nu_sub = best.pop("best_nu")
+        nu0 = np.zeros(n)
+        nu0[idx] = best["best_nu"]
         for r in records:
-            r.pop("best_nu", None)
-        sv = np.flatnonzero(nu_sub)
-        f = cov.cross_matvec(X, np.ascontiguousarray(X[idx[sv]]), nu_sub[sv])
-        resid = y - f
-        nu0 = np.where(resid > eps, C, np.where(resid < -eps, -C, 0.0))
+            r.pop("best_nu")
         return records, nu0
 
     def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
