@@ -123,8 +123,9 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         L-BFGS-B's first step is ``-g`` (unit initial Hessian), which for a
         steep start throws the variables to a corner of the box; scaled, the
         first step moves no variable by more than one unit. The evaluation
-        at ``theta0`` is made once and reused. Values, gradients and
-        trajectories are reported unscaled.
+        at ``theta0`` is made once and reused (as every point L-BFGS-B asks
+        for twice in a row). Values, gradients and trajectories are reported
+        unscaled.
     replay : sequence of dict, optional
         Evaluations recorded by ``callback`` in an interrupted run of the same
         start (keys ``theta``, ``fun``, ``grad``, ``info``). L-BFGS-B is
@@ -174,6 +175,14 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                 and np.max(np.abs(theta - state["best"][0])) > max_step):
             state["rejected"] += 1
             return worse(), np.zeros_like(theta)
+        last = state["trajectory"][-1] if state["trajectory"] else None
+        if last is not None and np.array_equal(theta, last["theta"]):
+            # L-BFGS-B asks again for the point it was just given (line searches
+            # do): the answer is the stored one, not recorded twice, so a
+            # resumed run (whose objective no longer holds it) agrees exactly
+            if np.isfinite(last["grad_norm"]):
+                return last["fun"], last["grad"].copy()
+            return worse(), np.zeros_like(theta)
         value, grad, info, replayed = _evaluate(objective, theta, replay, state)
         grad = np.asarray(grad, dtype=float)
         finite = np.isfinite(value) and np.all(np.isfinite(grad))
@@ -194,24 +203,15 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
 
     scale = np.ones_like(theta0)
     fscale = 1.0
-    first = None
     if precondition or normalize:
-        f0, g0 = fun(theta0)
+        _, g0 = fun(theta0)
         if np.all(np.isfinite(g0)):
             scale = np.maximum(1.0, np.sqrt(np.abs(g0))) if precondition else scale
             fscale = float(max(1.0, np.max(np.abs(g0)))) if normalize else 1.0
-        if normalize:
-            first = (theta0.copy(), f0, g0)
-            opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
+        opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
 
     def fun_u(u):
-        nonlocal first
-        theta = u / scale
-        if first is not None and np.array_equal(theta, first[0]):
-            value, grad = first[1], first[2]
-        else:
-            value, grad = fun(theta)
-        first = None
+        value, grad = fun(u / scale)
         return value / fscale, grad / (scale * fscale)
 
     ubounds = None if bounds is None else [
