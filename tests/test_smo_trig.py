@@ -8,7 +8,7 @@ large ``kappa_b`` produces).
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
@@ -163,6 +163,14 @@ def _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj):
 def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
     kii, kjj = k, k * r
     kij = rho * np.sqrt(kii * kjj)  # includes singular (duplicate-point) blocks
+    if rho == -1.0:
+        # the quadratic is flat along (1, s), s = -kii/kij > 0, where the pair
+        # objective's slope tends to the value below (phi' -> 2); in a dual
+        # such a block comes from coinciding inputs, whose f agree, and the
+        # slope is (y_i f_i + 1) + s (y_j f_j + 1) = 2 > 0 (with y f = g + 1 -
+        # phi'); other (g_i, g_j) have no minimiser
+        s = -kii / kij
+        assume(gi - smo.dual_term_grad(ai) + 2.0 + s * (gj - smo.dual_term_grad(aj) + 2.0) > 1e-3)
     di, dj = smo.solve_pair(ai, aj, gi, gj, kii, kjj, kij, 1e-12)
     assert ai + di >= 0.0 and aj + dj >= 0.0
     assert _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj) < 1e-8 * (1 + k * (1 + r))
