@@ -167,11 +167,12 @@ def test_bsvr_no_support_vectors():
 
 
 def test_bsvr_all_points_on_bound():
-    """A tiny C puts every point at the bound: every point is an SV and the
-    off-bound set is empty; the evidence and predictions stay finite."""
+    """A tiny C makes every point an SV at its bound (at most one point
+    stays between the bounds, where the bias equation kappa_b sum(nu) = b
+    puts it); the evidence and predictions stay finite."""
     m = BayesianSVR(**{**FIXED, "C": 1e-4, "epsilon": 1e-3}).fit(X, Y)
     assert m.support_.size == X.shape[0]
-    assert m.off_bound_.size == 0
+    assert m.off_bound_.size <= 1
     assert np.isfinite(m.log_evidence_)
     assert np.all(np.isfinite(m.predict(XT, return_std=True)[1]))
     assert_no_nan(m)
