@@ -31,6 +31,14 @@ def _spec(task_dir, start, kind="bsvr"):
             "task_dir": None if task_dir is None else str(task_dir)}
 
 
+def _assert_same_result(res, ref):
+    """Bitwise the result of the uninterrupted run."""
+    assert res["log_evidence"] == ref["log_evidence"]
+    assert res["metrics"] == ref["metrics"]
+    assert np.array_equal(res["theta"], ref["theta"])
+    assert np.array_equal(res["trajectory"]["fun"], ref["trajectory"]["fun"])
+
+
 @pytest.mark.parametrize("kind,stop_after", [("bsvr", 1), ("bsvr", 9), ("btsvc", 1),
                                              ("btsvc", 6)])
 def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after):
@@ -52,10 +60,7 @@ def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_aft
     monkeypatch.setattr(ck, "save_checkpoint", orig)
     res = run_task(_spec(tmp_path, 1, kind))["result"]
     assert res["resumed_from"] == stop_after
-    assert res["log_evidence"] == ref["log_evidence"]
-    assert res["metrics"] == ref["metrics"]
-    assert np.array_equal(res["theta"], ref["theta"])
-    assert np.array_equal(res["trajectory"]["fun"], ref["trajectory"]["fun"])
+    _assert_same_result(res, ref)
     assert (tmp_path / "result.h5").exists() and (tmp_path / "model.h5").exists()
 
 
@@ -108,7 +113,4 @@ def test_sigkill_mid_start_then_resume(tmp_path, kind):
     assert not (tmp_path / "result.h5").exists()
     res = run_task(_spec(tmp_path, 1, kind))["result"]
     assert res["resumed_from"] == n_done
-    assert res["log_evidence"] == ref["log_evidence"]
-    assert res["metrics"] == ref["metrics"]
-    assert np.array_equal(res["theta"], ref["theta"])
-    assert np.array_equal(res["trajectory"]["fun"], ref["trajectory"]["fun"])
+    _assert_same_result(res, ref)
