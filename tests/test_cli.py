@@ -115,6 +115,11 @@ def test_generate_overwrite_policy(tmp_path, capsys):
         (["datasets", "generate"], "NAME"),
         (["datasets"], "SUBCOMMAND"),
         (["frobnicate"], "invalid choice"),
+        (["run", "{tmp}/missing.toml"], "does not exist"),
+        (["run", "{tmp}/missing.toml", "--workers", "0"], "positive integer"),
+        (["report", "{tmp}/missing.h5", "--out", "{tmp}/rep"], "does not exist"),
+        (["report", "{tmp}/afile", "--out", "{tmp}/rep"], "not a readable"),
+        (["results", "{tmp}/missing", "--out", "{tmp}/rep"], "does not exist"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys, argv, needle):
