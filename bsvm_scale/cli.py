@@ -228,7 +228,7 @@ def _raise_interrupted(signum, frame):
 
 
 class _sigterm_interrupts:
-    """Context in which SIGTERM raises :class:`Interrupted` (main thread only).
+    """Context in which SIGTERM and SIGINT raise :class:`Interrupted` (main thread only).
 
     The driver then unwinds through its ``finally`` blocks: the Dask client
     and local workers are closed and the run lock is released; checkpoints
@@ -236,15 +236,20 @@ class _sigterm_interrupts:
     running the same command again resumes.
     """
 
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
     def __enter__(self):
-        self.previous = None
+        # SIGINT too: a driver started in the background of a shell script
+        # inherits SIGINT ignored, and Python then installs no Ctrl-C handler
+        self.previous = {}
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGTERM, _raise_interrupted)
+            for sig in self.SIGNALS:
+                self.previous[sig] = signal.signal(sig, _raise_interrupted)
         return self
 
     def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGTERM, self.previous)
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
         return False
 
 
