@@ -486,27 +486,49 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     half = 0.5 * tau
     n = nu.shape[0]
     slope = slope0 if slope0 > 0.0 else kappa_b
+    # inexact inner solves while s is far from its root: the inner tolerance
+    # starts at 10 tau and shrinks with |psi| down to tau / 2; each time it
+    # tightens, psi is re-measured at the same s and the bracket restarts
+    # (a bracket mixing values of different precision can be false)
+    tol_in = 20.0 * half
     total, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                   g, gbar, nu, y, C, eps1, diag_add, half, max_iter)
+                                   g, gbar, nu, y, C, eps1, diag_add, tol_in, max_iter)
     s = np.sum(nu)
     psi = kappa_b * s + threshold(m_up, M_low)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
     cap = C * max(16.0, count_free(nu, C))
     outer = 0
-    while abs(psi) > half and total < max_iter and outer < 100:
+    while (abs(psi) > half or tol_in > half) and total < max_iter and outer < 100:
         outer += 1
-        if bracket:
-            s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
-        else:
-            s_new, cap = capped_step(s, psi, slope, cap)
-        s_new = min(max(s_new, -n * C), n * C)
-        moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                         g, gbar, nu, C, diag_add, s_new - s)
-        if moved == 0.0:
-            break
+        tighter = max(half, min(tol_in, 0.1 * abs(psi)))
+        if tighter < tol_in:  # re-measure psi at the tighter tolerance, same s, and
+            tol_in = tighter  # forget the bracket built from less precise values
+            it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                        g, gbar, nu, y, C, eps1, diag_add, tol_in,
+                                        max_iter - total)
+            total += it
+            s = np.sum(nu)
+            psi = kappa_b * s + threshold(m_up, M_low)
+            bracket = False
+            s_a, psi_a = s, psi
+            continue
+        if abs(psi) > half:
+            if bracket:
+                s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
+            else:
+                s_new, cap = capped_step(s, psi, slope, cap)
+            s_new = min(max(s_new, -n * C), n * C)
+            moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                             g, gbar, nu, C, diag_add, s_new - s)
+            if moved == 0.0:
+                if not bracket:
+                    break  # the box is full in that direction
+                bracket = False  # a collapsed bracket: continue with secant steps
+                s_a, psi_a = s, psi
+                continue
         it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                    g, gbar, nu, y, C, eps1, diag_add, half, max_iter - total)
+                                    g, gbar, nu, y, C, eps1, diag_add, tol_in, max_iter - total)
         total += it
         s_new = np.sum(nu)
         psi_new = kappa_b * s_new + threshold(m_up, M_low)
