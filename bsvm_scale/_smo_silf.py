@@ -446,6 +446,17 @@ def threshold(m_up, M_low):
 
 
 @njit(cache=True)
+def inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
+              diag_add, kappa_b, tol, max_iter):
+    """Solve the inner problem at the current ``s`` to ``tol`` and return
+    ``(iterations, s, psi(s) = kappa_b s + theta(s))``."""
+    it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                g, gbar, nu, y, C, eps1, diag_add, tol, max_iter)
+    s = np.sum(nu)
+    return it, s, kappa_b * s + threshold(m_up, M_low)
+
+
+@njit(cache=True)
 def count_free(nu, C):
     """Number of free points ``0 < |nu_i| < C``."""
     m = 0
@@ -491,10 +502,8 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     # tightens, psi is re-measured at the same s and the bracket restarts
     # (a bracket mixing values of different precision can be false)
     tol_in = 20.0 * half
-    total, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                   g, gbar, nu, y, C, eps1, diag_add, tol_in, max_iter)
-    s = np.sum(nu)
-    psi = kappa_b * s + threshold(m_up, M_low)
+    total, s, psi = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                              nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
     cap = C * max(16.0, count_free(nu, C))
@@ -504,12 +513,10 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
         tighter = max(half, min(tol_in, 0.1 * abs(psi)))
         if tighter < tol_in:  # re-measure psi at the tighter tolerance, same s, and
             tol_in = tighter  # forget the bracket built from less precise values
-            it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                        g, gbar, nu, y, C, eps1, diag_add, tol_in,
-                                        max_iter - total)
+            it, s, psi = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
+                                   gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
+                                   max_iter - total)
             total += it
-            s = np.sum(nu)
-            psi = kappa_b * s + threshold(m_up, M_low)
             bracket = False
             s_a, psi_a = s, psi
             continue
@@ -527,11 +534,10 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                 bracket = False  # a collapsed bracket: continue with secant steps
                 s_a, psi_a = s, psi
                 continue
-        it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                    g, gbar, nu, y, C, eps1, diag_add, tol_in, max_iter - total)
+        it, s_new, psi_new = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
+                                       gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
+                                       max_iter - total)
         total += it
-        s_new = np.sum(nu)
-        psi_new = kappa_b * s_new + threshold(m_up, M_low)
         if s_new != s:
             sec = (psi_new - psi) / (s_new - s)
             if sec > 0.0:
