@@ -32,7 +32,7 @@ from ._validation import (check_beta, check_nonconstant, check_positive, check_p
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
-from .optimize import best_start, run_start
+from .optimize import FINE_MAX_STEP, best_start, run_start, subsample_indices, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -40,10 +40,6 @@ __all__ = ["BayesianSVR", "default_beta"]
 BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
        "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
 _PRED_CHUNK_BYTES = 32 * 2**20
-#: trust radius (max-norm, log units) of the full-data phase after the
-#: subsample phase: its optimum is close, and the first L-BFGS-B step on the
-#: full data (gradients about n / init_subsample times larger) must not jump
-FINE_MAX_STEP = 0.5
 
 
 
@@ -188,15 +184,6 @@ def _copied(v):
     return v
 
 
-def _unrefined(coarse_record):
-    """Start record of a start whose subsample optimum was not the best, so
-    it was not refined on the full data; its subsample phase is kept."""
-    rec = _start_record(coarse_record["theta0"], coarse_record["theta"], np.nan, 0, False,
-                        "not refined on the full data: a lower subsample evidence", [])
-    rec["subsample"] = coarse_record
-    return rec
-
-
 def _start_record(theta0, theta, fun, n_iter, success, message, trajectory):
     return {"theta0": theta0, "theta": theta, "neg_log_evidence": fun, "n_iter": n_iter,
             "success": success, "message": message, "trajectory": trajectory}
@@ -250,7 +237,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         a fit is repeatable); the start with the highest subsample evidence
         is then refined on the full data, from the subsample optimum, with a
         dual warm start predicted from the subsample solution and a trust
-        radius of :data:`FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
+        radius of :data:`bsvm_scale.optimize.FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
         noise parameters and ``kappa``, ``kappa_b`` describe the function, so
         the subsample optimum is close to the full one and the expensive
         full-data evaluations drop to a handful. ``None`` turns this off
@@ -426,7 +413,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                                             replay, max_step)
             if coarse:
                 self.starts_[0]["subsample"] = coarse[best]
-                self.starts_ += [_unrefined(r) for k, r in enumerate(coarse) if k != best]
+                self.starts_ += [unrefined_record(r) for k, r in enumerate(coarse) if k != best]
         else:
             value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last
@@ -450,8 +437,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         n = X.shape[0]
         if m is None or n <= 2 * int(m):
             return [], None
-        seed = self.random_state if self.random_state is not None else 0
-        idx = np.sort(resolve_rng(seed).choice(n, size=int(m), replace=False))
+        idx = subsample_indices(n, m, self.random_state)
         sub = _Problem(np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]), kappa0,
                        beta, bool(self.ard), float(self.tol), float(self.cache_mb),
                        max(10**6, 100 * int(m)))

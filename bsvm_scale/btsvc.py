@@ -36,7 +36,8 @@ from ._validation import (check_classification_data, check_positive, check_posit
 from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence, predictive_moments
-from .optimize import DEFAULT_OPTIONS, best_start, run_start
+from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, run_start,
+                       subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -303,6 +304,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``n_starts``; used e.g. to run one start per Dask task.
     max_iter : int, optional
         SMO iteration limit per MAP solve (default ``max(10**6, 100 n)``).
+    init_subsample : int or None, default=4000
+        Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
+        every start is first optimised on a random subsample of
+        ``init_subsample`` training cases (seeded by ``random_state``, seed 0
+        when None, so that a fit is repeatable); the start with the highest
+        subsample evidence is then refined on the full data from its
+        subsample optimum, with the SMO warm-started from the subsample's dual
+        solution (its MAP function) and a trust radius of
+        :data:`bsvm_scale.optimize.FINE_MAX_STEP`. The evidence (5.35) is
+        per-case additive like the likelihood, so the subsample optimum is
+        close to the full one and the costly full-data evaluations (an SMO
+        solve over ``n`` cases and an ``m x m`` evidence block) are few.
+        ``None`` always optimises every start on the full data.
     optimizer_options : dict, optional
         Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
         ``gtol=1e-4``) and the stall rule of
@@ -345,7 +359,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     starts_ : list of dict
         Per start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
         ``n_eval``, ``success``, ``message`` and ``trajectory`` (records with
-        ``theta``, ``fun``, ``grad_norm``, ``n_sv``, ``smo_iter``).
+        ``theta``, ``fun``, ``grad_norm``, ``n_sv``, ``smo_iter``). With
+        coarse-to-fine starts (``init_subsample``) the refined start comes
+        first and holds its subsample phase under ``subsample`` (a start
+        record plus ``n_samples``); the other starts ran on the subsample
+        only (empty ``trajectory``, their record under ``subsample``).
     best_start_ : int
         Index in ``starts_`` of the chosen start.
     jitter_ : float
@@ -356,7 +374,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
-                 max_iter=None, optimizer_options=None):
+                 max_iter=None, optimizer_options=None, init_subsample=4000):
         self.ard = ard
         self.n_starts = n_starts
         self.tol = tol
@@ -369,6 +387,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.starts = starts
         self.max_iter = max_iter
         self.optimizer_options = optimizer_options
+        self.init_subsample = init_subsample
 
     # -- helpers ---------------------------------------------------------------
     def _check_params(self, d):
@@ -376,6 +395,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_positive("cache_mb", self.cache_mb)
         check_positive_int("max_iter", self.max_iter, allow_none=True)
         check_positive_int("n_starts", self.n_starts, allow_none=True)
+        check_positive_int("init_subsample", self.init_subsample, allow_none=True)
         kappa = check_positive("kappa", self.kappa, allow_none=True)
         if kappa is not None and np.ndim(kappa) == 1:
             if not self.ard:
@@ -447,16 +467,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             optimiser's trajectory record (``theta``, ``fun``, ``grad``,
             ``grad_norm``, ``info``, ``replayed``) and ``state`` the
             objective's warm-start state (SMO vector ``alpha`` and the best
-            point so far, :meth:`EvidenceObjective.get_state`). Two classes
-            only.
-        init : dict, optional
-            Resume one start (two classes only): ``theta`` (log
+            point so far, :meth:`EvidenceObjective.get_state`). With more
+            than two classes ``start_index`` is the pair ``(class_index,
+            start_index)`` of the one-versus-rest model being fitted.
+        init : dict or list of dict, optional
+            Resume one start: ``theta`` (log
             hyperparameters, the start point) with either ``alpha`` (SMO
             warm start) or ``state`` (a ``state`` given to ``callback``);
             optionally ``evaluations``, the records given to ``callback``
             since ``theta``, which the optimiser replays without
             re-evaluating them, so that the result equals that of the
             uninterrupted start (see :func:`bsvm_scale.optimize.run_start`).
+            With more than two classes: a list with one such dict (or None,
+            the default starts) per class, in ``classes_`` order.
 
         Returns
         -------
@@ -468,13 +491,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if classes.size == 2:
             self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init)
             return self
-        if callback is not None or init is not None:
-            raise ValueError(f"callback and init are supported for two classes only; y has "
-                             f"{classes.size} classes. Fit without them (one-versus-rest).")
+        if init is None:
+            init = [None] * classes.size
+        if not isinstance(init, (list, tuple)) or len(init) != classes.size:
+            raise ValueError(f"y has {classes.size} classes, so init must be a list of "
+                             f"{classes.size} entries (a dict or None per class, in classes_ "
+                             f"order); got {init!r:.200}.")
         self.estimators_ = []
-        for c in classes:
+        for i, c in enumerate(classes):
+            cb = None if callback is None else \
+                (lambda k, rec, state, i=i: callback((i, k), rec, state))
             est = clone(self)
-            est.fit(X, (y == c).astype(np.int64))
+            est.fit(X, (y == c).astype(np.int64), callback=cb, init=init[i])
             self.estimators_.append(est)
         self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
         self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
@@ -498,10 +526,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                 "smo_iter": int(r["info"].get("smo_iter", -1))}
                                for r in res.trajectory]}
 
-    def _run_start(self, obj, k, theta0, bounds, callback, init):
+    def _run_start(self, obj, k, theta0, bounds, callback, init, max_step=None):
         """One L-BFGS-B start on ``obj``, first step normalised by the starting
         gradient (see ``normalize`` of :func:`run_start`), optionally resumed
-        from ``init`` (state restored, recorded evaluations replayed)."""
+        from ``init`` (state restored, recorded evaluations replayed) and
+        within a trust radius ``max_step``."""
         opts = dict(DEFAULT_OPTIONS, **STALL_OPTIONS)
         opts.update(self.optimizer_options or {})
         theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
@@ -511,13 +540,39 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           else {"alpha": init.get("alpha", obj.alpha)})
             replay = init.get("evaluations")
         cb = None if callback is None else (lambda rec: callback(k, rec, obj.get_state()))
-        res = run_start(obj, theta0, bounds, opts, cb, normalize=True, replay=replay)
+        res = run_start(obj, theta0, bounds, opts, cb, max_step=max_step, normalize=True,
+                        replay=replay)
         if res.n_iter >= opts["maxiter"]:
             warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
                           "evidence converged; increase optimizer_options['maxiter'].",
                           ConvergenceWarning, stacklevel=4)
         obj.release()  # one row cache alive at a time
         return res
+
+    def _coarse_starts(self, X, y, thetas, bounds):
+        """Optimise every start on a subsample first (``init_subsample``).
+
+        Returns one start record per start (with ``n_samples``; empty when
+        ``n <= 2 * init_subsample``) and the full-data SMO warm start: the
+        best subsample start's dual solution on its own cases and 0
+        elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
+        subsample's MAP function.
+        """
+        m, n = self.init_subsample, X.shape[0]
+        if m is None or n <= 2 * int(m):
+            return [], None
+        idx = subsample_indices(n, m, self.random_state)
+        Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
+        records, alphas = [], []
+        for k, theta0 in enumerate(thetas):
+            obj = EvidenceObjective(Xm, ym, self.ard, self.cache_mb, self.tol,
+                                    max(10**6, 100 * int(m)))
+            res = self._run_start(obj, k, theta0, bounds, None, None)
+            records.append(dict(self._start_record(res), n_samples=int(m)))
+            alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
+        alpha0 = np.zeros(n)
+        alpha0[idx] = alphas[int(np.argmin([r["neg_log_evidence"] for r in records]))]
+        return records, alpha0
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -546,12 +601,24 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             results = []
             bounds = self._bounds(d)
             thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
+            coarse, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+            max_step = None
+            if coarse:  # refine the best subsample start on the full data
+                sub_best = int(np.argmin([r["neg_log_evidence"] for r in coarse]))
+                thetas = [coarse[sub_best]["theta"]]
+                init = dict(init or {})
+                if init.get("state") is None:
+                    init["alpha"] = alpha0
+                max_step = FINE_MAX_STEP
             for k, theta0 in enumerate(thetas):
                 obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
-                res = self._run_start(obj, k, theta0, bounds, callback, init)
+                res = self._run_start(obj, k, theta0, bounds, callback, init, max_step)
                 results.append(res)
                 objectives.append(obj)
                 records.append(self._start_record(res))
+            if coarse:
+                records[0]["subsample"] = coarse[sub_best]
+                records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
             best = best_start(results)
             theta = np.asarray(results[best].theta, dtype=float)
             obj = objectives[best]

@@ -25,9 +25,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS"]
+__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS", "FINE_MAX_STEP",
+           "subsample_indices", "unrefined_record"]
 
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4}
+#: trust radius (max-norm, log units) of the full-data phase of coarse-to-fine
+#: starts: it begins at the subsample optimum, which is close, and its first
+#: L-BFGS-B step (gradients about n / subsample size times larger than on the
+#: subsample) must not jump away from it
+FINE_MAX_STEP = 0.5
 
 
 @dataclass
@@ -300,3 +306,23 @@ def best_start(results):
     """Index of the start with the highest evidence (lowest ``fun``)."""
     funs = [r.fun if np.isfinite(r.fun) else np.inf for r in results]
     return int(np.argmin(funs))
+
+
+def subsample_indices(n, m, random_state):
+    """Sorted indices of the ``m`` of ``n`` cases used by the subsample phase
+    of coarse-to-fine starts; ``random_state=None`` means seed 0, so that a
+    fit (and a resumed pipeline start) is repeatable."""
+    from ._base import resolve_rng
+
+    seed = 0 if random_state is None else random_state
+    return np.sort(resolve_rng(seed).choice(int(n), size=int(m), replace=False))
+
+
+def unrefined_record(coarse_record):
+    """Start record (``starts_`` entry) of a start that was optimised on the
+    subsample only: a lower subsample evidence than the refined start, so it
+    was not continued on the full data. Its subsample phase is kept."""
+    return {"theta0": coarse_record["theta0"], "theta": coarse_record["theta"],
+            "neg_log_evidence": float("nan"), "n_iter": 0, "n_eval": 0, "success": False,
+            "message": "not refined on the full data: a lower subsample evidence",
+            "trajectory": [], "subsample": coarse_record}

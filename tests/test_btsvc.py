@@ -303,3 +303,36 @@ def test_cholesky_jitter_fallback_is_reported():
     np.testing.assert_allclose(L @ L.T, B0 + jitter * np.eye(2), atol=1e-12)
     L, jitter = chol_with_jitter(lambda: np.eye(3) * 2.0)
     assert jitter == 0.0 and np.allclose(L, np.sqrt(2.0) * np.eye(3))
+
+
+def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
+    X, y = blobs(n=700, d=2, seed=4, shift=0.8)
+    m = BayesianSVC(init_subsample=250).fit(X, y)
+    assert len(m.starts_) == 2 and m.best_start_ == 0
+    rec, other = m.starts_
+    sub = rec["subsample"]
+    assert sub["n_samples"] == 250 and len(sub["trajectory"]) > 1
+    assert other["trajectory"] == [] and len(other["subsample"]["trajectory"]) > 1
+    assert sub["neg_log_evidence"] <= other["subsample"]["neg_log_evidence"]
+    # the full-data phase starts at the subsample optimum ...
+    np.testing.assert_allclose(rec["theta0"], sub["theta"])
+    first = rec["trajectory"][0]
+    np.testing.assert_allclose(first["theta"], sub["theta"])
+    # ... warm-started from the subsample MAP solution (fewer SMO iterations
+    # than a cold solve at the same point) ...
+    cold = EvidenceObjective((X - m.x_mean_) / m.x_scale_,
+                             np.where(y == m.classes_[1], 1.0, -1.0), False)
+    assert first["smo_iter"] < cold.solve(sub["theta"])[1]["n_iter"]
+    # ... and ends no worse than it began
+    assert -m.log_evidence_ <= first["fun"] + 1e-9
+    # the fitted state belongs to the full data
+    assert m.support_.max() >= 250 and -m.log_evidence_ == pytest.approx(
+        min(r["fun"] for r in rec["trajectory"]), abs=1e-6)
+    # repeatable with random_state=None (fixed subsample seed)
+    np.testing.assert_array_equal(BayesianSVC(init_subsample=250).fit(X, y).theta_, m.theta_)
+    # no worse than optimising every start on the full data (1% of ln evidence)
+    direct = BayesianSVC(init_subsample=None).fit(X, y)
+    assert "subsample" not in direct.starts_[0]
+    assert m.log_evidence_ >= direct.log_evidence_ - 0.01 * abs(direct.log_evidence_)
+    # below the threshold the phase is skipped
+    assert "subsample" not in BayesianSVC(n_starts=1, init_subsample=350).fit(X, y).starts_[0]

@@ -18,16 +18,24 @@ class _Interrupt(Exception):
     pass
 
 
-_DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80)}
+_DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
+         "btsvc3": ("gauss2d", 180, 90)}
+
+
+def _three_classes(X):
+    """Labels 0/1/2 by the first input's terciles (a one-versus-rest task)."""
+    return np.searchsorted(np.quantile(X[:, 0], [1 / 3, 2 / 3]), X[:, 0]).astype(np.int64)
 
 
 def _spec(task_dir, start, kind="bsvr"):
     gen, n, n_train = _DATA[kind]
     ds = generate(gen, n, 0)
+    y = _three_classes(ds.X) if kind == "btsvc3" else ds.y
     tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
+    kind = kind[:5] if kind == "btsvc3" else kind
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": {"n_starts": 2}, "cv": None, "train": tr, "test": te,
-            "data": (ds.X, ds.y), "start": start, "n_starts": 2,
+            "data": (ds.X, y), "start": start, "n_starts": 2,
             "task_dir": None if task_dir is None else str(task_dir)}
 
 
@@ -39,11 +47,16 @@ def _assert_same_result(res, ref):
     assert np.array_equal(res["trajectory"]["fun"], ref["trajectory"]["fun"])
 
 
-@pytest.mark.parametrize("kind,stop_after", [("bsvr", 1), ("bsvr", 9), ("btsvc", 1),
-                                             ("btsvc", 6)])
-def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after):
+@pytest.mark.parametrize("kind,stop_after,ckpt", [
+    ("bsvr", 1, "checkpoint.h5"), ("bsvr", 9, "checkpoint.h5"), ("btsvc", 1, "checkpoint.h5"),
+    ("btsvc", 6, "checkpoint.h5"),
+    # one-versus-rest: in the first class's start, and in the second class's
+    # (the first class has 29 evaluations)
+    ("btsvc3", 3, "checkpoint_c0.h5"), ("btsvc3", 35, "checkpoint_c1.h5")])
+def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after, ckpt):
     ref = run_task(_spec(None, 1, kind))["result"]
-    assert ref["trajectory"]["fun"].size > stop_after  # the interruption is mid-start
+    n_first = ref["trajectory"]["fun"].size  # evaluations of the (first class's) start
+    assert n_first > stop_after if ckpt != "checkpoint_c1.h5" else n_first < stop_after
     orig = ck.save_checkpoint
     count = [0]
 
@@ -56,7 +69,7 @@ def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_aft
     monkeypatch.setattr(ck, "save_checkpoint", interrupted)
     with pytest.raises(_Interrupt):
         run_task(_spec(tmp_path, 1, kind))
-    assert (tmp_path / "checkpoint.h5").exists() and not (tmp_path / "result.h5").exists()
+    assert (tmp_path / ckpt).exists() and not (tmp_path / "result.h5").exists()
     monkeypatch.setattr(ck, "save_checkpoint", orig)
     res = run_task(_spec(tmp_path, 1, kind))["result"]
     assert res["resumed_from"] == stop_after

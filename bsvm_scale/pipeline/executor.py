@@ -288,7 +288,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                     s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
                 todo.append(s)
         n_skipped = len(results)
-        n_resumed = sum(1 for s in todo if (Path(s["task_dir"]) / "checkpoint.h5").exists())
+        n_resumed = sum(1 for s in todo if any(Path(s["task_dir"]).glob("checkpoint*.h5")))
         if todo:
             warm_numba_cache(pipeline, data)
         cluster = client = None

@@ -9,8 +9,8 @@ One task is one call of :func:`run_task` with a plain ``spec`` dict:
   SMO vector ``nu``/``alpha``, best point) after every evidence evaluation
   through ``fit(callback=...)`` and resumes from it with ``fit(init=...)``,
   which replays the recorded evaluations: the resumed result equals the
-  uninterrupted one. A BTSVC with more than two classes is checkpointed at
-  start granularity (a start is either finished or recomputed).
+  uninterrupted one. A BTSVC with more than two classes (one-versus-rest)
+  keeps one such checkpoint per class (``checkpoint_c<i>.h5``).
 * every other kind: one fit on one partition (SVR/SVC/TSVC optionally with a
   cross-validated grid search on the training part).
 
@@ -129,12 +129,6 @@ def _model_bytes(model):
             return fh.read()
     finally:
         os.unlink(tmp)
-
-
-def _theta_to_btsvc_start(theta, ard):
-    theta = np.asarray(theta, dtype=float)
-    kappa = np.exp(theta[1:-1]) if ard else float(np.exp(theta[1]))
-    return {"kappa0": float(np.exp(theta[0])), "kappa": kappa, "kappa_b": float(np.exp(theta[-1]))}
 
 
 def _summary_of(model, kind):
@@ -256,39 +250,45 @@ def _fit_bayes(spec, Xtr, ytr):
     ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes
-    (one-versus-rest) is checkpointed per start only.
+    (one-versus-rest) keeps one checkpoint per class, ``checkpoint_c<i>.h5``,
+    and resumes every class the same way.
     """
     from .checkpoint import load_checkpoint, save_checkpoint
 
     kind, params = spec["kind"], dict(spec["params"])
     theta0 = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
     extra = {"theta0": theta0, "resumed_from": -1}
-    if kind == "btsvc" and np.unique(ytr).size > 2:
-        start = _theta_to_btsvc_start(theta0, bool(params.get("ard", False)))
-        model = make_estimator(kind, {**params, "starts": [start], "n_starts": None}).fit(Xtr, ytr)
-        return model, dict(extra, trajectory=_trajectory_of(model, theta0), theta=theta0)
-    ckpt = Path(spec["task_dir"]) / "checkpoint.h5" if spec.get("task_dir") else None
-    prev = load_checkpoint(ckpt, theta0) if ckpt is not None else None
-    init = {"theta": theta0, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
-    if prev is not None:
-        init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
-    evals = {"theta": [], "fun": [], "grad": [], "info": []}
+    n_models = np.unique(ytr).size if kind == "btsvc" and np.unique(ytr).size > 2 else 1
+    names = ["checkpoint.h5"] if n_models == 1 else [f"checkpoint_c{i}.h5" for i in range(n_models)]
+    ckpts = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None for f in names]
+    prevs = [load_checkpoint(c, theta0) if c is not None else None for c in ckpts]
+    inits = []
+    for prev in prevs:
+        init = {"theta": theta0, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
+        if prev is not None:
+            init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
+        inits.append(init)
+    evals = [{"theta": [], "fun": [], "grad": [], "info": []} for _ in range(n_models)]
     n_replayed = [0]
 
-    def callback(_k, record, state):
-        _record(evals, record)
+    def callback(key, record, state):
+        i = key[0] if isinstance(key, tuple) else 0
+        _record(evals[i], record)
         if record["replayed"]:
             n_replayed[0] += 1
             return
-        if ckpt is not None:
-            save_checkpoint(ckpt, {"theta0": theta0, "evals": _columns(evals), "state": state})
+        if ckpts[i] is not None:
+            save_checkpoint(ckpts[i], {"theta0": theta0, "evals": _columns(evals[i]),
+                                       "state": state})
         if spec.get("eval_delay"):  # testing hook: slow evaluations down
             time.sleep(float(spec["eval_delay"]))
 
     model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(Xtr, ytr, callback=callback, init=init)
-    extra.update(trajectory=_trajectory_of(model, theta0), theta=np.asarray(model.theta_, float),
-                 resumed_from=n_replayed[0] if prev is not None else -1)
+    model.fit(Xtr, ytr, callback=callback, init=inits[0] if n_models == 1 else inits)
+    theta = model.theta_ if n_models == 1 else theta0
+    resumed = any(p is not None for p in prevs)
+    extra.update(trajectory=_trajectory_of(model, theta0), theta=np.asarray(theta, float),
+                 resumed_from=n_replayed[0] if resumed else -1)
     return model, extra
 
 
