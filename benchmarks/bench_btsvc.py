@@ -15,8 +15,9 @@ Two parts (either can be skipped):
 ``fit``
     A full fit (evidence maximisation, default starts) at large n on C2 and
     twonorm, each in a fresh process, reporting wall time, peak RSS (the
-    larger of ``ru_maxrss`` and psutil samples every 20 ms; the sampling
-    thread cannot run while Numba code holds the GIL, ``ru_maxrss`` is the
+    larger of the kernel's high-water mark ``VmHWM`` and psutil samples every
+    20 ms; the sampling thread cannot run while Numba code holds the GIL,
+    ``VmHWM`` is the
     kernel's figure), SVs, hyperparameters, test error (and the Bayes error
     for C2).
 
@@ -25,30 +26,54 @@ Examples
     python benchmarks/bench_btsvc.py --part evidence --sizes 500 1000 2000 5000
     python benchmarks/bench_btsvc.py --part fit --fit-n 20000 --datasets gauss2d twonorm
 
-Measured (2026-11-26, 2 cores shared with three other sessions, load average
-15-30, so absolute times are inflated several-fold; ratios are side by side)
-----------------------------------------------------------------------------
+Measured (2026-11-26, 2 cores; figures in docs/bench/bench_btsvc.json)
+--------------------------------------------------------------------
+``python3 benchmarks/bench_btsvc.py --part all --sizes 500 1000 2000 5000
+--repeat 2 --fit-n 20000 --test-n 5000 --datasets twonorm gauss2d --out
+docs/bench/bench_btsvc.json`` on a quiet machine (load ~1-2).
+
+Evidence + gradient per optimiser iteration, C2, kappa0 = 10, kappa = 1/d,
+kappa_b = 100 (best of 2); GPC = one ``log_marginal_likelihood(theta,
+eval_gradient=True)`` of scikit-learn's GaussianProcessClassifier::
+
+        n    SVs  BTSVC cold s  BTSVC warm s   GPC s   GPC/warm  GPC/cold
+      500    188        0.0120        0.0035   0.147       42        12
+     1000    382        0.0414        0.0116   0.919       79        22
+     2000    924        0.1797        0.0848   2.852       34        16
+     5000   3040        2.4279        1.7425  31.061       18        13
+
+(an earlier run the same hour: GPC/warm 27, 54, 37, 28; the small-n ratios
+move with timer noise, every one is above 10).
+
+Full fit, coarse-to-fine starts (default 2 starts on a 4,000-case subsample,
+the best refined on all 20,000), 5,000 test cases, each in a fresh process::
+
+    data       SVs  full+sub evals   fit s   peak MiB   test err   Bayes err
+    twonorm   4496      11 + 43      119.6      520     0.0222     0.0224
+    gauss2d  13174       6 + 39      313.7     1664     0.0388     0.0394
+
+Both under the 10 min / 2 GiB target (before the coarse-to-fine starts:
+twonorm 830 s / 1.0 GB on a quieter machine than this session's first run;
+C2 did not finish). C2's peak is the ``m x m`` evidence block (8 m^2 bytes,
+m = 13,174: 1.39 GB). An earlier version of this script took ``ru_maxrss``,
+which a spawned process inherits from its parent (2.4 GB after the GPC
+timings of the evidence part); it now reads ``VmHWM``.
+
 Evidence + gradient (5.35)/(5.36) before (dense copies) and after the
 in-place evaluation (one ``m x m`` array), same process, same MAP solution,
-C2 n = 3000 at kappa0 = 1, kappa = 1/2, kappa_b = 100 (m = 1744 SVs)::
+C2 n = 3000 at kappa0 = 1, kappa = 1/2, kappa_b = 100 (m = 1744 SVs), earlier
+session under load::
 
     old: 6.96 s, 73 MB allocated at peak     new: 4.25 s, 24 MB (= 8 m^2)
     time old/new 1.64, memory old/new 3.08; values identical, gradients to 2e-10
-
-For C2 at n = 20,000 (m ~ 12,600 SVs at the optimum) this is 1.27 GB for the
-block instead of about 4 GB before (the earlier fit reached 5.8 GB RSS), and
-the row cache is now freed while the block exists. The full 20,000-case fits
-did not complete here: twonorm was stopped after 35 min under load average
-20-30 with 515 MB peak RSS so far (earlier session, quieter machine: 830 s,
-1.0 GB); C2 was not started. The 10 minute target is not shown.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing as mp
 import os
-import resource
 import sys
 import threading
 import time
@@ -138,7 +163,21 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
     print("%7s %6s %11s %12s %13s %13s %10s %15s" % hdr)
     for n, m, a, b, c, w, g in rows:
         print("%7d %6d %11.4f %12.4f %13.4f %13.4f %10.4f %15.1f" % (n, m, a, b, c, w, g, g / w))
-    return rows
+    keys = ("n", "n_sv", "smo_cold_s", "evidence_grad_s", "btsvc_cold_s", "btsvc_warm_s",
+            "gpc_s")
+    return [dict(zip(keys, r), bench="btsvc_evidence_vs_gpc", gpc_over_btsvc_warm=r[6] / r[5])
+            for r in rows]
+
+
+def _vm_hwm_mb():
+    """Peak RSS of this process image (``VmHWM``). Not ``ru_maxrss``: Linux
+    keeps that across ``fork`` + ``exec``, so a spawned worker would report
+    its parent's peak (e.g. the GPC timings of the evidence part)."""
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
@@ -179,7 +218,7 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
     h = clf.hyperparameters_
     queue.put({"data": name, "n": n, "fit_s": t_fit, "pred_s": t_pred, "n_test": n_test,
                "peak_rss_mb": peak[0] / 2**20, "rss_before_mb": rss0 / 2**20,
-               "ru_maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+               "vm_hwm_mb": _vm_hwm_mb(),
                "n_sv": len(clf.support_), "n_iter": clf.n_opt_iter_,
                "n_eval": clf.starts_[0]["n_eval"], "err": err,
                "n_starts": len(clf.starts_),
@@ -205,11 +244,11 @@ def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None):
         p.start()
         r = q.get()
         p.join()
-        out.append(r)
+        out.append(dict(r, bench="btsvc_fit", cache_mb=cache_mb))
         print("%9s %7d %6d %5d %9s %9.1f %9.2f %10.0f %8.4f %8.4f %9.3g %9.3g %9.3g %11.2f" % (
             r["data"], r["n"], r["n_sv"], r["n_iter"],
             f"{r['n_eval']}+{r['n_eval_subsample']}", r["fit_s"], r["pred_s"],
-            max(r["peak_rss_mb"], r["ru_maxrss_mb"]), r["err"], r["bayes_err"], r["kappa0"],
+            max(r["peak_rss_mb"], r["vm_hwm_mb"]), r["err"], r["bayes_err"], r["kappa0"],
             r["kappa"], r["kappa_b"],
             r["log_evidence"]), flush=True)
     return out
@@ -231,11 +270,18 @@ def main(argv=None):
                          "while a large evidence block exists")
     ap.add_argument("--n-starts", type=int, default=None,
                     help="starts of the full fits (default: the estimator's, 2)")
+    ap.add_argument("--out", help="write the rows (both parts) as JSON here")
     args = ap.parse_args(argv)
+    rows = []
     if args.part in ("evidence", "all"):
-        bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
+        rows += bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
     if args.part in ("fit", "all"):
-        bench_fit(args.datasets, args.fit_n, args.test_n, args.seed, args.cache_mb, args.n_starts)
+        rows += bench_fit(args.datasets, args.fit_n, args.test_n, args.seed, args.cache_mb,
+                          args.n_starts)
+    if args.out:
+        info = {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}
+        with open(args.out, "w") as fh:
+            json.dump({"rows": rows, "info": info}, fh, indent=1)
 
 
 if __name__ == "__main__":

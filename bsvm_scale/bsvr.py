@@ -353,6 +353,23 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             thetas.append(rng.uniform(lo, hi))
         return thetas
 
+    def start_points(self, X, y):
+        """The optimiser's starting points ``theta0`` for training data ``(X, y)``.
+
+        The list :meth:`fit` would start from (``[ln C, ln epsilon, ln kappa
+        (or ln kappa_l), ln kappa_b]``, box and starts scaled by the
+        standard deviation of ``y``); pipelines run start ``k`` as its own
+        task with ``fit(init={"theta": start_points(X, y)[k], ...})``.
+        """
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        if X.ndim != 2 or y.shape != (X.shape[0],):
+            raise ValueError(f"X must be 2-D and y hold one target per row of X; got shapes "
+                             f"{X.shape} and {y.shape}.")
+        n, d = X.shape
+        self._check_params(n, d)
+        s = float(np.std(y)) or 1.0
+        return self._start_points(s, d, self._box(s, d))
+
     # ------------------------------------------------------------------
     def fit(self, X, y, callback=None, init=None):
         """Fit the MAP solution and, with ``optimize=True``, maximise the evidence.

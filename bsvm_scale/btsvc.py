@@ -451,6 +451,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _bounds(self, d):
         return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
 
+    def start_points(self, X, y=None):
+        """The optimiser's starting points ``theta0`` (``[ln kappa0, ln kappa
+        (or ln kappa_l), ln kappa_b]``) that :meth:`fit` would use for
+        inputs ``X`` (every one-versus-rest model uses the same ones);
+        pipelines run start ``k`` as its own task with
+        ``fit(init={"theta": start_points(X)[k], ...})``."""
+        d = np.asarray(X).shape[1] if np.ndim(X) == 2 else None
+        if d is None or d == 0:
+            raise ValueError(f"X must be a 2-D array with at least one feature; got shape "
+                             f"{np.shape(X)}.")
+        self._check_params(d)
+        return self._start_thetas(d)
+
     # -- fitting ---------------------------------------------------------------
     def fit(self, X, y, callback=None, init=None):
         """Fit the BTSVC (one-versus-rest for more than two classes).

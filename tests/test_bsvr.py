@@ -160,3 +160,13 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     # below the threshold the phase is skipped
     m3 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=450).fit(X, y)
     assert "subsample" not in m3.starts_[0]
+
+
+def test_start_points_are_the_ones_fit_starts_from():
+    X, y, _, _ = _sinc(120, 5)
+    est = BayesianSVR(beta=0.3, n_starts=3, random_state=2, optimizer_options={"maxiter": 2})
+    pts = est.start_points(X, y)
+    assert len(pts) == 3 and not hasattr(est, "n_features_in_")
+    m = est.fit(X, y)
+    for p, rec in zip(pts, m.starts_):
+        np.testing.assert_array_equal(p, rec["theta0"])

@@ -336,3 +336,15 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     assert m.log_evidence_ >= direct.log_evidence_ - 0.01 * abs(direct.log_evidence_)
     # below the threshold the phase is skipped
     assert "subsample" not in BayesianSVC(n_starts=1, init_subsample=350).fit(X, y).starts_[0]
+
+
+def test_start_points_are_the_ones_fit_starts_from():
+    X, y = blobs(n=80, d=3, seed=6)
+    est = BayesianSVC(n_starts=3, optimizer_options={"maxiter": 2})
+    pts = est.start_points(X, y)
+    np.testing.assert_allclose(pts[0], np.log([10.0, 1.0 / 3, 100.0]))
+    m = est.fit(X, y)
+    for p, rec in zip(pts, m.starts_):
+        np.testing.assert_array_equal(p, rec["theta0"])
+    with pytest.raises(ValueError, match="2-D"):
+        est.start_points(np.ones(5))

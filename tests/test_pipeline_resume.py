@@ -127,3 +127,13 @@ def test_sigkill_mid_start_then_resume(tmp_path, kind):
     res = run_task(_spec(tmp_path, 1, kind))["result"]
     assert res["resumed_from"] == n_done
     _assert_same_result(res, ref)
+
+
+def test_task_peak_memory_is_the_tasks_own():
+    """The task's peak RSS is not the worker's earlier peak (Linux resets the mark)."""
+    big = np.ones(80_000_000)  # 610 MiB touched before the task
+    big.sum()
+    del big
+    res = run_task(_spec(None, 0, "bsvr"))["result"]
+    assert res["peak_rss_scope"] == "task"
+    assert 0 < res["peak_rss_mb"] < 500

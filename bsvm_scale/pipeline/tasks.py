@@ -222,15 +222,9 @@ def _record(evals, record):
 
 def _start_theta(kind, params, k, n_starts, Xtr, ytr):
     """Start point ``k`` of ``n_starts`` exactly as the estimator itself would
-    choose it from the partition's training data (its private helpers)."""
+    choose it from the partition's training data."""
     full = make_estimator(kind, {**params, "n_starts": n_starts})
-    n, d = Xtr.shape
-    if kind == "bsvr":
-        full._check_params(n, d)
-        s = float(np.std(ytr))
-        return np.asarray(full._start_points(s, d, full._box(s, d))[k], dtype=float)
-    full._check_params(d)
-    return np.asarray(full._start_thetas(d)[k], dtype=float)
+    return np.asarray(full.start_points(Xtr, ytr)[k], dtype=float)
 
 
 def _trajectory_of(model, theta0):
@@ -326,6 +320,30 @@ def _fit_plain(spec, Xtr, ytr):
     return est, extra
 
 
+def _reset_peak_rss():
+    """Reset this process's peak-RSS mark (Linux ``/proc/self/clear_refs``, 5);
+    False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _peak_rss_mb():
+    """Peak resident memory (MiB) since the last reset: ``VmHWM``, or
+    ``ru_maxrss`` (process lifetime) where ``/proc`` is missing."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024.0
+
+
 def run_task(spec, *deps):
     """Run one task (see the module docstring); returns ``{'result', 'model_h5'}``.
 
@@ -348,6 +366,7 @@ def run_task(spec, *deps):
             marker.write_text("failed once\n")
             raise RuntimeError("injected failure (testing retries)")
     numba.set_num_threads(1)
+    peak_scope = "task" if _reset_peak_rss() else "worker process"
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.time()
@@ -385,8 +404,10 @@ def run_task(spec, *deps):
         "versions": versions(),
         "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
-        # peak resident memory of the worker process so far (an upper bound for this task)
-        "peak_rss_mb": float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024.0,
+        # peak resident memory of this task (Linux: the high-water mark is reset at
+        # the start of the task), else of the worker process so far (an upper bound)
+        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_scope": peak_scope,
     }
     model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
     if spec.get("task_dir"):
