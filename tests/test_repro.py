@@ -331,3 +331,26 @@ def test_fix_from_model_uses_the_hyperparameters_of_the_first_partitions(tiny_ru
     mean = ref.fit(ds.X[tr], ds.y[tr]).predict(ds.X[te])
     task = rec["tasks"]["sinc-n12__BSVR-A__p001"]
     np.testing.assert_allclose(task["predictions"]["mean"], mean, rtol=1e-6, atol=1e-9)
+
+
+def test_c3_grid_is_centred_on_the_evidence_optimum():
+    from bsvm_scale import BayesianSVC
+    from bsvm_scale.pipeline.results import c3_grid
+
+    ds = generate("twonorm", 500, 3)
+    X, y, Xt, yt = ds.X[:200], ds.y[:200], ds.X[200:], ds.y[200:]
+    m = BayesianSVC(n_starts=1).fit(X, y)
+    a, b, ev, err = c3_grid(X, y, Xt, yt, m.hyperparameters_, grid=(5, 0.5, 0.5))
+    assert ev.shape == err.shape == (5, 5)
+    np.testing.assert_allclose(a[2], np.log10(m.hyperparameters_["kappa0"]))
+    np.testing.assert_allclose(b[2], np.log10(m.hyperparameters_["kappa"]))
+    # the centre is the fitted point. (It need not be a grid minimum: the
+    # Laplace evidence (5.35) drops by a jump whenever a case leaves the SV
+    # set, where Lambda_ii falls from pi^2/8 to 0, while the gradient (5.36)
+    # follows the smooth pieces between jumps.)
+    assert ev[2, 2] == pytest.approx(-m.log_evidence_, rel=1e-3)
+    assert np.all(np.isfinite(ev)) and np.ptp(ev) > 1.0
+    assert np.all((err >= 0) & (err <= 1)) and err[2, 2] < 0.1
+    # rows run along kappa0 at fixed kappa: a larger kappa0 at a tiny kappa
+    # (nearly linear covariance) leaves the test error nearly unchanged
+    assert np.ptp(err[2]) < 0.05

@@ -726,7 +726,81 @@ def section_c3(run, out, notes):
     lines += _table(["data set", "model", "partitions", "test error", "SVs", "s per partition"], rows)
     lines += [""] + _paired_tests(run, "error_rate", ["BTSVC", "BTSVC-A"], notes, "C3")
     _nll_notes(run, "C3", notes)
+    for ds in run.datasets():
+        lines += _c3_evidence_contours(run, ds, out, notes)
     return lines
+
+
+#: C3 contour grid: (kappa0, kappa) around BTSVC's optimum on the first
+#: partition, +-2 decades in kappa0 and +-1.5 in kappa, kappa_b fixed
+C3_GRID = (15, 2.0, 1.5)
+#: largest training set for which the grid (225 MAP solves + evidences) is run
+C3_GRID_MAX_N = 2000
+
+
+def c3_grid(X, y, Xt, yt, hyper, grid=C3_GRID):
+    """-ln evidence (5.35) and test error of BTSVC over a (kappa0, kappa) grid.
+
+    ``hyper``: the fitted ``kappa0``, ``kappa`` (float) and ``kappa_b``; the
+    grid is log-spaced around them with ``kappa_b`` fixed (experiments.md,
+    C3). Returns ``(log10_kappa0, log10_kappa, neg_log_evidence, error)``,
+    the last two of shape ``(len(log10_kappa), len(log10_kappa0))``.
+    """
+    from ..btsvc import BayesianSVC
+
+    k, w0, w1 = grid
+    a = np.log10(hyper["kappa0"]) + np.linspace(-w0, w0, k)
+    b = np.log10(float(np.mean(hyper["kappa"]))) + np.linspace(-w1, w1, k)
+    ev = np.empty((k, k))
+    err = np.empty((k, k))
+    for j, lk in enumerate(b):
+        for i, l0 in enumerate(a):
+            m = BayesianSVC(optimize=False, kappa0=10.0 ** l0, kappa=10.0 ** lk,
+                            kappa_b=hyper["kappa_b"]).fit(X, y)
+            ev[j, i] = -m.log_evidence_
+            err[j, i] = np.mean(m.predict(Xt) != yt)
+    return a, b, ev, err
+
+
+def _c3_evidence_contours(run, ds, out, notes):
+    """Contours of -ln evidence and test error over (kappa0, kappa), first partition."""
+    entries = run.entries(ds, "BTSVC") if "BTSVC" in run.models(ds) else []
+    model = run.model(ds, "BTSVC") if entries else None
+    if model is None or isinstance(model.hyperparameters_, list) or np.ndim(model.hyperparameters_["kappa"]):
+        return []
+    tr, te = run.partition(ds, 0)
+    if tr.size > C3_GRID_MAX_N:
+        return [f"Evidence / test-error contours of {ds}: not computed ({tr.size} training cases "
+                f"> {C3_GRID_MAX_N}).", ""]
+    d = run.data(ds, extra=False)
+    a, b, ev, err = c3_grid(d.X[tr], d.y[tr], d.X[te], d.y[te], model.hyperparameters_)
+    jb, ib = np.unravel_index(np.argmin(ev), ev.shape)
+    je, ie = np.unravel_index(np.argmin(err), err.shape)
+    plt = _plt()
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    for axis, z, title in ((ax[0], ev, "-ln evidence"), (ax[1], err, "test error")):
+        cs = axis.contour(a, b, z, levels=12)
+        axis.clabel(cs, fontsize=7)
+        axis.plot(a[ib], b[jb], "k*", ms=10, label="evidence optimum (grid)")
+        axis.plot(a[ie], b[je], "rx", ms=9, label="lowest test error (grid)")
+        axis.set_xlabel("log10 kappa0")
+        axis.set_ylabel("log10 kappa")
+        axis.set_title(f"{ds}: {title}")
+    ax[0].legend(fontsize=7)
+    fig.tight_layout()
+    name = f"{run.name}_c3_{ds}_evidence_contours.png"
+    fig.savefig(out / name, dpi=80)
+    plt.close(fig)
+    gap = err[jb, ib] - err.min()
+    if gap > 0.01:
+        notes.append(f"C3 {ds}: the test error at the grid's evidence optimum ({err[jb, ib]:.4f}) "
+                     f"is {gap:.4f} above the grid's lowest ({err.min():.4f}).")
+    return [f"Evidence against test error on {ds}, partition 0 ({tr.size} training cases), "
+            f"kappa_b = {model.hyperparameters_['kappa_b']:.3g} fixed: the grid's evidence "
+            f"optimum (kappa0 = {10 ** a[ib]:.3g}, kappa = {10 ** b[jb]:.3g}) has test error "
+            f"{err[jb, ib]:.4f}; the grid's lowest test error is {err.min():.4f} (kappa0 = "
+            f"{10 ** a[ie]:.3g}, kappa = {10 ** b[je]:.3g}).", "",
+            f"![C3 evidence and test-error contours, {ds}]({name})", ""]
 
 
 def section_c4(run, out, notes):
