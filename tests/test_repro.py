@@ -354,3 +354,14 @@ def test_c3_grid_is_centred_on_the_evidence_optimum():
     # rows run along kappa0 at fixed kappa: a larger kappa0 at a tiny kappa
     # (nearly linear covariance) leaves the test error nearly unchanged
     assert np.ptp(err[2]) < 0.05
+
+
+def test_tasks_record_map_and_evidence_seconds(tiny_run):
+    _, rec = tiny_run
+    tasks = [t for k, t in rec["tasks"].items() if "__BSVR__" in k]
+    assert tasks
+    for t in tasks:
+        tr = t["trajectory"]
+        assert tr["map_s"].shape == tr["evidence_s"].shape == tr["fun"].shape
+        assert np.all(tr["map_s"] > 0) and np.all(tr["evidence_s"] > 0)
+        assert tr["map_s"].sum() + tr["evidence_s"].sum() <= t["fit_time"]

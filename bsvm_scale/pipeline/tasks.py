@@ -230,9 +230,13 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr):
 def _trajectory_of(model, theta0):
     starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
     tr = starts[0]["trajectory"]
+    def col(key):  # BSVR records keep diagnostics under "info", BTSVC's at the top
+        return np.array([r.get(key, r.get("info", {}).get(key, np.nan)) for r in tr], dtype=float)
+
     return {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
-            "fun": np.array([r["fun"] for r in tr], dtype=float),
-            "grad_norm": np.array([r["grad_norm"] for r in tr], dtype=float)}
+            "fun": col("fun"), "grad_norm": col("grad_norm"),
+            # seconds per evaluation in the MAP solve and in the evidence + gradient
+            "map_s": col("map_s"), "evidence_s": col("evidence_s")}
 
 
 def _fit_bayes(spec, Xtr, ytr):
