@@ -220,9 +220,10 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
                "peak_rss_mb": peak[0] / 2**20, "rss_before_mb": rss0 / 2**20,
                "vm_hwm_mb": _vm_hwm_mb(),
                "n_sv": len(clf.support_), "n_iter": clf.n_opt_iter_,
-               "n_eval": clf.starts_[0]["n_eval"], "err": err,
+               # evaluations made (L-BFGS-B's nfev also counts repeated points)
+               "n_eval": len(clf.starts_[0]["trajectory"]), "err": err,
                "n_starts": len(clf.starts_),
-               "n_eval_subsample": sum(s["subsample"]["n_eval"] for s in clf.starts_
+               "n_eval_subsample": sum(len(s["subsample"]["trajectory"]) for s in clf.starts_
                                        if "subsample" in s),
                "bayes_err": _bayes_error(name, Xt, yt),
                "kappa0": h["kappa0"], "kappa": h["kappa"], "kappa_b": h["kappa_b"],

@@ -51,7 +51,9 @@ KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
 KAPPA_B_START = 100.0
 #: default stall rule of the evidence maximisation (see ``run_start``): stop
 #: once 5 evaluations in a row have not improved -ln evidence by 1e-5 relative
-STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
+#: and do not evaluate line-search steps below 1e-3 in the log hyperparameters
+#: (the evidence changes by less than the SMO tolerance moves it)
+STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5, "min_step": 1e-3}
 
 _GL_ORDER = 64
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_GL_ORDER)
@@ -331,7 +333,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         :func:`bsvm_scale.optimize.run_start` (default ``stall_rtol=1e-5``,
         ``stall_evals=5``: stop once 5 evaluations in a row have not lowered
         ``-ln P(D | theta)`` by ``1e-5`` relative; ``stall_rtol=None`` keeps
-        only SciPy's rules).
+        only SciPy's rules) and ``min_step`` (default ``1e-3``: line-search
+        steps shorter than that in every log hyperparameter are not
+        evaluated; ``None`` evaluates them).
 
     Attributes
     ----------

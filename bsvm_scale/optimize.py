@@ -125,10 +125,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         4.3.3) so that L-BFGS-B's first steps do not run along ln C alone.
         Values, gradients and trajectories are reported in ``theta``.
     normalize : bool, default=False
-        Divide the objective (and ``gtol``) by ``max(1, |g(theta0)|_inf)``:
+        Divide the objective (and ``gtol``) by ``max(1, |g(theta0)|_inf)``
+        (by ``|g(theta0)|_inf / max_step`` with a trust radius below 1):
         L-BFGS-B's first step is ``-g`` (unit initial Hessian), which for a
         steep start throws the variables to a corner of the box; scaled, the
-        first step moves no variable by more than one unit. The evaluation
+        first step moves no variable by more than one unit (or ``max_step``
+        when that is smaller: a first step beyond the trust radius would be
+        rejected, and the line search then backtracks to a vanishing step). The evaluation
         at ``theta0`` is made once and reused (as every point L-BFGS-B asks
         for twice in a row). Values, gradients and trajectories are reported
         unscaled.
@@ -142,6 +145,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         warm start) to what it was after the last recorded evaluation. Should
         a requested point differ from the record, replay stops there and the
         objective is evaluated.
+
+    ``options`` may also hold ``min_step``: a trial point closer than
+    ``min_step`` (max-norm, but not equal) to the best point so far is not
+    evaluated; it gets the best point's value and gradient, so a line search
+    that keeps shrinking its step (as it does on an objective that is only
+    piecewise smooth or known to a tolerance) fails at once and L-BFGS-B
+    ends, instead of paying full evaluations for steps that cannot matter.
 
     Besides SciPy's options, ``options`` may hold ``stall_rtol`` and
     ``stall_evals``: the start stops (successfully) once ``stall_evals``
@@ -167,9 +177,11 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     gtol = float(opts["gtol"])
     stall = (opts.pop("stall_rtol", None), opts.pop("stall_evals", None))
     stall = None if None in stall else (float(stall[0]), int(stall[1]))
+    min_step = opts.pop("min_step", None)
+    min_step = None if min_step is None else float(min_step)
     replay = list(replay or [])
     state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0,
-             "stall_best": None, "stall_count": 0, "nit": 0}
+             "stall_best": None, "stall_count": 0, "nit": 0, "short": 0}
 
     def worse():
         worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
@@ -181,6 +193,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                 and np.max(np.abs(theta - state["best"][0])) > max_step):
             state["rejected"] += 1
             return worse(), np.zeros_like(theta)
+        if (min_step is not None and state["best"] is not None
+                and 0.0 < np.max(np.abs(theta - state["best"][0])) < min_step):
+            # a line search shrinking its step below min_step: answer with the
+            # best point (no decrease), so it gives up instead of evaluating
+            # points that differ only by the MAP solve's tolerance
+            state["short"] += 1
+            return state["best"][1], state["best"][2].copy()
         last = state["trajectory"][-1] if state["trajectory"] else None
         if last is not None and np.array_equal(theta, last["theta"]):
             # L-BFGS-B asks again for the point it was just given (line searches
@@ -213,7 +232,9 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         _, g0 = fun(theta0)
         if np.all(np.isfinite(g0)):
             scale = np.maximum(1.0, np.sqrt(np.abs(g0))) if precondition else scale
-            fscale = float(max(1.0, np.max(np.abs(g0)))) if normalize else 1.0
+            # first step -g / fscale: at most one unit, or max_step if smaller
+            limit = 1.0 if max_step is None else min(1.0, float(max_step))
+            fscale = float(max(1.0, np.max(np.abs(g0)) / limit)) if normalize else 1.0
         opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
 
     def fun_u(u):

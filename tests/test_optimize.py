@@ -89,3 +89,32 @@ def test_stall_rule_stops_after_the_given_number_of_flat_evaluations():
     assert count == 4
     free = run_start(_Counted(step=0.05), THETA0, BOUNDS, {"maxiter": 200})
     assert free.n_eval > res.n_eval  # without the rule the line searches go on
+
+
+def _min_gap_to_best(trajectory):
+    """Smallest max-norm distance of an evaluated point to the best point
+    evaluated before it (distinct points only)."""
+    gaps, best = [], None
+    for r in trajectory:
+        if best is not None:
+            d = np.max(np.abs(r["theta"] - best[0]))
+            if d > 0:
+                gaps.append(d)
+        if best is None or r["fun"] < best[1]:
+            best = (r["theta"], r["fun"])
+    return min(gaps)
+
+
+def test_min_step_skips_line_search_steps_that_cannot_matter():
+    # values known only to a resolution (like an evidence at an SMO tolerance):
+    # near the optimum the line searches shrink their steps towards zero
+    opts = {"maxiter": 200}
+    free = run_start(_Counted(step=1e-4), THETA0, BOUNDS, opts)
+    assert _min_gap_to_best(free.trajectory) < 1e-10
+    obj = _Counted(step=1e-4)
+    res = run_start(obj, THETA0, BOUNDS, dict(opts, min_step=1e-3))
+    assert _min_gap_to_best(res.trajectory) >= 1e-3
+    assert obj.calls == len(res.trajectory) < 0.7 * len(free.trajectory)
+    # the same optimum (rosen's minimum is 0 at (1, 1))
+    assert res.fun == free.fun == 0.0 and rosen(res.theta) < 1e-3
+    np.testing.assert_allclose(res.theta, [1.0, 1.0], atol=0.05)
