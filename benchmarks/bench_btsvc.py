@@ -26,15 +26,14 @@ Examples
     python benchmarks/bench_btsvc.py --part evidence --sizes 500 1000 2000 5000
     python benchmarks/bench_btsvc.py --part fit --fit-n 20000 --datasets gauss2d twonorm
 
-Measured (2026-11-26, 2 cores; figures in docs/bench/bench_btsvc.json)
+Measured (2026-11-26, 2 cores, quiet machine, load ~1-2; figures in
+docs/bench/bench_btsvc_evidence.json and bench_btsvc_fit.json)
 --------------------------------------------------------------------
-``python3 benchmarks/bench_btsvc.py --part all --sizes 500 1000 2000 5000
---repeat 2 --fit-n 20000 --test-n 5000 --datasets twonorm gauss2d --out
-docs/bench/bench_btsvc.json`` on a quiet machine (load ~1-2).
-
-Evidence + gradient per optimiser iteration, C2, kappa0 = 10, kappa = 1/d,
-kappa_b = 100 (best of 2); GPC = one ``log_marginal_likelihood(theta,
-eval_gradient=True)`` of scikit-learn's GaussianProcessClassifier::
+``python3 benchmarks/bench_btsvc.py --part evidence --sizes 500 1000 2000 5000
+--repeat 2``: evidence + gradient per optimiser iteration, C2, kappa0 = 10,
+kappa = 1/d, kappa_b = 100 (best of 2); GPC = one
+``log_marginal_likelihood(theta, eval_gradient=True)`` of scikit-learn's
+GaussianProcessClassifier::
 
         n    SVs  BTSVC cold s  BTSVC warm s   GPC s   GPC/warm  GPC/cold
       500    188        0.0120        0.0035   0.147       42        12
@@ -45,24 +44,31 @@ eval_gradient=True)`` of scikit-learn's GaussianProcessClassifier::
 (an earlier run the same hour: GPC/warm 27, 54, 37, 28; the small-n ratios
 move with timer noise, every one is above 10).
 
-Full fit, coarse-to-fine starts (default 2 starts on a 4,000-case subsample,
-the best refined on all 20,000), 5,000 test cases, each in a fresh process::
+``python3 benchmarks/bench_btsvc.py --part fit --fit-n 20000 --test-n 5000
+--datasets twonorm gauss2d``: full fit, coarse-to-fine starts (default 2
+starts on a 4,000-case subsample, the best refined on all 20,000), 5,000 test
+cases, each in a fresh process::
 
-    data       SVs  full+sub evals   fit s   peak MiB   test err   Bayes err
-    twonorm   4496      11 + 43      119.6      520     0.0222     0.0224
-    gauss2d  13174       6 + 39      313.7     1664     0.0388     0.0394
+    data       SVs  full+sub evals   fit s   peak MiB   test err   Bayes err   ln evidence
+    twonorm   4496       7 + 39       95.5      520     0.0222     0.0224      -1379.15
+    gauss2d  13879       2 + 39      168.9     1812     0.0402     0.0394      -2519.24
 
-Both under the 10 min / 2 GiB target (before the coarse-to-fine starts:
-twonorm 830 s / 1.0 GB on a quieter machine than this session's first run;
-C2 did not finish). C2's peak is the ``m x m`` evidence block (8 m^2 bytes,
-m = 13,174: 1.39 GB). An earlier version of this script took ``ru_maxrss``,
-which a spawned process inherits from its parent (2.4 GB after the GPC
-timings of the evidence part); it now reads ``VmHWM``.
+Both under the 10 min / 2 GiB target. C2's peak is the ``m x m`` evidence
+block (8 m^2 bytes, m = 13,879: 1.54 GB). Before the coarse-to-fine starts:
+twonorm 830 s / 1.0 GB, C2 did not finish. Before the two run_start fixes
+(first step within the trust radius; line-search steps below ``min_step``
+not evaluated) the same fits took 119.6 s (11 + 43 evaluations) and 313.7 s
+(6 + 39): on C2 the full-data phase never left the subsample optimum
+(ln evidence -2573.41, 54 lower than now; test error 0.0388).
+
+An earlier version of this script took ``ru_maxrss``, which a spawned
+process inherits from its parent (2.4 GB after the GPC timings of the
+evidence part); it now reads ``VmHWM``.
 
 Evidence + gradient (5.35)/(5.36) before (dense copies) and after the
 in-place evaluation (one ``m x m`` array), same process, same MAP solution,
-C2 n = 3000 at kappa0 = 1, kappa = 1/2, kappa_b = 100 (m = 1744 SVs), earlier
-session under load::
+C2 n = 3000 at kappa0 = 1, kappa = 1/2, kappa_b = 100 (m = 1744 SVs), under
+load earlier the same day::
 
     old: 6.96 s, 73 MB allocated at peak     new: 4.25 s, 24 MB (= 8 m^2)
     time old/new 1.64, memory old/new 3.08; values identical, gradients to 2e-10
