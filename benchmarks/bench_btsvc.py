@@ -88,6 +88,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from bsvm_scale._memory import peak_rss_bytes  # noqa: E402
+
 
 def _data(name, n, seed):
     from bsvm_scale.datasets import synthetic
@@ -175,17 +177,6 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
             for r in rows]
 
 
-def _vm_hwm_mb():
-    """Peak RSS of this process image (``VmHWM``). Not ``ru_maxrss``: Linux
-    keeps that across ``fork`` + ``exec``, so a spawned worker would report
-    its parent's peak (e.g. the GPC timings of the evidence part)."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
     import psutil
 
@@ -224,7 +215,7 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
     h = clf.hyperparameters_
     queue.put({"data": name, "n": n, "fit_s": t_fit, "pred_s": t_pred, "n_test": n_test,
                "peak_rss_mb": peak[0] / 2**20, "rss_before_mb": rss0 / 2**20,
-               "vm_hwm_mb": _vm_hwm_mb(),
+               "vm_hwm_mb": peak_rss_bytes() / 2**20,
                "n_sv": len(clf.support_), "n_iter": clf.n_opt_iter_,
                # evaluations made (L-BFGS-B's nfev also counts repeated points)
                "n_eval": len(clf.starts_[0]["trajectory"]), "err": err,

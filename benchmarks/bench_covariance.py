@@ -35,6 +35,8 @@ import time
 
 import numpy as np
 
+from bsvm_scale._memory import peak_rss_bytes, reset_peak_rss
+
 MiB = 2.0**20
 
 
@@ -43,28 +45,6 @@ def _rss():
     import psutil
 
     return psutil.Process().memory_info().rss
-
-
-def _vm_hwm():
-    """Peak resident set (bytes) from /proc/self/status, or None."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
-
-
-def _reset_hwm():
-    """Reset VmHWM to the current RSS (Linux >= 4.0); False if not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
 
 
 def _stats(times):
@@ -165,9 +145,9 @@ def memory_child(n, cache_mb, seed=0):
     cw.row(0)
     del cw, Xw
 
-    hwm_reset = _reset_hwm()
+    hwm_reset = reset_peak_rss()
     rss_before = _rss()
-    hwm_before = _vm_hwm()
+    hwm_before = peak_rss_bytes(fallback=False)
     tracemalloc.start()
     sampled_peak = rss_before
 
@@ -197,7 +177,7 @@ def memory_child(n, cache_mb, seed=0):
     sampled_peak = max(sampled_peak, rss_evict)
     traced_now, traced_peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    hwm_after = _vm_hwm()
+    hwm_after = peak_rss_bytes(fallback=False)
     peak = max(sampled_peak, hwm_after or 0) if hwm_reset else sampled_peak
 
     data_bytes = n * d * 8

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import os
 import platform
-import resource
 import socket
 import tempfile
 import time
@@ -36,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._memory import peak_rss_bytes, reset_peak_rss
 from .config import BAYES_KINDS, KINDS, TASK_OF
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
@@ -324,30 +324,6 @@ def _fit_plain(spec, Xtr, ytr):
     return est, extra
 
 
-def _reset_peak_rss():
-    """Reset this process's peak-RSS mark (Linux ``/proc/self/clear_refs``, 5);
-    False where that is not possible."""
-    try:
-        with open("/proc/self/clear_refs", "w") as fh:
-            fh.write("5")
-        return True
-    except OSError:
-        return False
-
-
-def _peak_rss_mb():
-    """Peak resident memory (MiB) since the last reset: ``VmHWM``, or
-    ``ru_maxrss`` (process lifetime) where ``/proc`` is missing."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) / 1024.0
-
-
 def run_task(spec, *deps):
     """Run one task (see the module docstring); returns ``{'result', 'model_h5'}``.
 
@@ -370,7 +346,7 @@ def run_task(spec, *deps):
             marker.write_text("failed once\n")
             raise RuntimeError("injected failure (testing retries)")
     numba.set_num_threads(1)
-    peak_scope = "task" if _reset_peak_rss() else "worker process"
+    peak_scope = "task" if reset_peak_rss() else "worker process"
     with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         t0 = time.time()
@@ -410,7 +386,7 @@ def run_task(spec, *deps):
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
         # peak resident memory of this task (Linux: the high-water mark is reset at
         # the start of the task), else of the worker process so far (an upper bound)
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak_rss_bytes() / 2**20,
         "peak_rss_scope": peak_scope,
     }
     model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
