@@ -275,3 +275,22 @@ def test_kill_and_resume(reference, tmp_path, capsys):
             np.testing.assert_allclose(b[tid]["metrics"][k], v, rtol=1e-9, err_msg=tid)
         if a[tid]["trajectory"] is not None:
             assert b[tid]["trajectory"]["fun"].size == a[tid]["trajectory"]["fun"].size
+
+
+def test_numba_cache_write_failure_is_not_reported_as_bad_settings(tmp_path, monkeypatch):
+    """A full disk while the driver warms the Numba cache names the cache and
+    the fix, not the model's settings."""
+    import errno
+
+    import bsvm_scale.pipeline.tasks as tasks
+
+    def full_disk(*_a, **_k):
+        raise OSError(errno.EFBIG, "File too large", "/cache/index.nbi")
+
+    monkeypatch.setattr(tasks, "make_estimator", full_disk)
+    with pytest.raises(OSError) as info:
+        run_pipeline(load_pipeline(_write(tmp_path, "disk")), workers=1, progress=False)
+    text = str(info.value)
+    assert "Numba cache" in text and "NUMBA_CACHE_DIR" in text and "File too large" in text
+    assert "cannot be fitted with its settings" not in text
+    assert info.value.errno == errno.EFBIG

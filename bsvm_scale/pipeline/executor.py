@@ -155,6 +155,11 @@ def warm_numba_cache(pipeline: Pipeline, data):
                 est = make_estimator(m.kind, _tiny_params(m.kind, m.estimator_params()))
                 est.fit(X[idx], y[idx])
                 est.predict(X[idx[:3]])
+        except OSError as exc:  # the Numba cache could not be written (disk full, ...)
+            raise OSError(exc.errno, f"warming the Numba cache for model {m.label!r} failed "
+                          f"while writing files: {exc.strerror or exc}. Free disk space or "
+                          "point NUMBA_CACHE_DIR at a writable directory with room.",
+                          exc.filename) from exc
         except Exception as exc:  # noqa: BLE001 - reported with the model's name
             raise ValueError(f"model {m.label!r} ({m.kind}) cannot be fitted with its settings "
                              f"{m.estimator_params()}: {type(exc).__name__}: {exc}") from exc
