@@ -139,7 +139,7 @@ def main(argv=None):
     rows = run(args)
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"args": vars(args), "results": rows}, fh, indent=2)
+            json.dump({"args": vars(args), "rows": rows}, fh, indent=2)
     return 0
 
 

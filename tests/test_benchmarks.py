@@ -1,0 +1,29 @@
+"""The one-command peer benchmark runner (benchmarks/peers.py), smoke-run on
+its smallest setting: it must run the scripts it lists and leave JSON rows
+that the results page can include."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_peer_runner_writes_rows_for_the_results_page(tmp_path):
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import peers
+    finally:
+        sys.path.pop(0)
+    names = [name for name, argv in peers.commands(tmp_path)]
+    assert names == ["bench_bsvr_map", "bench_svm", "bench_btsvc", "bench_gpr"]
+    for _, argv in peers.commands(tmp_path):
+        assert Path(argv[1]).exists()
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "peers.py"), "--out",
+                          str(tmp_path), "--quick", "--only", "bench_svm"],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stdout + out.stderr
+    rows = json.loads((tmp_path / "bench_svm.json").read_text())["rows"]
+    assert {r["n"] for r in rows} == {2000, 5000}
+    assert all(r["ratio"] > 0 for r in rows)
