@@ -899,7 +899,10 @@ def _largest(runs):
         return []
     (n, fit), name, t = best
     rss = t.get("peak_rss_mb")
-    mem = f", worker peak RSS {rss:.0f} MB (an upper bound: workers are reused)" if rss else ""
+    if t.get("peak_rss_scope") == "task":
+        mem = f", peak RSS of the task {rss:.0f} MiB" if rss else ""
+    else:
+        mem = f", worker peak RSS {rss:.0f} MB (an upper bound: workers are reused)" if rss else ""
     return [f"- Largest training set fitted: n = {n} ({t['model']} on {t['dataset']}, run "
             f"{name}), {fit:.0f} s for one fit{' (one optimiser start)' if t.get('start', -1) >= 0 else ''}"
             f"{mem}.", ""]
@@ -982,6 +985,10 @@ def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
     head += [f"    bsvm-scale run pipelines/{Path(r.rec['meta'].get('pipeline_path', r.name)).name} --workers 1"
              for r in runs]
     head += [f"    {cmd}", ""]
+    if scope or notes_extra:
+        head += [f"with the {len(scope)} scope and {len(notes_extra)} difference statements "
+                 "given as `--scope` / `--note` (this repository keeps the whole command in "
+                 "`docs/regenerate.sh`).", ""]
     times = ["TIMES: every time on this page is the wall-clock time of the tasks on their "
              "single-threaded Dask workers (fit plus prediction; all starts of a Bayesian model, "
              "the whole grid of a CV-tuned one). On a loaded machine these exceed the CPU time.", ""]
