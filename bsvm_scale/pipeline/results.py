@@ -740,8 +740,8 @@ def section_c3(run, out, notes):
 
 #: C3 contour grid: (kappa0, kappa) around BTSVC's optimum on the first
 #: partition, +-2 decades in kappa0 and +-1.5 in kappa, kappa_b fixed
-C3_GRID = (15, 2.0, 1.5)
-#: largest training set for which the grid (225 MAP solves + evidences) is run
+C3_GRID = (13, 2.0, 1.5)
+#: largest training set for which the grid (169 MAP solves + evidences) is run
 C3_GRID_MAX_N = 2000
 
 
@@ -785,14 +785,18 @@ def _c3_evidence_contours(run, ds, out, notes):
     je, ie = np.unravel_index(np.argmin(err), err.shape)
     plt = _plt()
     fig, ax = plt.subplots(1, 2, figsize=(10, 4))
-    for axis, z, title in ((ax[0], ev, "-ln evidence"), (ax[1], err, "test error")):
-        cs = axis.contour(a, b, z, levels=12)
+    levels = (ev.min() + np.array([0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]),
+              np.unique(np.round(np.quantile(err, [0.05, 0.15, 0.3, 0.5, 0.7, 0.85, 0.95]), 4)))
+    for axis, z, title, lev in ((ax[0], ev, "-ln evidence", levels[0]),
+                                (ax[1], err, "test error", levels[1])):
+        cs = axis.contour(a, b, z, levels=lev)
         axis.clabel(cs, fontsize=7)
         axis.plot(a[ib], b[jb], "k*", ms=10, label="evidence optimum (grid)")
         axis.plot(a[ie], b[je], "rx", ms=9, label="lowest test error (grid)")
         axis.set_xlabel("log10 kappa0")
         axis.set_ylabel("log10 kappa")
-        axis.set_title(f"{ds}: {title}")
+        axis.set_title(f"{ds}: {title}" + (" (levels: minimum + 0.5 ... 1000)"
+                                            if title.startswith("-ln") else ""))
     ax[0].legend(fontsize=7)
     fig.tight_layout()
     name = f"{run.name}_c3_{ds}_evidence_contours.png"
