@@ -365,7 +365,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     x_mean_, x_scale_ : ndarray
         Training statistics used to standardise inputs.
     n_iter_ : int or ndarray
-        SMO iterations of the final MAP solve (as BayesianSVR).
+        SMO iterations of the fit: summed over every MAP solve of the chosen
+        start (its evidence search on the full data and the final solve).
     n_opt_iter_ : int or ndarray
         L-BFGS-B iterations of the chosen start (0 when ``optimize=False``).
     starts_ : list of dict
@@ -651,8 +652,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             best = best_start(results)
             theta = np.asarray(results[best].theta, dtype=float)
             obj = objectives[best]
-            smo_iter = obj.restore(theta)
+            obj.restore(theta)
             n_iter = int(results[best].n_iter)
+            smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
+                           for r in results[best].trajectory)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
@@ -660,10 +663,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
             best = 0
             n_iter = 0
-            smo_iter = None
+            smo_iter = 0
         value, _, info = obj(theta, keep_factor=True, with_grad=False)
-        if smo_iter is None:
-            smo_iter = info["smo_iter"]
+        smo_iter += int(info["smo_iter"])
         if obj.smo_limit_hits:
             warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",

@@ -22,9 +22,6 @@ EXPECTED_FAILURES = {
             "the class probability (5.42) integrates the trigonometric likelihood over the "
             "predictive distribution N(mu, sd^2) of f; with sd varying between test points its "
             "ranking differs from that of the decision value mu by design.",
-        "check_non_transformer_estimators_n_iter":
-            "n_iter_ counts the SMO iterations of the final solve, warm-started at the best "
-            "point of the evidence search; it is 0 when that dual vector is already optimal.",
     },
     "GPC": {
         "check_decision_proba_consistency":
