@@ -112,23 +112,14 @@ def _bayes_error(name, X, y):
     return float(np.mean(np.where(gauss2d_posterior(X) > 0.5, 1, -1) != y))
 
 
-def _timeit(fn, repeat):
-    best = np.inf
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
-
-
-def _median_time(fn, repeat):
+def _timeit(fn, repeat, reduce=min):
+    """``(reduce(wall times of repeat calls), last result)``."""
     times, out = [], None
     for _ in range(repeat):
         t = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - t)
-    return float(np.median(times)), out
+    return float(reduce(times)), out
 
 
 def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
@@ -164,7 +155,7 @@ def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
         def ours():
             return EvidenceObjective(Xs, yb, False, cache_mb=cache_mb).solve(theta)
 
-        t_ours, (cov, sol) = _median_time(ours, repeat)
+        t_ours, (cov, sol) = _timeit(ours, repeat, np.median)
         alpha = sol["alpha"]
         sv = np.flatnonzero(alpha > 0)
         f = np.zeros(len(Xts))
@@ -172,7 +163,7 @@ def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
             j = sv[i:i + 2000]
             f += cov.cross(Xts, Xs[j]) @ (yb[j] * alpha[j])
         lib = SVC(C=kappa0, gamma=0.5 / X.shape[1], tol=1e-3, cache_size=cache_mb)
-        t_lib, _ = _median_time(lambda: lib.fit(Xs, y), repeat)
+        t_lib, _ = _timeit(lambda: lib.fit(Xs, y), repeat, np.median)
         r = {"bench": "btsvc_map_vs_libsvm", "n": n, "n_sv": int(sv.size),
              "n_sv_libsvm": int(lib.support_.size), "btsvc_s": t_ours, "libsvm_s": t_lib,
              "ratio_btsvc_over_libsvm": t_ours / t_lib,

@@ -424,10 +424,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         if self.optimize:
             replay = None if init is None else init.get("evaluations")
-            coarse, nu0 = self._coarse_starts(Xs, y, kappa0, beta, thetas, bounds)
+            coarse, best, nu0 = self._coarse_starts(Xs, y, kappa0, beta, thetas, bounds)
             max_step = None
             if coarse:  # refine the best subsample start on the full data
-                best = int(np.argmin([r["neg_log_evidence"] for r in coarse]))
                 thetas = [coarse[best]["theta"]]
                 if init is None or init.get("state") is None:
                     problem.reset(nu0)
@@ -459,7 +458,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         m = self.init_subsample
         n = X.shape[0]
         if m is None or n <= 2 * int(m):
-            return [], None
+            return [], None, None
         idx = subsample_indices(n, m, self.random_state)
         sub = _Problem(np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]), kappa0,
                        beta, bool(self.ard), float(self.tol), float(self.cache_mb),
@@ -473,12 +472,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             rec["n_samples"] = int(m)
             rec["best_nu"] = sub.best[1] if sub.best is not None else np.zeros(int(m))
             records.append(rec)
-        best = records[int(np.argmin([r["neg_log_evidence"] for r in records]))]
+        best = int(np.argmin([r["neg_log_evidence"] for r in records]))
         nu0 = np.zeros(n)
-        nu0[idx] = best["best_nu"]
+        nu0[idx] = records[best]["best_nu"]
         for r in records:
             r.pop("best_nu")
-        return records, nu0
+        return records, best, nu0
 
     def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
                            max_step=None):

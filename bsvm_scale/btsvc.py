@@ -322,10 +322,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         subsample evidence is then refined on the full data from its
         subsample optimum, with the SMO warm-started from the subsample's dual
         solution (its MAP function) and a trust radius of
-        :data:`bsvm_scale.optimize.FINE_MAX_STEP`. The evidence (5.35) is
-        per-case additive like the likelihood, so the subsample optimum is
-        close to the full one and the costly full-data evaluations (an SMO
-        solve over ``n`` cases and an ``m x m`` evidence block) are few.
+        :data:`bsvm_scale.optimize.FINE_MAX_STEP`. The subsample optimum is
+        usually close to the full one, so the costly full-data evaluations
+        (an SMO solve over ``n`` cases and an ``m x m`` evidence block) are
+        few.
         ``None`` always optimises every start on the full data.
     optimizer_options : dict, optional
         Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
@@ -374,8 +374,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``n_eval``, ``success``, ``message`` and ``trajectory`` (records with
         ``theta``, ``fun``, ``grad_norm``, ``n_sv``, ``smo_iter``, and ``map_s``
         / ``evidence_s``, the seconds of the MAP solve and of the evidence +
-        gradient). With
-        coarse-to-fine starts (``init_subsample``) the refined start comes
+        gradient). With coarse-to-fine starts (``init_subsample``) the refined
+        start comes
         first and holds its subsample phase under ``subsample`` (a start
         record plus ``n_samples``); the other starts ran on the subsample
         only (empty ``trajectory``, their record under ``subsample``).
@@ -583,14 +583,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """Optimise every start on a subsample first (``init_subsample``).
 
         Returns one start record per start (with ``n_samples``; empty when
-        ``n <= 2 * init_subsample``) and the full-data SMO warm start: the
+        ``n <= 2 * init_subsample``), the index of the best one and the
+        full-data SMO warm start: the
         best subsample start's dual solution on its own cases and 0
         elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
         subsample's MAP function.
         """
         m, n = self.init_subsample, X.shape[0]
         if m is None or n <= 2 * int(m):
-            return [], None
+            return [], None, None
         idx = subsample_indices(n, m, self.random_state)
         Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
         records, alphas = [], []
@@ -600,9 +601,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             res = self._run_start(obj, k, theta0, bounds, None, None)
             records.append(dict(self._start_record(res), n_samples=int(m)))
             alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
+        best = int(np.argmin([r["neg_log_evidence"] for r in records]))
         alpha0 = np.zeros(n)
-        alpha0[idx] = alphas[int(np.argmin([r["neg_log_evidence"] for r in records]))]
-        return records, alpha0
+        alpha0[idx] = alphas[best]
+        return records, best, alpha0
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -631,10 +633,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             results = []
             bounds = self._bounds(d)
             thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
-            coarse, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
             max_step = None
             if coarse:  # refine the best subsample start on the full data
-                sub_best = int(np.argmin([r["neg_log_evidence"] for r in coarse]))
                 thetas = [coarse[sub_best]["theta"]]
                 init = dict(init or {})
                 if init.get("state") is None:

@@ -181,7 +181,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     min_step = None if min_step is None else float(min_step)
     replay = list(replay or [])
     state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0,
-             "stall_best": None, "stall_count": 0, "nit": 0, "short": 0}
+             "stall_best": None, "stall_count": 0, "nit": 0}
 
     def worse():
         worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
@@ -198,7 +198,6 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
             # a line search shrinking its step below min_step: answer with the
             # best point (no decrease), so it gives up instead of evaluating
             # points that differ only by the MAP solve's tolerance
-            state["short"] += 1
             return state["best"][1], state["best"][2].copy()
         last = state["trajectory"][-1] if state["trajectory"] else None
         if last is not None and np.array_equal(theta, last["theta"]):

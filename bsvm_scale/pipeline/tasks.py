@@ -230,6 +230,7 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr):
 def _trajectory_of(model, theta0):
     starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
     tr = starts[0]["trajectory"]
+
     def col(key):  # BSVR records keep diagnostics under "info", BTSVC's at the top
         return np.array([r.get(key, r.get("info", {}).get(key, np.nan)) for r in tr], dtype=float)
 
@@ -256,7 +257,8 @@ def _fit_bayes(spec, Xtr, ytr):
     kind, params = spec["kind"], dict(spec["params"])
     theta0 = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
     extra = {"theta0": theta0, "resumed_from": -1}
-    n_models = np.unique(ytr).size if kind == "btsvc" and np.unique(ytr).size > 2 else 1
+    n_classes = np.unique(ytr).size
+    n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
     names = ["checkpoint.h5"] if n_models == 1 else [f"checkpoint_c{i}.h5" for i in range(n_models)]
     ckpts = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None for f in names]
     prevs = [load_checkpoint(c, theta0) if c is not None else None for c in ckpts]
