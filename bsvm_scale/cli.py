@@ -288,7 +288,9 @@ def add_run_parser(subparsers) -> None:
         "run", help="run (or resume) a pipeline on a Dask cluster",
         description="Run the pipeline file on a local Dask cluster (default) or an existing "
                     "scheduler. Re-running the same command resumes: finished tasks are kept "
-                    "and interrupted optimiser starts continue from their checkpoints.")
+                    "and interrupted optimiser starts continue from their checkpoints. "
+                    "After an edit of the file, only tasks whose model, parameters, "
+                    "partition or data changed are recomputed.")
     p.add_argument("pipeline", metavar="PIPELINE.toml")
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running dask scheduler (e.g. tcp://host:8786); default: "

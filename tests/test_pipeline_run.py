@@ -129,6 +129,46 @@ def test_local_cluster_run(reference, capsys):
         assert (run_dir / "rep" / png).stat().st_size > 1000, png
 
 
+def _retimes(rec):
+    return {tid: t["finished"] for tid, t in rec["tasks"].items()}
+
+
+def test_edited_pipeline_recomputes_only_what_changed(reference, tmp_path, capsys):
+    """A resume with an edited file keeps the tasks whose inputs are unchanged."""
+    import shutil
+
+    path, rec = reference
+    shutil.copytree(Path(rec["meta"]["run_dir"]), tmp_path / "runs" / "ref")
+    before = _retimes(rec)
+    # edit: a comment, gpr's maxiter 8 -> 6, btsvc removed; bsvr and gpc untouched
+    text = "# edited\n" + PIPELINE.replace(
+        "settings = {{ options = {{ maxiter = 8 }} }}\n\n[[models]]\nkind = \"btsvc\"",
+        "settings = {{ options = {{ maxiter = 6 }} }}\n\n[[models]]\nkind = \"btsvc\"")
+    text = text.replace(
+        "[[models]]\nkind = \"btsvc\"\nsearch = {{ n_starts = 2 }}\n"
+        "settings = {{ optimizer_options = {{ maxiter = 8 }} }}\n\n", "")
+    assert text.count("maxiter = 6") == 1 and "btsvc" not in text
+    rec2 = run_pipeline(load_pipeline(_write(tmp_path, "ref", text)), workers=1, progress=False)
+    meta = rec2["meta"]
+    after = _retimes(rec2)
+    kept = {t for t in after if before.get(t) == after[t]}
+    assert kept == {t for t in after if "__bsvr__" in t or "__gpc__" in t}
+    assert meta["n_skipped"] == len(kept) == 5 and meta["n_recomputed_changed"] == 2
+    assert meta["stale_task_dirs"] == ["g2__btsvc__p000__s00", "g2__btsvc__p000__s01"]
+    traj = [r["tasks"]["sinc__gpr__p000"]["trajectory"]["fun"] for r in (rec, rec2)]
+    assert traj[1].size < traj[0].size  # the new maxiter was used
+    np.testing.assert_array_equal(traj[1], traj[0][:traj[1].size])
+    out = capsys.readouterr().out
+    assert "2 task(s) recomputed" in out and "left in place: 2" in out
+    # a changed data set (sinc's seed) rewrites its data and recomputes its tasks only
+    text2 = text.replace("n = 100\nseed = 0", "n = 100\nseed = 5")
+    rec3 = run_pipeline(load_pipeline(_write(tmp_path, "ref", text2)), workers=1, progress=False)
+    again = _retimes(rec3)
+    assert {t for t in again if again[t] == after[t]} == {"g2__gpc__p000"}
+    X_old = rec["tasks"]["sinc__gpr__p000"]["metrics"]["ase"]
+    assert rec3["tasks"]["sinc__gpr__p000"]["metrics"]["ase"] != X_old
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -15,7 +15,9 @@ cores and results do not depend on where a task ran.
 
 Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory and
 are not recomputed when the same command runs again; in-flight BSVR starts
-continue from their last checkpoint. Failed tasks are retried by Dask
+continue from their last checkpoint. The pipeline file may be edited between
+runs: a task is kept exactly when its content key (:mod:`.fingerprint`: model,
+parameters, partition, data) is unchanged, and recomputed otherwise. Failed tasks are retried by Dask
 (``retries``) and, if they still fail, recorded in the run file (and tried
 again by the next run of the command).
 """
@@ -35,6 +37,7 @@ import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
 from .config import BAYES_KINDS, TASK_OF, Pipeline
+from .fingerprint import dataset_key, reconcile_tasks, task_keys
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, n_starts_of, read_xy, run_task, versions
@@ -47,8 +50,13 @@ WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_TH
 
 
 # --------------------------------------------------------------------- data
-def prepare_data(pipeline: Pipeline, run_dir: Path):
-    """Write generated data sets into ``run_dir/data`` (once) and build the partitions.
+def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
+    """Write generated data sets into ``run_dir/data`` and build the partitions.
+
+    A generated set is written once and rewritten only when its spec changed
+    (its key in ``data/<label>.key``, see :mod:`.fingerprint`); a file
+    without a key is kept when ``adopt_unkeyed`` (the pipeline file is the
+    one that wrote it).
 
     Returns ``{label: {'path', 'task', 'n', 'd', 'partitions': [(train, test), ...]}}``.
     """
@@ -60,10 +68,15 @@ def prepare_data(pipeline: Pipeline, run_dir: Path):
     for spec in pipeline.datasets:
         if spec.generator is not None:
             path = run_dir / "data" / f"{spec.label}.h5"
-            if not path.exists():
+            kpath = path.with_suffix(".key")
+            key = dataset_key(spec)
+            old = kpath.read_text(encoding="ascii").strip() if kpath.exists() else None
+            if not path.exists() or (old != key and not (old is None and adopt_unkeyed)):
                 ds = (common_test_data(spec)[0] if spec.test else
                       generate(spec.generator, spec.n, spec.seed, **spec.params))
                 write_dataset(ds, path)
+            if old != key:
+                atomic_write_bytes(kpath, key.encode("ascii"))
         else:
             path = Path(spec.path)
         ds = read_dataset(path, splits=True, extra=False)
@@ -271,12 +284,15 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                 shutil.rmtree(run_dir / sub, ignore_errors=True)
             for f in ("run.h5", "pipeline.toml"):
                 (run_dir / f).unlink(missing_ok=True)
-        elif stored.exists() and stored.read_text(encoding="utf-8") != pipeline.text:
-            raise ValueError(f"run directory {str(run_dir)!r} holds a run of a different pipeline "
-                             "file; use --fresh to discard it or set another run.name")
-        atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
-        data = prepare_data(pipeline, run_dir)
+        # an edited pipeline file keeps the tasks whose inputs are unchanged (fingerprint.py)
+        same_file = not stored.exists() or stored.read_text(encoding="utf-8") == pipeline.text
+        data = prepare_data(pipeline, run_dir, adopt_unkeyed=same_file)
         specs = plan_tasks(pipeline, data, run_dir)
+        changed = reconcile_tasks(specs, task_keys(specs, data), adopt_unkeyed=same_file)
+        atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
+        planned = {Path(s["task_dir"]).name for s in specs}
+        stale = sorted(p.name for p in (run_dir / "tasks").iterdir()
+                       if p.is_dir() and p.name not in planned)
         delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # testing hook
         fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # testing hook
         results, failures, todo = {}, {}, []
@@ -376,6 +392,8 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                 "started": t_begin, "finished": t_end, "elapsed": t_end - t_begin,
                 "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
                 "n_skipped": n_skipped, "n_resumed_from_checkpoint": n_resumed,
+                "n_recomputed_changed": len(changed["cleared"]),
+                "stale_task_dirs": stale,
                 "status": "complete" if len(results) == len(specs) else "incomplete"}
         record = {
             "meta": meta,
@@ -395,6 +413,13 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
         print(f"run {pipeline.name}: {meta['n_done']}/{meta['n_tasks']} tasks done "
               f"({n_skipped} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s; "
               f"run file {run_dir / 'run.h5'}", file=summary_stream)
+        if changed["cleared"]:
+            print(f"{len(changed['cleared'])} task(s) recomputed because the pipeline file "
+                  "changed what they depend on", file=summary_stream)
+        if stale:
+            print(f"task directories under {run_dir / 'tasks'} belong to no task of "
+                  f"this pipeline file and were left in place: {len(stale)} (e.g. {stale[0]})",
+                  file=summary_stream)
         if rows:
             print(format_table(rows), file=summary_stream)
         for tid, f in failures.items():

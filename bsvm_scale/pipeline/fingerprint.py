@@ -1,0 +1,126 @@
+"""Content keys of a run's data sets and tasks: what may be kept when a pipeline file changes.
+
+A run directory can be resumed with an edited pipeline file (a model added, a
+size dropped, a comment changed). Whether a finished task -- or a checkpoint
+of an unfinished one -- still answers the edited file is decided by a key
+over everything the task's result depends on:
+
+* the model kind and label, its estimator parameters and CV settings,
+* the start index and the number of starts,
+* the training and test indices of the partition,
+* a digest of the data (X and y bytes),
+* the keys of the tasks it depends on (protocol A, ``fix_from``).
+
+Each task directory holds its key in a small text file ``key``. Generated
+data sets keep the key of their generation spec in ``data/<label>.key``.
+
+Directories written before keys existed (no ``key`` file) are adopted only
+when the pipeline file is byte-for-byte the one that made them; otherwise
+they are recomputed, since nothing else proves what they were made from.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from .checkpoint import atomic_write_bytes
+
+__all__ = ["array_digest", "dataset_key", "task_keys", "reconcile_tasks", "KEY_FILE"]
+
+KEY_FILE = "key"
+
+
+def _json(obj):
+    def default(o):
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        if isinstance(o, np.generic):
+            return o.item()
+        if isinstance(o, (tuple, set)):
+            return list(o)
+        raise TypeError(f"cannot key a {type(o).__name__}")
+    return json.dumps(obj, sort_keys=True, default=default, separators=(",", ":"))
+
+
+def _sha(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else str(p).encode("utf-8"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def array_digest(*arrays) -> str:
+    """SHA-256 over dtype, shape and bytes of each array."""
+    parts = []
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        parts += [a.dtype.str, repr(a.shape), a.tobytes()]
+    return _sha(*parts)
+
+
+def dataset_key(spec) -> str:
+    """Key of a generated data set's spec (a :class:`DatasetSpec`)."""
+    return _sha(_json(dataclasses.asdict(spec)))
+
+
+def task_keys(specs, data):
+    """``{task_id: key}`` for the planned ``specs`` over the prepared ``data``."""
+    digests = {label: array_digest(d["X"], d["y"]) for label, d in data.items()}
+    keys = {}
+    for s in sorted(specs, key=lambda s: "fix_from" in s):  # dependencies first
+        body = {k: s[k] for k in ("kind", "model", "dataset", "partition", "params", "cv",
+                                  "start", "n_starts")}
+        keys[s["task_id"]] = _sha(_json(body), array_digest(np.asarray(s["train"])),
+                                  array_digest(np.asarray(s["test"])), digests[s["dataset"]],
+                                  *[keys[t] for t in s.get("fix_from", [])])
+    return keys
+
+
+def _clear(task_dir: Path):
+    for p in task_dir.iterdir():
+        if p.is_dir():
+            shutil.rmtree(p)
+        else:
+            p.unlink()
+
+
+def reconcile_tasks(specs, keys, *, adopt_unkeyed):
+    """Give every task directory its key; clear those made for another spec.
+
+    Parameters
+    ----------
+    specs : list of dict
+        Planned tasks (``task_id``, ``task_dir``).
+    keys : dict
+        From :func:`task_keys`.
+    adopt_unkeyed : bool
+        True when the pipeline file is unchanged: directories without a key
+        file were made by this very file and are kept.
+
+    Returns
+    -------
+    dict
+        ``{"cleared": [task ids whose earlier results/checkpoints were removed]}``.
+    """
+    cleared = []
+    for s in specs:
+        d = Path(s["task_dir"])
+        d.mkdir(parents=True, exist_ok=True)
+        kf = d / KEY_FILE
+        old = kf.read_text(encoding="ascii").strip() if kf.exists() else None
+        key = keys[s["task_id"]]
+        if old == key:
+            continue
+        if old is not None or not adopt_unkeyed:
+            if any(p.name != KEY_FILE for p in d.iterdir()):
+                cleared.append(s["task_id"])
+            _clear(d)
+        atomic_write_bytes(kf, key.encode("ascii"))
+    return {"cleared": cleared}
