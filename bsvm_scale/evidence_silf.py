@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
-from threadpoolctl import threadpool_limits
 
 from . import losses
+from ._threads import blas_threads
 
 __all__ = ["EvidenceResult", "stable_cholesky", "silf_evidence"]
 
@@ -107,7 +107,7 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True):
     off = np.flatnonzero((absnu > 0.0) & (absnu < C))
     # multithreaded BLAS only pays on large blocks; on small ones its thread
     # start-up dominates and oversubscribes cores shared with other workers
-    with threadpool_limits(limits=1 if off.size < 1500 else None, user_api="blas"):
+    with blas_threads(off.size < 1500):
         value, L, jitter, Binv, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off)
         grad = None
         if need_grad:

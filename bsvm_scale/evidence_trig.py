@@ -45,8 +45,7 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dpotrf, dpotri
-from threadpoolctl import ThreadpoolController
-
+from ._threads import blas_threads
 from .gp import _zero_upper
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter"]
@@ -57,15 +56,11 @@ _XI_MAX = 2.0 - 1e-12
 #: workers spinning after each parallel kernel, multi-threaded BLAS on small
 #: blocks is up to 20x slower than one thread.
 SMALL_BLOCK = 2000
-_CONTROLLER = None
 
 
 def _blas_limit(m):
     """Context manager limiting BLAS to one thread for blocks below SMALL_BLOCK."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1 if m < SMALL_BLOCK else None, user_api="blas")
+    return blas_threads(m < SMALL_BLOCK)
 
 
 def trig_slack_terms(xi):

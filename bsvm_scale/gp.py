@@ -216,6 +216,15 @@ class GPR(RegressorMixin, BaseEstimator):
         If True the training mean of ``y`` is subtracted before fitting and
         added back to predictions. By default targets are used as given; the
         constant offset is then modelled by the ``kappa_b`` term.
+    normalize_y : bool, default=False
+        If True ``y`` is standardised with its training mean and standard
+        deviation (as scikit-learn's ``normalize_y``), so that the default
+        start ``kappa0 = 1, sigma2 = 0.1`` suits targets of any scale. The
+        hyperparameters (``theta_``, ``kappa0_``, ``sigma2_``, ...) are then
+        in standardised target units; predictions, their standard deviations
+        and the log evidence are on the original scale (the evidence of the
+        standardised targets minus ``n ln y_scale_``, the Jacobian of the
+        rescaling; scikit-learn reports the standardised value).
     max_memory_mb : float, default=4096
         Budget for the dense ``n x n`` matrix of the fit (one float64 matrix,
         ``8 n^2`` bytes, overwritten in place by its Cholesky factor and
@@ -240,7 +249,9 @@ class GPR(RegressorMixin, BaseEstimator):
     x_mean_, x_scale_ : ndarray of shape (d,)
         Input standardisation statistics.
     y_mean_ : float
-        Subtracted target mean (0 unless ``center_y``).
+        Subtracted target mean (0 unless ``center_y`` or ``normalize_y``).
+    y_scale_ : float
+        Target scale divided out (1 unless ``normalize_y``).
     starts_ : list of dict
         Every optimiser start: ``theta0``, ``theta``, ``fun`` (negative log
         evidence), iteration counts, message and the trajectory arrays
@@ -254,7 +265,7 @@ class GPR(RegressorMixin, BaseEstimator):
 
     def __init__(self, *, kappa0=1.0, kappa=None, kappa_b=1.0, sigma2=0.1, ard=False,
                  optimize=True, n_starts=3, bounds=(1e-5, 1e5), options=None,
-                 center_y=False, max_memory_mb=4096.0, random_state=None):
+                 center_y=False, normalize_y=False, max_memory_mb=4096.0, random_state=None):
         self.kappa0 = kappa0
         self.kappa = kappa
         self.kappa_b = kappa_b
@@ -265,6 +276,7 @@ class GPR(RegressorMixin, BaseEstimator):
         self.bounds = bounds
         self.options = options
         self.center_y = center_y
+        self.normalize_y = normalize_y
         self.max_memory_mb = max_memory_mb
         self.random_state = random_state
 
@@ -320,6 +332,7 @@ class GPR(RegressorMixin, BaseEstimator):
             raise ValueError(f"theta must have shape {self.theta_.shape}; got {theta.shape}.")
         y = self._y_train
         lml, grad = self._evidence(theta, self.X_train_, y, eval_gradient)
+        lml -= y.size * np.log(getattr(self, "y_scale_", 1.0))  # scale of the given targets
         return (lml, grad) if eval_gradient else lml
 
     # -- fit -------------------------------------------------------------
@@ -349,11 +362,16 @@ class GPR(RegressorMixin, BaseEstimator):
 
         std = Standardizer.fit(X)
         Xs = std.transform(X)
-        y_mean = float(y.mean()) if self.center_y else 0.0
-        if not self.center_y:
+        normalize = bool(self.normalize_y)
+        y_mean = float(y.mean()) if self.center_y or normalize else 0.0
+        y_scale = float(y.std()) if normalize else 1.0
+        if normalize and not y_scale > 0.0:
+            raise ValueError("normalize_y=True needs targets that vary; y is constant "
+                             f"({y[0]!r}). Pass normalize_y=False.")
+        if not (self.center_y or normalize):
             kb_max = cov0.kappa_b if not self.optimize else np.exp(bounds[-2][1])
             warn_target_offset(y, np.sqrt(kb_max), "GPR", "Pass center_y=True.")
-        yc = np.ascontiguousarray(y - y_mean)
+        yc = np.ascontiguousarray((y - y_mean) / y_scale)
 
         starts = []
         if self.optimize:
@@ -373,6 +391,7 @@ class GPR(RegressorMixin, BaseEstimator):
             best = 0
             theta = theta0
 
+        self.y_scale_ = y_scale
         self._set_fitted(theta, Xs, yc)
         self.starts_ = starts
         self.best_start_ = int(best)
@@ -405,7 +424,8 @@ class GPR(RegressorMixin, BaseEstimator):
         self.X_train_ = Xs
         self._y_train = yc
         self.log_marginal_likelihood_ = float(
-            -0.5 * yc @ alpha - np.sum(np.log(np.diag(c))) - 0.5 * n * _LOG_2PI)
+            -0.5 * yc @ alpha - np.sum(np.log(np.diag(c))) - 0.5 * n * _LOG_2PI
+            - n * np.log(self.y_scale_))
 
     def get_covariance(self):
         """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""
@@ -433,7 +453,8 @@ class GPR(RegressorMixin, BaseEstimator):
         Xs = (X - self.x_mean_) / self.x_scale_
         Xs = np.ascontiguousarray(Xs)
         cov = self.get_covariance()
-        mean = cov.cross_matvec(Xs, self.X_train_, self.alpha_) + self.y_mean_
+        scale = getattr(self, "y_scale_", 1.0)  # models saved before normalize_y existed
+        mean = cov.cross_matvec(Xs, self.X_train_, self.alpha_) * scale + self.y_mean_
         if not return_std:
             return mean
         var = np.empty(X.shape[0])
@@ -444,7 +465,7 @@ class GPR(RegressorMixin, BaseEstimator):
         np.maximum(var, 0.0, out=var)
         if include_noise:
             var += self.sigma2_
-        return mean, np.sqrt(var)
+        return mean, np.sqrt(var) * scale
 
 
 # ---------------------------------------------------------------------------

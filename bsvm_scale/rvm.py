@@ -48,9 +48,9 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from ._base import BinaryClassifierMixin, Standardizer
+from ._threads import blas_threads
 from ._validation import (check_classification_data, check_positive, check_positive_int,
                           check_predict_X, check_regression_data)
 from .covariance import GaussianCovariance
@@ -395,7 +395,7 @@ class RVR(RegressorMixin, _RVMBase):
         -------
         self
         """
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(True):
             return self._fit(X, y)
 
     def _fit(self, X, y):
@@ -631,7 +631,7 @@ class RVC(BinaryClassifierMixin, ClassifierMixin, _RVMBase):
         -------
         self
         """
-        with threadpool_limits(limits=1, user_api="blas"):
+        with blas_threads(True):
             return self._fit(X, y)
 
     def _fit(self, X, y):

@@ -129,6 +129,38 @@ def test_gpr_center_y_and_offset(reg_data):
     assert ref.y_mean_ == 0.0
 
 
+def test_gpr_normalize_y_matches_sklearn_and_is_scale_free(reg_data):
+    """normalize_y: scikit-learn's predictions at equal hyperparameters; the
+    evidence is the standardised one minus n ln sd(y) (raw target scale); and
+    a rescaled, shifted target gives the rescaled, shifted fit."""
+    X, y = reg_data
+    y = 30.0 * y + 200.0
+    kw = dict(kappa0=1.2, kappa=0.6, kappa_b=0.2, sigma2=0.07)
+    m = GPR(optimize=False, normalize_y=True, **kw).fit(X, y)
+    sk = GaussianProcessRegressor(_sk_kernel(1.2, 0.6, 0.2, 0.07), optimizer=None, alpha=0.0,
+                                  normalize_y=True).fit(X, y)
+    Xt = X[:7] + 0.1
+    mean, std = m.predict(Xt, return_std=True, include_noise=True)
+    sk_mean, sk_std = sk.predict(Xt, return_std=True)
+    np.testing.assert_allclose(mean, sk_mean, rtol=1e-9)
+    np.testing.assert_allclose(std, sk_std, rtol=1e-8)
+    assert m.y_scale_ == pytest.approx(np.std(y)) and m.y_mean_ == pytest.approx(np.mean(y))
+    jac = y.size * np.log(np.std(y))
+    assert m.log_marginal_likelihood_ == pytest.approx(sk.log_marginal_likelihood_value_ - jac,
+                                                       abs=1e-6)
+    assert m.log_marginal_likelihood() == pytest.approx(m.log_marginal_likelihood_, abs=1e-10)
+    # the evidence of the raw targets is a proper density of y: a change of units moves
+    # it by exactly -n ln(factor), and the optimised fit is equivariant
+    a = GPR(normalize_y=True, n_starts=1, random_state=0).fit(X, y)
+    b = GPR(normalize_y=True, n_starts=1, random_state=0).fit(X, 1e-3 * y - 7.0)
+    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-6)
+    assert b.log_marginal_likelihood_ == pytest.approx(
+        a.log_marginal_likelihood_ - y.size * np.log(1e-3), abs=1e-6)
+    np.testing.assert_allclose(1e-3 * a.predict(Xt) - 7.0, b.predict(Xt), rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="normalize_y"):
+        GPR(normalize_y=True).fit(X, np.full(y.size, 3.0))
+
+
 def test_gpr_convergence_warning(reg_data):
     X, y = reg_data
     with pytest.warns(ConvergenceWarning):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import bsvm_scale.pipeline.checkpoint as ck
+import bsvm_scale.pipeline.tasks as tasks
 from bsvm_scale.datasets import generate, random_splits
 from bsvm_scale.pipeline.tasks import run_task
 
@@ -54,6 +55,7 @@ def _assert_same_result(res, ref):
     # (the first class has 29 evaluations)
     ("btsvc3", 3, "checkpoint_c0.h5"), ("btsvc3", 35, "checkpoint_c1.h5")])
 def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after, ckpt):
+    monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)  # a checkpoint per evaluation
     ref = run_task(_spec(None, 1, kind))["result"]
     n_first = ref["trajectory"]["fun"].size  # evaluations of the (first class's) start
     assert n_first > stop_after if ckpt != "checkpoint_c1.h5" else n_first < stop_after
@@ -77,7 +79,35 @@ def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_aft
     assert (tmp_path / "result.h5").exists() and (tmp_path / "model.h5").exists()
 
 
+def test_spaced_checkpoints_cost_little_and_still_resume_exactly(tmp_path, monkeypatch):
+    """Checkpoint writes of 100 ms against evaluations of 100 ms: with a
+    spacing of 5 write times a start checkpoints its first evaluation and
+    then only every few; a resume from such a checkpoint replays what it
+    recorded and ends bitwise where an uninterrupted run does."""
+    monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 5.0)
+    ref = run_task(_spec(None, 1))["result"]
+    orig = ck.save_checkpoint
+    written = []
+
+    def slow(path, state):
+        time.sleep(0.1)
+        orig(path, state)
+        written.append(int(state["evals"]["n"]))
+        if len(written) == 2:
+            raise _Interrupt
+
+    monkeypatch.setattr(ck, "save_checkpoint", slow)
+    with pytest.raises(_Interrupt):
+        run_task({**_spec(tmp_path, 1), "eval_delay": 0.1})
+    assert written[0] == 1 and written[1] > 2  # the first always, then spaced out
+    monkeypatch.setattr(ck, "save_checkpoint", orig)
+    res = run_task(_spec(tmp_path, 1))["result"]
+    assert res["resumed_from"] == written[1] < ref["trajectory"]["fun"].size
+    _assert_same_result(res, ref)
+
+
 def test_checkpoint_of_another_start_is_ignored(tmp_path, monkeypatch):
+    monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
     orig = ck.save_checkpoint
     count = [0]
 

@@ -225,6 +225,14 @@ def test_sk_gpr_error_bars_and_model_record(tmp_path):
     mean, sd_y = m.predict(ds.X[:10], return_std=True, include_noise=True)
     _, sd_f = m.predict(ds.X[:10], return_std=True)
     np.testing.assert_allclose(sd_y ** 2 - sd_f ** 2, m.hyperparameters_["sigma2"], rtol=1e-6)
+    # normalize_y: scikit-learn's noise is in standardised units, the error bars are not
+    mn = SkGPR(normalize_y=True).fit(ds.X, 50.0 * ds.y)
+    assert mn.model_.normalize_y and mn.y_scale_ == pytest.approx(50.0 * np.std(ds.y))
+    mean_n, sd_yn = mn.predict(ds.X[:10], return_std=True, include_noise=True)
+    _, sd_fn = mn.predict(ds.X[:10], return_std=True)
+    np.testing.assert_allclose(sd_yn ** 2 - sd_fn ** 2,
+                               mn.hyperparameters_["sigma2"] * mn.y_scale_ ** 2, rtol=1e-6)
+    assert np.abs(mean_n - 50.0 * ds.y[:10]).mean() < 50.0 * np.std(ds.y)
     path = tmp_path / "m.h5"
     path.write_bytes(model_bytes(m, "sk_gpr"))
     with h5py.File(path, "r") as f:

@@ -194,16 +194,37 @@ class _SkGP(_Standardised):
 
 
 class SkGPR(RegressorMixin, _SkGP):
-    """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise
-    (parameters as :class:`_SkGP`)."""
+    """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise.
+
+    Parameters as :class:`_SkGP`, plus ``normalize_y`` (default False):
+    scikit-learn's standardisation of the targets (its evidence is then that
+    of the standardised targets).
+    """
 
     _noise = True
+
+    def __init__(self, *, ard=False, n_restarts=0, random_state=0, normalize_y=False):
+        self.ard = ard
+        self.n_restarts = n_restarts
+        self.random_state = random_state
+        self.normalize_y = normalize_y
 
     @staticmethod
     def _gp_class():
         from sklearn.gaussian_process import GaussianProcessRegressor
 
         return GaussianProcessRegressor
+
+    def _build(self, d):
+        gp = super()._build(d)
+        gp.set_params(normalize_y=bool(self.normalize_y))
+        return gp
+
+    def fit(self, X, y):
+        """Fit on standardised ``X`` (and, with ``normalize_y``, standardised ``y``)."""
+        sd = float(np.std(np.asarray(y, dtype=float)))
+        self.y_scale_ = sd if self.normalize_y and sd > 0.0 else 1.0  # as scikit-learn
+        return super().fit(X, y)
 
     def predict(self, X, return_std=False, include_noise=False):
         """Predictive mean (and sd of f, or of y with ``include_noise``)."""
@@ -212,7 +233,8 @@ class SkGPR(RegressorMixin, _SkGP):
         mean, std = self.model_.predict(self._scale(X), return_std=True)
         if include_noise:  # scikit-learn's sd already includes the WhiteKernel noise
             return mean, std
-        return mean, np.sqrt(np.maximum(std ** 2 - self.hyperparameters_["sigma2"], 0.0))
+        noise = self.hyperparameters_["sigma2"] * self.y_scale_ ** 2
+        return mean, np.sqrt(np.maximum(std ** 2 - noise, 0.0))
 
 
 class SkGPC(ClassifierMixin, _SkGP):

@@ -46,6 +46,9 @@ __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "make_estimator",
            "regression_metrics", "classification_metrics"]
 
 _DATA_CACHE = {}
+#: a start checkpoints again only when the time since its last checkpoint is
+#: at least this many times that checkpoint's write time
+CHECKPOINT_SPACING = 10.0
 
 
 def versions():
@@ -243,9 +246,13 @@ def _trajectory_of(model, theta0):
 def _fit_bayes(spec, Xtr, ytr):
     """One BSVR/BTSVC start with per-evaluation checkpoints; returns (model, extra).
 
-    After every evidence evaluation (``fit``'s callback) the task atomically
+    After an evidence evaluation (``fit``'s callback) the task atomically
     rewrites its ``checkpoint.h5`` with the evaluations so far and the
-    objective's warm-start state. A resumed start passes both back through
+    objective's warm-start state: after every evaluation once evaluations
+    take longer than ``CHECKPOINT_SPACING`` checkpoint writes, else at most
+    once per that many write durations (so the writes cost at most about
+    1/CHECKPOINT_SPACING of the run; a small problem's evaluations take
+    milliseconds, a checkpoint about 25 ms). A resumed start passes both back through
     ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes
@@ -270,6 +277,7 @@ def _fit_bayes(spec, Xtr, ytr):
         inits.append(init)
     evals = [{"theta": [], "fun": [], "grad": [], "info": []} for _ in range(n_models)]
     n_replayed = [0]
+    last_write = [(-np.inf, 0.0)] * n_models  # (end time, duration) of the last checkpoint
 
     def callback(key, record, state):
         i = key[0] if isinstance(key, tuple) else 0
@@ -277,9 +285,12 @@ def _fit_bayes(spec, Xtr, ytr):
         if record["replayed"]:
             n_replayed[0] += 1
             return
-        if ckpts[i] is not None:
+        t0 = time.perf_counter()
+        if ckpts[i] is not None and t0 - last_write[i][0] >= CHECKPOINT_SPACING * last_write[i][1]:
             save_checkpoint(ckpts[i], {"theta0": theta0, "evals": _columns(evals[i]),
                                        "state": state})
+            t1 = time.perf_counter()
+            last_write[i] = (t1, t1 - t0)
         if spec.get("eval_delay"):  # testing hook: slow evaluations down
             time.sleep(float(spec["eval_delay"]))
 
