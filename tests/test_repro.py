@@ -299,6 +299,10 @@ def test_results_page_from_a_tiny_run(tiny_run):
     assert "bsvm-scale run pipelines/repro_r2_tiny.toml" in page
     assert (out / "repro_r2_tiny_r2_scaling.png").stat().st_size > 1000
     assert "(repro_r2_tiny_r2_scaling.png)" in page
+    # peak memory per size and method, from the tasks' own peaks
+    assert "Peak resident memory [MiB] per task, median over repetitions (the task's own" in page
+    peaks = {t["peak_rss_mb"] for t in rec["tasks"].values()}
+    assert all(50.0 < p < 4096.0 for p in peaks)
     # the ASE of the table, recomputed from the stored test predictions and the data file
     ds = read_dataset(run_dir / "data" / "sinc-n24.h5")
     ases = []

@@ -361,6 +361,28 @@ def _peer_ratios(run, sizes, ours, peers, metric):
                 f"peer {metric}"], rows) + [""]
 
 
+def _peak_memory_by_size(run, sizes, models):
+    """Median peak resident memory of the chosen task per (size, method), and its table.
+
+    Returns ``({method: [MiB per size]}, lines)``. Runs made before the
+    per-task memory scope recorded the worker's lifetime peak (an upper
+    bound); the table says which.
+    """
+    mem, scopes = {m: [] for m in models}, set()
+    for ds in sizes.values():
+        for m in models:
+            tasks = [x["task"] for x in run.entries(ds, m)]
+            scopes |= {t.get("peak_rss_scope", "worker") for t in tasks}
+            mem[m].append(float(np.median([t.get("peak_rss_mb", np.nan) for t in tasks]))
+                          if tasks else np.nan)
+    what = ("the task's own peak" if scopes == {"task"} else
+            "the worker process's lifetime peak, an upper bound: the run predates per-task "
+            "peaks" if scopes == {"worker"} else "mixed task and worker peaks")
+    rows = [[n] + [mem[m][i] for m in models] for i, n in enumerate(sizes)]
+    lines = [f"Peak resident memory [MiB] per task, median over repetitions ({what}):", ""]
+    return mem, lines + _table(["n"] + models, rows) + [""]
+
+
 def section_r2(run, out, notes):
     """Mean/sd of test AAE and ASE per size and method, task times, fitted exponents."""
     sizes = _groups_by_size(run)
@@ -383,15 +405,19 @@ def section_r2(run, out, notes):
                                                           for v in times[m]])] for m in models]
     lines += ["Fitted exponent a of time ~ n^a (time per repetition):", ""]
     lines += _table(["method", "a (all sizes)", "a (n >= 100)"], exps) + [""]
+    mem, mem_lines = _peak_memory_by_size(run, sizes, models)
+    lines += mem_lines
     plt = _plt()
-    fig, ax = plt.subplots(1, 2, figsize=(11, 3.8))
+    fig, ax = plt.subplots(1, 3, figsize=(15, 3.8))
     for m in models:
         ns = np.array(times[m][0])
         ase = [np.mean(run.metric(sizes[n], m, "ase")) for n in ns]
         ax[0].loglog(ns, ase, "o-", label=m)
         ax[1].loglog(ns, times[m][1], "o-", label=m)
+        ax[2].semilogx(list(sizes), mem[m], "o-", label=m)
     ax[0].set_ylabel("test ASE (noise-free targets)")
     ax[1].set_ylabel("task seconds per repetition")
+    ax[2].set_ylabel("peak RSS per task [MiB]")
     for x in ax:
         x.set_xlabel("training cases n")
         x.legend(fontsize=7)
