@@ -121,9 +121,10 @@ class SkSVC(ClassifierMixin, _Standardised):
     def _build(self, d):
         from sklearn.svm import SVC
 
+        kw = {"probability": True} if self.probability else {}  # deprecated in sklearn 1.9:
+        # passing it at all (even False) warns on every fit; Platt fits keep it until 1.11
         return SVC(C=_positive("C", self.C), gamma=_positive("kappa", self.kappa) / 2.0,
-                   probability=bool(self.probability), tol=float(self.tol),
-                   random_state=self.random_state)
+                   tol=float(self.tol), random_state=self.random_state, **kw)
 
     def _after_fit(self):
         self.support_ = self.model_.support_
