@@ -17,9 +17,9 @@ Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory and
 are not recomputed when the same command runs again; in-flight BSVR starts
 continue from their last checkpoint. The pipeline file may be edited between
 runs: a task is kept exactly when its content key (:mod:`.fingerprint`: model,
-parameters, partition, data) is unchanged, and recomputed otherwise. Failed tasks are retried by Dask
-(``retries``) and, if they still fail, recorded in the run file (and tried
-again by the next run of the command).
+parameters, partition, data) is unchanged, and recomputed otherwise. Failed
+tasks are retried by Dask (``retries``) and, if they still fail, recorded in
+the run file (and tried again by the next run of the command).
 """
 
 from __future__ import annotations
