@@ -163,7 +163,8 @@ def _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj):
 def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
     kii, kjj = k, k * r
     kij = rho * np.sqrt(kii * kjj)  # includes singular (duplicate-point) blocks
-    if rho == -1.0:
+    if rho < 0.0 and kii * kjj - kij * kij <= 1e-12 * kii * kjj:
+        # (numerically) rho = -1, e.g. -1 + 1e-16 (a case hypothesis found):
         # the quadratic is flat along (1, s), s = -kii/kij > 0, where the pair
         # objective's slope tends to the value below (phi' -> 2); in a dual
         # such a block comes from coinciding inputs, whose f agree, and the
