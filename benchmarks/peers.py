@@ -5,6 +5,9 @@ benchmarks against scikit-learn's LIBSVM and Gaussian processes, writing one
 JSON file per script into ``--out``:
 
 * ``bench_bsvr.py map``: BSVR MAP solve (SMO on 4.25) against LIBSVM SVR;
+* ``bench_bsvr.py infer``: BSVR's whole evidence maximisation (default beta,
+  coarse-to-fine starts) at 5,000 to 50,000 cases, for its time and memory
+  scaling;
 * ``bench_svm.py``: the project's SVR/SVC against LIBSVM SVR/SVC;
 * ``bench_btsvc.py``: BTSVC MAP solve against LIBSVM SVC, evidence + gradient
   against one GaussianProcessClassifier iteration, full 20,000-case fits;
@@ -42,6 +45,9 @@ def commands(out, quick=False):
     return [
         ("bench_bsvr_map", [py, str(HERE / "bench_bsvr.py"), "map", "--n", *big, "--reps", reps,
                             "--out", str(out / "bench_bsvr_map.json")]),
+        ("bench_bsvr_infer", [py, str(HERE / "bench_bsvr.py"), "infer", "--n",
+                              *(["2000", "5000"] if quick else ["5000", "10000", "20000", "50000"]),
+                              "--out", str(out / "bench_bsvr_infer.json")]),
         ("bench_svm", [py, str(HERE / "bench_svm.py"), "--sizes", *big, "--repeats", reps,
                        "--json", str(out / "bench_svm.json")]),
         ("bench_btsvc", [py, str(HERE / "bench_btsvc.py"), "--part", "all", "--map-sizes", *big,

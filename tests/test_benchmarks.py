@@ -17,7 +17,7 @@ def test_peer_runner_writes_rows_for_the_results_page(tmp_path):
     finally:
         sys.path.pop(0)
     names = [name for name, argv in peers.commands(tmp_path)]
-    assert names == ["bench_bsvr_map", "bench_svm", "bench_btsvc", "bench_gpr"]
+    assert names == ["bench_bsvr_map", "bench_bsvr_infer", "bench_svm", "bench_btsvc", "bench_gpr"]
     for _, argv in peers.commands(tmp_path):
         assert Path(argv[1]).exists()
     out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "peers.py"), "--out",

@@ -12,7 +12,7 @@ from bsvm_scale.datasets import generate, read_dataset
 from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
 from bsvm_scale.pipeline.executor import prepare_data, run_pipeline
 from bsvm_scale.pipeline.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
-from bsvm_scale.pipeline.results import fit_exponent, protocol_of, write_results
+from bsvm_scale.pipeline.results import bench_exponents, fit_exponent, protocol_of, write_results
 from bsvm_scale.pipeline.variants import cv_folds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -240,6 +240,19 @@ def test_sk_gpr_error_bars_and_model_record(tmp_path):
 
 
 # --------------------------------------------------------------- results
+def test_bench_exponents_per_series():
+    n = [1000, 2000, 4000, 8000]
+    rows = [{"bench": "map", "n": k, "ours_s": 2e-6 * k ** 2, "ratio_s": 1.0,
+             "gp": {"fit_s": 1e-9 * k ** 3, "peak_mb": 8e-6 * k ** 2}} for k in n]
+    rows += [{"bench": "fit", "n": k, "fit_s": 1.0} for k in n[:2]]  # too few sizes
+    got = {(g, c): a for g, c, sizes, a in bench_exponents(rows)}
+    assert set(got) == {("bench=map", "ours_s"), ("bench=map", "gp.fit_s"),
+                        ("bench=map", "gp.peak_mb")}
+    assert got[("bench=map", "ours_s")] == pytest.approx(2.0)
+    assert got[("bench=map", "gp.fit_s")] == pytest.approx(3.0)
+    assert got[("bench=map", "gp.peak_mb")] == pytest.approx(2.0)
+
+
 def test_fit_exponent_and_protocol_names():
     n = np.array([10.0, 100.0, 1000.0])
     assert fit_exponent(n, 3.0 * n ** 2.5) == pytest.approx(2.5)

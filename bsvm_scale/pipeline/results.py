@@ -30,7 +30,7 @@ import numpy as np
 from .report import paired_t_test
 from .runfile import format_table, read_run_file, summary_rows
 
-__all__ = ["write_results", "protocol_of", "fit_exponent", "add_arguments", "cmd_results", "main"]
+__all__ = ["write_results", "protocol_of", "fit_exponent", "bench_exponents", "add_arguments", "cmd_results", "main"]
 
 PROTOCOL_TITLES = {
     "r1": "R1. Sinc with SILF noise (scale and the role of beta)",
@@ -953,17 +953,65 @@ def _bench_section(bench_files):
             "docstrings of those scripts. The model-selection comparisons of R2 and C2 above "
             "(BSVR / BTSVC against CV-tuned LIBSVM and scikit-learn's GPs) were measured side "
             "by side in the same runs.", ""]
+    exps = []
     for f in bench_files:
         doc = json.loads(Path(f).read_text())
         rows = doc.get("rows", doc) if isinstance(doc, dict) else doc
         if not (isinstance(rows, list) and rows and all(isinstance(r, dict) for r in rows)):
             lines += [f"`{Path(f).name}`:", "", "```", json.dumps(doc, indent=1)[:20000], "```", ""]
             continue
+        exps += [[Path(f).name] + e for e in bench_exponents(rows)]
         head = list(dict.fromkeys(k for r in rows for k in r))
         lines += [f"`{Path(f).name}`:", ""]
         lines += _table(head, [[r.get(h) if not isinstance(r.get(h), (dict, list)) else
                                 json.dumps(r.get(h)) for h in head] for r in rows]) + [""]
+    if exps:
+        lines += ["Scaling exponents a of seconds (and peak memory) ~ n^a, least squares over "
+                  "the sizes of each benchmark series above (a group = rows sharing their text "
+                  "columns; 3 sizes or more):", ""]
+        lines += _table(["file", "group", "column", "sizes", "a"], exps) + [""]
     return lines
+
+
+def _flat(row, prefix=""):
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def bench_exponents(rows):
+    """Fitted ``a`` of ``value ~ n^a`` for every time (``*_s``) and peak-memory column.
+
+    Rows (nested dicts flattened to ``outer.inner`` keys) are grouped by
+    their text-valued columns (``bench``, ``model``, ``data``); a column
+    with at least three distinct ``n`` in a group gets an exponent.
+
+    Returns
+    -------
+    list of [group, column, "n_min-n_max", a]
+    """
+    flat = [_flat(r) for r in rows if "n" in r]
+    groups = {}
+    for r in flat:
+        key = tuple(sorted((k, v) for k, v in r.items() if isinstance(v, str)))
+        groups.setdefault(key, []).append(r)
+    out = []
+    for key, rs in groups.items():
+        cols = [c for c in dict.fromkeys(k for r in rs for k in r)
+                if (c.endswith("_s") or "peak" in c) and "ratio" not in c]
+        for c in cols:
+            pts = [(float(r["n"]), float(r[c])) for r in rs
+                   if isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool)]
+            if len({n for n, _ in pts}) < 3:
+                continue
+            n, v = map(np.array, zip(*pts))
+            out.append([" ".join(f"{k}={v}" for k, v in key) or "-", c,
+                        f"{int(n.min())}-{int(n.max())}", fit_exponent(n, v)])
+    return out
 
 
 def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
