@@ -117,6 +117,10 @@ def test_local_cluster_run(reference, capsys):
 
     m = load_model(run_dir / res["g2"]["gpc"]["p000"]["model_file"])
     assert type(m).__name__ == "GPC"
+    # finished tasks keep their result and model, not their start checkpoints
+    tasks = list((run_dir / "tasks").iterdir())
+    assert len(tasks) == N_TASKS and all((t / "result.h5").exists() for t in tasks)
+    assert not list((run_dir / "tasks").glob("*/checkpoint*.h5"))
     # running the same command again recomputes nothing
     rec2 = run_pipeline(load_pipeline(path), workers=2, progress=False)
     assert rec2["meta"]["n_skipped"] == N_TASKS and rec2["meta"]["n_workers"] == 0

@@ -13,8 +13,8 @@ it concurrently). Workers get ``NUMBA_NUM_THREADS=1`` / ``OMP_NUM_THREADS=1``
 (and each task limits BLAS and Numba to one thread), so workers x threads <=
 cores and results do not depend on where a task ran.
 
-Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory and
-are not recomputed when the same command runs again; in-flight BSVR starts
+Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory
+(their checkpoints are then removed) and are not recomputed when the same command runs again; in-flight BSVR starts
 continue from their last checkpoint. The pipeline file may be edited between
 runs: a task is kept exactly when its content key (:mod:`.fingerprint`: model,
 parameters, partition, data) is unchanged, and recomputed otherwise. Failed
@@ -266,6 +266,12 @@ def _connect(Client, scheduler, timeout_s=30, workers_timeout_s=60):
     return client
 
 
+def _drop_checkpoints(task_dir: Path):
+    """Remove the start checkpoints of a finished task (its result and model are on disk)."""
+    for c in task_dir.glob("checkpoint*.h5"):
+        c.unlink(missing_ok=True)
+
+
 # ------------------------------------------------------------------ the run
 def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=True,
                  progress=True, stream=None, summary_stream=None):
@@ -302,6 +308,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
             if rec is not None and rec.get("status") == "done" and \
                     (Path(s["task_dir"]) / "model.h5").exists():
                 results[s["task_id"]] = rec
+                _drop_checkpoints(Path(s["task_dir"]))  # left by runs before this rule
             else:
                 if delay:
                     s["eval_delay"] = float(delay)
@@ -372,6 +379,7 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
                             if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
                                 write_record(task_dir / "result.h5", res)
                             results[tid] = res
+                            _drop_checkpoints(task_dir)
                             bar.task_done()
                         fut.release()
                 finally:
