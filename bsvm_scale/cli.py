@@ -379,7 +379,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         _error(f"interrupted by {signal.Signals(signum).name}; finished tasks and checkpoints "
-               "are kept: run the same command again to resume")
+               "are kept (a pipeline's run.h5 lists the finished tasks): run the same command "
+               "again to resume")
         return 128 + int(signum)
 
 

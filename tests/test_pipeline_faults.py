@@ -214,5 +214,8 @@ def test_signal_to_driver_exits_cleanly_and_resumes(tmp_path, sig):
     psutil.wait_procs(workers, timeout=60)
     assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
     assert _inflight(run_dir)                        # the interrupted task's checkpoint is kept
+    part = read_run_file(run_dir / "run.h5")["meta"]  # the run file says where it stopped
+    finished = len(list((run_dir / "tasks").glob("*/result.h5")))
+    assert part["status"] == "interrupted" and part["n_done"] == finished < N_TASKS
     meta = _resume_completes(path, run_dir)
     assert meta["n_resumed_from_checkpoint"] >= 1

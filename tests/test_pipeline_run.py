@@ -173,6 +173,28 @@ def test_edited_pipeline_recomputes_only_what_changed(reference, tmp_path, capsy
     assert rec3["tasks"]["sinc__gpr__p000"]["metrics"]["ase"] != X_old
 
 
+def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):
+    """With RUNFILE_EVERY_S = 0 the driver rewrites run.h5 after every task
+    but the last (status "running"), then once more at the end."""
+    import bsvm_scale.pipeline.executor as ex
+
+    text = PIPELINE.split("[[datasets]]\nname = \"g2\"")[0] + \
+        "[[models]]\nkind = \"gpr\"\nsearch = {{ n_starts = 1 }}\n" \
+        "settings = {{ options = {{ maxiter = 3 }} }}\n"
+    seen = []
+    orig = ex.write_run_file
+
+    def spy(path, record):
+        seen.append((record["meta"]["status"], record["meta"]["n_done"]))
+        return orig(path, record)
+
+    monkeypatch.setattr(ex, "RUNFILE_EVERY_S", 0.0)
+    monkeypatch.setattr(ex, "write_run_file", spy)
+    rec = run_pipeline(load_pipeline(_write(tmp_path, "every", text)), workers=1, progress=False)
+    assert rec["meta"]["n_tasks"] == 2
+    assert seen == [("running", 1), ("complete", 2)]
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

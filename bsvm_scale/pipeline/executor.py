@@ -14,8 +14,11 @@ it concurrently). Workers get ``NUMBA_NUM_THREADS=1`` / ``OMP_NUM_THREADS=1``
 cores and results do not depend on where a task ran.
 
 Finished tasks leave ``result.h5`` + ``model.h5`` in their task directory
-(their checkpoints are then removed) and are not recomputed when the same command runs again; in-flight BSVR starts
-continue from their last checkpoint. The pipeline file may be edited between
+(their checkpoints are then removed) and are not recomputed when the same
+command runs again; in-flight BSVR and BTSVC starts continue from their last
+checkpoint. The driver rewrites ``run.h5`` every ``RUNFILE_EVERY_S`` seconds
+while tasks run and once more when it stops, also on Ctrl-C / SIGTERM (status
+``"interrupted"``). The pipeline file may be edited between
 runs: a task is kept exactly when its content key (:mod:`.fingerprint`: model,
 parameters, partition, data) is unchanged, and recomputed otherwise. Failed
 tasks are retried by Dask (``retries``) and, if they still fail, recorded in
@@ -40,10 +43,13 @@ from .config import BAYES_KINDS, TASK_OF, Pipeline
 from .fingerprint import dataset_key, reconcile_tasks, task_keys
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
-from .tasks import format_exception, n_starts_of, read_xy, run_task, versions
+from .tasks import format_exception, n_starts_of, run_task, versions
 from .variants import link_fixed
 
 __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
+
+#: the driver rewrites run.h5 this often while tasks run (status "running")
+RUNFILE_EVERY_S = 600.0
 
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "MKL_NUM_THREADS": "1"}
@@ -276,8 +282,6 @@ def _drop_checkpoints(task_dir: Path):
 def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=True,
                  progress=True, stream=None, summary_stream=None):
     """Run (or resume) ``pipeline``; returns the run record (also in ``run.h5``)."""
-    from dask.distributed import Client, LocalCluster, as_completed
-
     stream = stream or sys.stderr
     summary_stream = summary_stream or sys.stdout
     run_dir = Path(pipeline.run_dir)
@@ -299,137 +303,186 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
         planned = {Path(s["task_dir"]).name for s in specs}
         stale = sorted(p.name for p in (run_dir / "tasks").iterdir()
                        if p.is_dir() and p.name not in planned)
-        delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # testing hook
-        fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # testing hook
-        results, failures, todo = {}, {}, []
-        for s in specs:
-            Path(s["task_dir"]).mkdir(parents=True, exist_ok=True)
-            rec = read_record(Path(s["task_dir"]) / "result.h5")
-            if rec is not None and rec.get("status") == "done" and \
-                    (Path(s["task_dir"]) / "model.h5").exists():
-                results[s["task_id"]] = rec
-                _drop_checkpoints(Path(s["task_dir"]))  # left by runs before this rule
-            else:
-                if delay:
-                    s["eval_delay"] = float(delay)
-                if fail_dir:
-                    s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
-                todo.append(s)
-        n_skipped = len(results)
-        n_resumed = sum(1 for s in todo if any(Path(s["task_dir"]).glob("checkpoint*.h5")))
+        results, failures = _finished_and_todo(specs), {}
+        todo = [s for s in specs if s["task_id"] not in results]
+        info = {"t_begin": t_begin, "scheduler": scheduler, "n_workers": 0,
+                "data_transport": "none", "n_skipped": len(results),
+                "n_resumed": sum(1 for s in todo
+                                 if any(Path(s["task_dir"]).glob("checkpoint*.h5"))),
+                "cleared": changed["cleared"], "stale": stale, "written": time.time()}
         if todo:
             warm_numba_cache(pipeline, data)
-        cluster = client = None
-        n_workers = 0
-        data_transport = "none"
+        interrupted = None
         try:
             if todo:
-                if scheduler:
-                    client = _connect(Client, scheduler)
-                else:
-                    n = int(workers or os.cpu_count() or 1)
-                    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                           dashboard_address=None, silence_logs=logging.ERROR,
-                                           env=dict(WORKER_ENV))
-                    client = Client(cluster)
-                n_workers = len(client.nthreads())
-                slots = sum(client.nthreads().values())
-                data_paths = sorted({s["data"] for s in todo})
-                seen = client.run(_paths_visible, data_paths)
-                force = os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")  # testing hook
-                scatter = bool(force) or not all(seen.values())
-                if scatter:
-                    scattered = {}
-                    for label, d in data.items():
-                        scattered[d["path"]] = client.scatter((d["X"], d["y"]), broadcast=True,
-                                                              hash=False)
-                    for s in todo:
-                        s["data"] = scattered[s["data"]]
-                data_transport = "scattered" if scatter else "path"
-                writable = client.run(_dir_writable, str(run_dir / "tasks"))
-                if not all(writable.values()):
-                    for s in todo:  # driver writes the result files; no mid-start checkpoints
-                        s["task_dir"] = None
-                futures, by_id = {}, {}
-                for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
-                    key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
-                    deps = [by_id[t] if t in by_id else results[t] for t in s.get("fix_from", [])]
-                    by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
-                                                        retries=pipeline.retries, pure=False)
-                    futures[by_id[s["task_id"]]] = s
-                bar = Progress(len(specs), slots, label=pipeline.name, stream=stream,
-                               enabled=progress, already_done=n_skipped).start()
-                try:
-                    for fut in as_completed(list(futures)):
-                        s = futures.pop(fut)
-                        tid = s["task_id"]
-                        task_dir = run_dir / "tasks" / tid
-                        if fut.status == "error":
-                            exc = fut.exception()
-                            failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
-                                             "traceback": format_exception(exc),
-                                             "attempts": int(pipeline.retries) + 1,
-                                             "time": time.time()}
-                            bar.task_done(failed=True)
-                        else:
-                            out = fut.result()
-                            res = out["result"]
-                            if not (task_dir / "model.h5").exists() or s.get("task_dir") is None:
-                                atomic_write_bytes(task_dir / "model.h5", out["model_h5"])
-                            if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
-                                write_record(task_dir / "result.h5", res)
-                            results[tid] = res
-                            _drop_checkpoints(task_dir)
-                            bar.task_done()
-                        fut.release()
-                finally:
-                    bar.close()
-        finally:
-            if client is not None:
-                client.close()
-            if cluster is not None:
-                cluster.close()
-        agg = aggregate(pipeline, data, results, run_dir)
-        t_end = time.time()
-        meta = {"name": pipeline.name, "pipeline_path": str(pipeline.path),
-                "pipeline_text": pipeline.text, "digest": pipeline.digest,
-                "description": pipeline.description, "run_dir": str(run_dir),
-                "host": socket.gethostname(), "versions": versions(),
-                "scheduler": scheduler or "LocalCluster", "n_workers": int(n_workers),
-                "data_transport": data_transport,
-                "started": t_begin, "finished": t_end, "elapsed": t_end - t_begin,
-                "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
-                "n_skipped": n_skipped, "n_resumed_from_checkpoint": n_resumed,
-                "n_recomputed_changed": len(changed["cleared"]),
-                "stale_task_dirs": stale,
-                "status": "complete" if len(results) == len(specs) else "incomplete"}
-        record = {
-            "meta": meta,
-            "datasets": {k: {"task": v["task"], "n": v["n"], "d": v["d"], "path": v["path"],
-                             "partitions": [{"train": np.asarray(tr), "test": np.asarray(te)}
-                                            for tr, te in v["partitions"]]}
-                         for k, v in data.items()},
-            "models": {m.label: {"kind": m.kind, "datasets": m.datasets,
-                                 "committee": m.committee} for m in pipeline.models},
-            "tasks": {k: results[k] for k in sorted(results)},
-            "results": agg,
-            "failures": failures,
-        }
-        write_run_file(run_dir / "run.h5", record)
+                _run_todo(pipeline, data, specs, todo, results, failures, run_dir, info,
+                          scheduler=scheduler, workers=workers, stream=stream, progress=progress)
+        except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: keep what finished in run.h5
+            interrupted = exc
+        info["status"] = "interrupted" if interrupted else None
+        record = _write_run(pipeline, data, specs, results, failures, run_dir, info)
+    if interrupted is not None:
+        raise interrupted
     if summary_stream is not None:
-        rows = summary_rows(record)
-        print(f"run {pipeline.name}: {meta['n_done']}/{meta['n_tasks']} tasks done "
-              f"({n_skipped} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s; "
-              f"run file {run_dir / 'run.h5'}", file=summary_stream)
-        if changed["cleared"]:
-            print(f"{len(changed['cleared'])} task(s) recomputed because the pipeline file "
-                  "changed what they depend on", file=summary_stream)
-        if stale:
-            print(f"task directories under {run_dir / 'tasks'} belong to no task of "
-                  f"this pipeline file and were left in place: {len(stale)} (e.g. {stale[0]})",
-                  file=summary_stream)
-        if rows:
-            print(format_table(rows), file=summary_stream)
-        for tid, f in failures.items():
-            print(f"FAILED {tid}: {f['error']}", file=summary_stream)
+        _print_summary(record, info, run_dir, summary_stream)
     return record
+
+
+def _finished_and_todo(specs):
+    """Records of the finished tasks by id; adds the testing hooks to the others' specs."""
+    delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # testing hook
+    fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # testing hook
+    results = {}
+    for s in specs:
+        d = Path(s["task_dir"])
+        d.mkdir(parents=True, exist_ok=True)
+        rec = read_record(d / "result.h5")
+        if rec is not None and rec.get("status") == "done" and (d / "model.h5").exists():
+            results[s["task_id"]] = rec
+            _drop_checkpoints(d)  # left by runs before this rule
+            continue
+        if delay:
+            s["eval_delay"] = float(delay)
+        if fail_dir:
+            s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
+    return results
+
+
+def _run_todo(pipeline, data, specs, todo, results, failures, run_dir, info, *, scheduler,
+              workers, stream, progress):
+    """Run the ``todo`` task specs on a Dask cluster, filling ``results`` / ``failures``.
+
+    ``run.h5`` is rewritten every ``RUNFILE_EVERY_S`` seconds (status
+    ``"running"``), so that a driver killed outright leaves a recent run file.
+    """
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = client = None
+    try:
+        if scheduler:
+            client = _connect(Client, scheduler)
+        else:
+            n = int(workers or os.cpu_count() or 1)
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, silence_logs=logging.ERROR,
+                                   env=dict(WORKER_ENV))
+            client = Client(cluster)
+        info["n_workers"] = len(client.nthreads())
+        slots = sum(client.nthreads().values())
+        data_paths = sorted({s["data"] for s in todo})
+        seen = client.run(_paths_visible, data_paths)
+        force = os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")  # testing hook
+        scatter = bool(force) or not all(seen.values())
+        if scatter:
+            scattered = {}
+            for label, d in data.items():
+                scattered[d["path"]] = client.scatter((d["X"], d["y"]), broadcast=True,
+                                                      hash=False)
+            for s in todo:
+                s["data"] = scattered[s["data"]]
+        info["data_transport"] = "scattered" if scatter else "path"
+        writable = client.run(_dir_writable, str(run_dir / "tasks"))
+        if not all(writable.values()):
+            for s in todo:  # driver writes the result files; no mid-start checkpoints
+                s["task_dir"] = None
+        futures, by_id = {}, {}
+        for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
+            key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
+            deps = [by_id[t] if t in by_id else results[t] for t in s.get("fix_from", [])]
+            by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
+                                                retries=pipeline.retries, pure=False)
+            futures[by_id[s["task_id"]]] = s
+        bar = Progress(len(specs), slots, label=pipeline.name, stream=stream,
+                       enabled=progress, already_done=info["n_skipped"]).start()
+        try:
+            for fut in as_completed(list(futures)):
+                failed = not _collect(fut, futures.pop(fut), pipeline, run_dir, results, failures)
+                bar.task_done(failed=failed)
+                fut.release()
+                if futures and time.time() - info["written"] >= RUNFILE_EVERY_S:
+                    _write_run(pipeline, data, specs, results, failures, run_dir,
+                               {**info, "status": "running"})
+                    info["written"] = time.time()
+        finally:
+            bar.close()
+    finally:
+        if client is not None:
+            client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _collect(fut, s, pipeline, run_dir, results, failures):
+    """Record one finished future (result files, or the failure); True on success."""
+    tid = s["task_id"]
+    task_dir = run_dir / "tasks" / tid
+    if fut.status == "error":
+        exc = fut.exception()
+        failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
+                         "traceback": format_exception(exc),
+                         "attempts": int(pipeline.retries) + 1, "time": time.time()}
+        return False
+    out = fut.result()
+    res = out["result"]
+    if not (task_dir / "model.h5").exists() or s.get("task_dir") is None:
+        atomic_write_bytes(task_dir / "model.h5", out["model_h5"])
+    if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
+        write_record(task_dir / "result.h5", res)
+    results[tid] = res
+    _drop_checkpoints(task_dir)
+    return True
+
+
+def _write_run(pipeline, data, specs, results, failures, run_dir, info):
+    """Aggregate the finished tasks and (re)write ``run.h5``; returns the record.
+
+    ``info["status"]`` None means complete or incomplete by the task counts;
+    ``"running"`` (periodic writes) and ``"interrupted"`` are kept as given.
+    """
+    agg = aggregate(pipeline, data, results, run_dir)
+    t_end = time.time()
+    status = info.get("status") or ("complete" if len(results) == len(specs) else "incomplete")
+    meta = {"name": pipeline.name, "pipeline_path": str(pipeline.path),
+            "pipeline_text": pipeline.text, "digest": pipeline.digest,
+            "description": pipeline.description, "run_dir": str(run_dir),
+            "host": socket.gethostname(), "versions": versions(),
+            "scheduler": info["scheduler"] or "LocalCluster", "n_workers": int(info["n_workers"]),
+            "data_transport": info["data_transport"],
+            "started": info["t_begin"], "finished": t_end, "elapsed": t_end - info["t_begin"],
+            "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
+            "n_skipped": info["n_skipped"], "n_resumed_from_checkpoint": info["n_resumed"],
+            "n_recomputed_changed": len(info["cleared"]), "stale_task_dirs": info["stale"],
+            "status": status}
+    record = {
+        "meta": meta,
+        "datasets": {k: {"task": v["task"], "n": v["n"], "d": v["d"], "path": v["path"],
+                         "partitions": [{"train": np.asarray(tr), "test": np.asarray(te)}
+                                        for tr, te in v["partitions"]]}
+                     for k, v in data.items()},
+        "models": {m.label: {"kind": m.kind, "datasets": m.datasets,
+                             "committee": m.committee} for m in pipeline.models},
+        "tasks": {k: results[k] for k in sorted(results)},
+        "results": agg,
+        "failures": failures,
+    }
+    write_run_file(run_dir / "run.h5", record)
+    return record
+
+
+def _print_summary(record, info, run_dir, stream):
+    meta, failures = record["meta"], record["failures"]
+    print(f"run {meta['name']}: {meta['n_done']}/{meta['n_tasks']} tasks done "
+          f"({meta['n_skipped']} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s; "
+          f"run file {run_dir / 'run.h5'}", file=stream)
+    if info["cleared"]:
+        print(f"{len(info['cleared'])} task(s) recomputed because the pipeline file "
+              "changed what they depend on", file=stream)
+    if info["stale"]:
+        print(f"task directories under {run_dir / 'tasks'} belong to no task of this pipeline "
+              f"file and were left in place: {len(info['stale'])} (e.g. {info['stale'][0]})",
+              file=stream)
+    rows = summary_rows(record)
+    if rows:
+        print(format_table(rows), file=stream)
+    for tid, f in failures.items():
+        print(f"FAILED {tid}: {f['error']}", file=stream)
