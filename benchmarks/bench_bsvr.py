@@ -58,7 +58,7 @@ def bench_map(ns, reps, C=10.0, eps=0.1, kappa=2.0, kappa_b=1.0):
             t_ref.append(time.perf_counter() - t)
             nsv.append((m.support_.size, r.support_.size))
         row = {"n": n, "bsvr_s": float(np.median(t_ours)), "libsvm_s": float(np.median(t_ref)),
-               "ratio": float(np.median(t_ours) / np.median(t_ref)),
+               "ratio_bsvr_over_libsvm": float(np.median(t_ours) / np.median(t_ref)),
                "bsvr_sv": nsv[0][0], "libsvm_sv": nsv[0][1], "bsvr_smo_iter": m.n_iter_,
                "libsvm_iter": int(np.sum(r.n_iter_))}
         rows.append(row)

@@ -26,4 +26,4 @@ def test_peer_runner_writes_rows_for_the_results_page(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     rows = json.loads((tmp_path / "bench_svm.json").read_text())["rows"]
     assert {r["n"] for r in rows} == {2000, 5000}
-    assert all(r["ratio"] > 0 for r in rows)
+    assert all(r["ratio_ours_over_libsvm"] > 0 for r in rows)

@@ -12,7 +12,8 @@ from bsvm_scale.datasets import generate, read_dataset
 from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
 from bsvm_scale.pipeline.executor import prepare_data, run_pipeline
 from bsvm_scale.pipeline.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
-from bsvm_scale.pipeline.results import bench_exponents, fit_exponent, protocol_of, write_results
+from bsvm_scale.pipeline.results import (bench_exponents, bench_ratios, fit_exponent, protocol_of,
+                                        write_results)
 from bsvm_scale.pipeline.variants import cv_folds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -251,6 +252,10 @@ def test_bench_exponents_per_series():
     assert got[("bench=map", "ours_s")] == pytest.approx(2.0)
     assert got[("bench=map", "gp.fit_s")] == pytest.approx(3.0)
     assert got[("bench=map", "gp.peak_mb")] == pytest.approx(2.0)
+    ratios = {(g, c): (lo, med, hi) for g, c, sizes, lo, med, hi in bench_ratios(rows)}
+    assert ratios == {("bench=map", "ratio_s"): (1.0, 1.0, 1.0)}
+    rows[1]["ratio_s"] = 3.0
+    assert bench_ratios(rows)[0][3:] == [1.0, 1.0, 3.0]
 
 
 def test_fit_exponent_and_protocol_names():

@@ -30,7 +30,8 @@ import numpy as np
 from .report import paired_t_test
 from .runfile import format_table, read_run_file, summary_rows
 
-__all__ = ["write_results", "protocol_of", "fit_exponent", "bench_exponents", "add_arguments", "cmd_results", "main"]
+__all__ = ["write_results", "protocol_of", "fit_exponent", "bench_exponents", "bench_ratios",
+           "add_arguments", "cmd_results", "main"]
 
 PROTOCOL_TITLES = {
     "r1": "R1. Sinc with SILF noise (scale and the role of beta)",
@@ -235,7 +236,7 @@ def _paired_tests(run, metric, against, notes=None, label=""):
     if not rows:
         return []
     return [f"Paired t-tests on the test {metric} (t > 0: the first model errs more):", ""] + \
-        _table(["data set", "difference", "partitions", f"mean diff", "t", "p"], rows) + [""]
+        _table(["data set", "difference", "partitions", "mean diff", "t", "p"], rows) + [""]
 
 
 # -------------------------------------------------------------- protocols
@@ -953,7 +954,7 @@ def _bench_section(bench_files):
             "docstrings of those scripts. The model-selection comparisons of R2 and C2 above "
             "(BSVR / BTSVC against CV-tuned LIBSVM and scikit-learn's GPs) were measured side "
             "by side in the same runs.", ""]
-    exps = []
+    exps, ratios = [], []
     for f in bench_files:
         doc = json.loads(Path(f).read_text())
         rows = doc.get("rows", doc) if isinstance(doc, dict) else doc
@@ -961,10 +962,15 @@ def _bench_section(bench_files):
             lines += [f"`{Path(f).name}`:", "", "```", json.dumps(doc, indent=1)[:20000], "```", ""]
             continue
         exps += [[Path(f).name] + e for e in bench_exponents(rows)]
+        ratios += [[Path(f).name] + r for r in bench_ratios(rows)]
         head = list(dict.fromkeys(k for r in rows for k in r))
         lines += [f"`{Path(f).name}`:", ""]
         lines += _table(head, [[r.get(h) if not isinstance(r.get(h), (dict, list)) else
                                 json.dumps(r.get(h)) for h in head] for r in rows]) + [""]
+    if ratios:
+        lines += ["Side-by-side ratios at a glance (every ratio column of the tables above; "
+                  "its name says which way round):", ""]
+        lines += _table(["file", "group", "ratio", "sizes", "min", "median", "max"], ratios) + [""]
     if exps:
         lines += ["Scaling exponents a of seconds (and peak memory) ~ n^a, least squares over "
                   "the sizes of each benchmark series above (a group = rows sharing their text "
@@ -983,6 +989,41 @@ def _flat(row, prefix=""):
     return out
 
 
+def _groups(rows):
+    """Rows with an ``n`` (flattened), grouped by their text-valued columns."""
+    groups = {}
+    for r in (_flat(r) for r in rows if "n" in r):
+        key = tuple(sorted((k, v) for k, v in r.items() if isinstance(v, str)))
+        groups.setdefault(key, []).append(r)
+    return {" ".join(f"{k}={v}" for k, v in key) or "-": rs for key, rs in groups.items()}
+
+
+def _series(rs, col):
+    pts = [(float(r["n"]), float(r[col])) for r in rs
+           if isinstance(r.get(col), (int, float)) and not isinstance(r.get(col), bool)
+           and np.isfinite(r[col])]
+    return tuple(map(np.array, zip(*pts))) if pts else (np.array([]), np.array([]))
+
+
+def bench_ratios(rows):
+    """Min / median / max of every ratio column (name holds ``ratio`` or ``_over_``) per group.
+
+    Returns
+    -------
+    list of [group, column, "n_min-n_max", min, median, max]
+    """
+    out = []
+    for group, rs in _groups(rows).items():
+        for c in dict.fromkeys(k for r in rs for k in r):
+            if "ratio" not in c and "_over_" not in c:
+                continue
+            n, v = _series(rs, c)
+            if v.size:
+                out.append([group, c, f"{int(n.min())}-{int(n.max())}", float(v.min()),
+                            float(np.median(v)), float(v.max())])
+    return out
+
+
 def bench_exponents(rows):
     """Fitted ``a`` of ``value ~ n^a`` for every time (``*_s``) and peak-memory column.
 
@@ -994,23 +1035,14 @@ def bench_exponents(rows):
     -------
     list of [group, column, "n_min-n_max", a]
     """
-    flat = [_flat(r) for r in rows if "n" in r]
-    groups = {}
-    for r in flat:
-        key = tuple(sorted((k, v) for k, v in r.items() if isinstance(v, str)))
-        groups.setdefault(key, []).append(r)
     out = []
-    for key, rs in groups.items():
+    for group, rs in _groups(rows).items():
         cols = [c for c in dict.fromkeys(k for r in rs for k in r)
                 if (c.endswith("_s") or "peak" in c) and "ratio" not in c]
         for c in cols:
-            pts = [(float(r["n"]), float(r[c])) for r in rs
-                   if isinstance(r.get(c), (int, float)) and not isinstance(r.get(c), bool)]
-            if len({n for n, _ in pts}) < 3:
-                continue
-            n, v = map(np.array, zip(*pts))
-            out.append([" ".join(f"{k}={v}" for k, v in key) or "-", c,
-                        f"{int(n.min())}-{int(n.max())}", fit_exponent(n, v)])
+            n, v = _series(rs, c)
+            if np.unique(n).size >= 3:
+                out.append([group, c, f"{int(n.min())}-{int(n.max())}", fit_exponent(n, v)])
     return out
 
 
