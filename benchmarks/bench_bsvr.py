@@ -77,7 +77,7 @@ n, beta = {n}, {beta}
 X, y, _ = sinc_data(n, 1)
 Xt, yt, nt = sinc_data(3000, 2)
 BayesianSVR(n_starts=1, optimizer_options={{"maxiter": 1}}).fit(X[:200], y[:200])  # compile
-rss0 = peak_rss_bytes() / 2 ** 20
+hwm0 = peak_rss_bytes() / 2 ** 20  # peak of data + compile, before the fit
 reset_peak_rss()  # VmHWM of this process only (ru_maxrss survives fork + exec)
 t = time.perf_counter()
 with warnings.catch_warnings(record=True) as w:
@@ -87,7 +87,7 @@ el = time.perf_counter() - t
 h = m.hyperparameters_
 ase = float(np.mean((m.predict(Xt) - yt) ** 2))
 print(json.dumps({{"n": n, "beta": h["beta"], "fit_s": el,
-    "peak_rss_mib": peak_rss_bytes() / 2 ** 20, "rss_before_fit_mib": rss0,
+    "peak_rss_mib": peak_rss_bytes() / 2 ** 20, "peak_rss_before_fit_mib": hwm0,
     "C": h["C"], "epsilon": h["epsilon"], "kappa": float(h["kappa"]), "kappa_b": h["kappa_b"],
     "n_off_bound": int(m.off_bound_.size), "n_sv": int(m.support_.size),
     "test_ase": ase, "true_test_noise": float(np.mean(nt ** 2)),

@@ -113,20 +113,21 @@ def _start_points(theta0, bounds, n_starts, rng, spread=3.0):
     return pts
 
 
-def _start_record(r):
-    """A :class:`StartResult` as a dict of plain arrays/floats/str (HDF5-friendly)."""
+def _start_record(r, shift=0.0):
+    """A :class:`StartResult` as a dict of plain arrays/floats/str (HDF5-friendly);
+    ``shift`` is added to the objective values (``fun``, ``trajectory_fun``)."""
     traj = r.trajectory
     return {
         "theta0": np.asarray(r.theta0, dtype=float),
         "theta": np.asarray(r.theta, dtype=float),
-        "fun": float(r.fun),
+        "fun": float(r.fun) + shift,
         "n_iter": int(r.n_iter),
         "n_eval": int(r.n_eval),
         "success": bool(r.success),
         "message": str(r.message),
         "n_nonfinite": int(r.n_nonfinite),
         "trajectory_theta": np.array([t["theta"] for t in traj], dtype=float),
-        "trajectory_fun": np.array([t["fun"] for t in traj], dtype=float),
+        "trajectory_fun": np.array([t["fun"] for t in traj], dtype=float) + shift,
         "trajectory_grad_norm": np.array([t["grad_norm"] for t in traj], dtype=float),
     }
 
@@ -224,7 +225,8 @@ class GPR(RegressorMixin, BaseEstimator):
         in standardised target units; predictions, their standard deviations
         and the log evidence are on the original scale (the evidence of the
         standardised targets minus ``n ln y_scale_``, the Jacobian of the
-        rescaling; scikit-learn reports the standardised value).
+        rescaling; scikit-learn reports the standardised value), and so are
+        the ``fun`` values in ``starts_``.
     max_memory_mb : float, default=4096
         Budget for the dense ``n x n`` matrix of the fit (one float64 matrix,
         ``8 n^2`` bytes, overwritten in place by its Cholesky factor and
@@ -377,7 +379,7 @@ class GPR(RegressorMixin, BaseEstimator):
         if self.optimize:
             rng = resolve_rng(self.random_state)
 
-            def objective(theta):
+            def objective(theta):  # on the standardised targets: scale-free optimisation
                 lml, grad = self._evidence(np.asarray(theta, dtype=float), Xs, yc, True)
                 return -lml, -grad, {}
 
@@ -386,7 +388,8 @@ class GPR(RegressorMixin, BaseEstimator):
             best = best_start(results)
             _warn_iteration_limit(results, "GPR")
             theta = np.asarray(results[best].theta, dtype=float)
-            starts = [_start_record(r) for r in results]
+            # records of the evidence of the given targets (see normalize_y)
+            starts = [_start_record(r, shift=n * np.log(y_scale)) for r in results]
         else:
             best = 0
             theta = theta0

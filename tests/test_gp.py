@@ -129,7 +129,7 @@ def test_gpr_center_y_and_offset(reg_data):
     assert ref.y_mean_ == 0.0
 
 
-def test_gpr_normalize_y_matches_sklearn_and_is_scale_free(reg_data):
+def test_gpr_normalize_y_matches_sklearn_and_is_scale_free(reg_data, tmp_path):
     """normalize_y: scikit-learn's predictions at equal hyperparameters; the
     evidence is the standardised one minus n ln sd(y) (raw target scale); and
     a rescaled, shifted target gives the rescaled, shifted fit."""
@@ -157,6 +157,16 @@ def test_gpr_normalize_y_matches_sklearn_and_is_scale_free(reg_data):
     assert b.log_marginal_likelihood_ == pytest.approx(
         a.log_marginal_likelihood_ - y.size * np.log(1e-3), abs=1e-6)
     np.testing.assert_allclose(1e-3 * a.predict(Xt) - 7.0, b.predict(Xt), rtol=1e-6, atol=1e-9)
+    # the optimiser's records are on the same (raw) scale as the reported evidence
+    assert -a.starts_[a.best_start_]["fun"] == pytest.approx(a.log_marginal_likelihood_, abs=1e-8)
+    # and a saved model predicts and reports the same after loading
+    from bsvm_scale.storage import load_model, save_model
+
+    save_model(a, tmp_path / "gpr.h5")
+    c = load_model(tmp_path / "gpr.h5")
+    assert c.normalize_y and c.y_scale_ == a.y_scale_
+    np.testing.assert_array_equal(c.predict(Xt, return_std=True)[1], a.predict(Xt, return_std=True)[1])
+    assert c.log_marginal_likelihood() == pytest.approx(a.log_marginal_likelihood_, abs=1e-9)
     with pytest.raises(ValueError, match="normalize_y"):
         GPR(normalize_y=True).fit(X, np.full(y.size, 3.0))
 

@@ -106,6 +106,52 @@ def test_spaced_checkpoints_cost_little_and_still_resume_exactly(tmp_path, monke
     _assert_same_result(res, ref)
 
 
+def test_task_writes_only_into_a_directory_keyed_for_it(tmp_path, monkeypatch):
+    """A task orphaned by a pipeline edit (its directory now holds another
+    key) writes no checkpoint, result or model there; a checkpoint made for
+    another key is not resumed from."""
+    from bsvm_scale.pipeline.executor import _finished
+    from bsvm_scale.pipeline.fingerprint import KEY_FILE
+
+    monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
+    (tmp_path / KEY_FILE).write_text("new")
+    out = run_task({**_spec(tmp_path, 1), "key": "old"})
+    assert out["result"]["key"] == "old" and out["model_h5"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [KEY_FILE]
+    # interrupted while the directory is its own: checkpoint and key recorded
+    orig = ck.save_checkpoint
+
+    def interrupted(path, state):
+        orig(path, state)
+        raise _Interrupt
+
+    monkeypatch.setattr(ck, "save_checkpoint", interrupted)
+    (tmp_path / KEY_FILE).write_text("old")
+    with pytest.raises(_Interrupt):
+        run_task({**_spec(tmp_path, 1), "key": "old"})
+    assert ck.read_record(tmp_path / "checkpoint.h5")["key"] == "old"
+    monkeypatch.setattr(ck, "save_checkpoint", orig)
+    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), "new") is None
+    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), "old") is not None
+    # the directory re-keyed (as reconcile would, minus clearing): a fresh start, and its
+    # result is taken as finished only under its own key
+    (tmp_path / KEY_FILE).write_text("new")
+    res = run_task({**_spec(tmp_path, 1), "key": "new"})["result"]
+    assert res["resumed_from"] == -1 and (tmp_path / "result.h5").exists()
+    spec = {**_spec(tmp_path, 1), "key": "new"}
+    assert set(_finished([spec])) == {"t"}
+    assert _finished([{**spec, "key": "other"}]) == {}
+
+
+def _theta0():
+    from bsvm_scale.pipeline.tasks import _start_theta
+
+    s = _spec(None, 1)
+    X, y = s["data"]
+    tr = np.asarray(s["train"])
+    return _start_theta("bsvr", s["params"], 1, 2, X[tr], y[tr])
+
+
 def test_checkpoint_of_another_start_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
     orig = ck.save_checkpoint

@@ -174,8 +174,9 @@ def test_edited_pipeline_recomputes_only_what_changed(reference, tmp_path, capsy
 
 
 def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):
-    """With RUNFILE_EVERY_S = 0 the driver rewrites run.h5 after every task
-    but the last (status "running"), then once more at the end."""
+    """The driver writes run.h5 before the first task runs; with
+    RUNFILE_EVERY_S = 0 again after every task but the last (status
+    "running"); then once more at the end."""
     import bsvm_scale.pipeline.executor as ex
 
     text = PIPELINE.split("[[datasets]]\nname = \"g2\"")[0] + \
@@ -192,7 +193,7 @@ def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):
     monkeypatch.setattr(ex, "write_run_file", spy)
     rec = run_pipeline(load_pipeline(_write(tmp_path, "every", text)), workers=1, progress=False)
     assert rec["meta"]["n_tasks"] == 2
-    assert seen == [("running", 1), ("complete", 2)]
+    assert seen == [("running", 0), ("running", 1), ("complete", 2)]
 
 
 def _free_port():
@@ -318,7 +319,9 @@ def test_kill_and_resume(reference, tmp_path, capsys):
         proc.wait()
         log.close()
     assert finished_before, (tmp_path / "driver.log").read_text()[-3000:]
-    assert not (run_dir / "run.h5").exists()
+    # the driver died with the run file it wrote when its tasks started
+    early = read_run_file(run_dir / "run.h5")["meta"]
+    assert early["status"] == "running" and early["n_done"] < N_KILL
     rec = run_pipeline(load_pipeline(path), workers=1, progress=False)
     meta = rec["meta"]
     assert meta["n_done"] == N_KILL and meta["n_failed"] == 0

@@ -234,6 +234,10 @@ def test_sk_gpr_error_bars_and_model_record(tmp_path):
     np.testing.assert_allclose(sd_yn ** 2 - sd_fn ** 2,
                                mn.hyperparameters_["sigma2"] * mn.y_scale_ ** 2, rtol=1e-6)
     assert np.abs(mean_n - 50.0 * ds.y[:10]).mean() < 50.0 * np.std(ds.y)
+    # its evidence is that of the given targets, like GPR(normalize_y=True)'s
+    assert mn.log_marginal_likelihood_ == pytest.approx(
+        mn.model_.log_marginal_likelihood_value_ - ds.y.size * np.log(mn.y_scale_))
+    assert mn.hyperparameters_["y_scale"] == mn.y_scale_
     path = tmp_path / "m.h5"
     path.write_bytes(model_bytes(m, "sk_gpr"))
     with h5py.File(path, "r") as f:
@@ -241,6 +245,23 @@ def test_sk_gpr_error_bars_and_model_record(tmp_path):
 
 
 # --------------------------------------------------------------- results
+def test_peak_memory_table_names_its_scope():
+    from bsvm_scale.pipeline.results import _peak_memory_by_size
+
+    class FakeRun:
+        def __init__(self, scope):
+            self.scope = scope
+
+        def entries(self, ds, m):
+            return [{"task": {"peak_rss_mb": 100.0 + k, "peak_rss_scope": self.scope}}
+                    for k in range(3)]
+
+    for scope, words in (("task", "the task's own peak"),
+                         ("worker process", "the worker process's lifetime peak")):
+        mem, lines = _peak_memory_by_size(FakeRun(scope), {10: "d10", 20: "d20"}, ["A"])
+        assert mem == {"A": [101.0, 101.0]} and words in lines[0], lines[0]
+
+
 def test_bench_exponents_per_series():
     n = [1000, 2000, 4000, 8000]
     rows = [{"bench": "map", "n": k, "ours_s": 2e-6 * k ** 2, "ratio_s": 1.0,

@@ -82,13 +82,16 @@ def save_checkpoint(path, state):
     return write_record(path, state, fsync=False)
 
 
-def load_checkpoint(path, theta0):
-    """The checkpoint at ``path`` if it belongs to the start at ``theta0``
-    (else ``None``: missing, unreadable, another start or an older layout)."""
+def load_checkpoint(path, theta0, key=None):
+    """The checkpoint at ``path`` if it belongs to the start at ``theta0`` and,
+    when both carry one, to the task with content ``key`` (else ``None``:
+    missing, unreadable, another start or task, or an older layout)."""
     state = read_record(path)
     if state is None or not {"theta0", "evals", "state"} <= set(state):
         return None
     if not np.array_equal(np.asarray(state["theta0"], dtype=float), np.asarray(theta0, dtype=float)):
+        return None
+    if key and state.get("key") and state["key"] != key:
         return None
     return state
 

@@ -171,7 +171,8 @@ class Pipeline:
 
     @property
     def digest(self):
-        """Hash of the pipeline text (a resumed run must use the same file)."""
+        """Hash of the pipeline text (recorded in the run file; a resumed run may use an
+        edited file, see :mod:`~bsvm_scale.pipeline.fingerprint`)."""
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
 
 

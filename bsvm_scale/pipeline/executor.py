@@ -34,13 +34,15 @@ import socket
 import sys
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
 from .config import BAYES_KINDS, TASK_OF, Pipeline
-from .fingerprint import dataset_key, reconcile_tasks, task_keys
+from .fingerprint import dataset_key, key_changed, read_key, reconcile_tasks, task_keys, \
+    write_key
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, n_starts_of, run_task, versions
@@ -48,8 +50,11 @@ from .variants import link_fixed
 
 __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
 
-#: the driver rewrites run.h5 this often while tasks run (status "running")
+#: the driver rewrites run.h5 after a task finishes when its last write is this
+#: old (status "running")
 RUNFILE_EVERY_S = 600.0
+#: start checkpoints of a task (checkpoint_c<i>.h5: class i of one-versus-rest)
+CHECKPOINTS = "checkpoint*.h5"
 
 WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
               "MKL_NUM_THREADS": "1"}
@@ -76,13 +81,13 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
             path = run_dir / "data" / f"{spec.label}.h5"
             kpath = path.with_suffix(".key")
             key = dataset_key(spec)
-            old = kpath.read_text(encoding="ascii").strip() if kpath.exists() else None
+            old = read_key(kpath)
             if not path.exists() or (old != key and not (old is None and adopt_unkeyed)):
                 ds = (common_test_data(spec)[0] if spec.test else
                       generate(spec.generator, spec.n, spec.seed, **spec.params))
                 write_dataset(ds, path)
             if old != key:
-                atomic_write_bytes(kpath, key.encode("ascii"))
+                write_key(kpath, key)
         else:
             path = Path(spec.path)
         ds = read_dataset(path, splits=True, extra=False)
@@ -213,6 +218,20 @@ def _committee(starts, task, y_test):
     return classification_metrics(y_test, pred, proba, classes), w
 
 
+def _publish(src: Path, dst: Path):
+    """Make ``dst`` the file ``src`` atomically: a hard link (no copy; files are
+    only ever replaced, never changed in place), else a copy."""
+    if dst.exists() and os.path.samefile(src, dst):
+        return
+    tmp = dst.with_name(dst.name + ".tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:  # file systems without hard links
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
 def aggregate(pipeline, data, results, run_dir: Path):
     """Best start per (data set, model, partition), committees, best-model files."""
     out = {}
@@ -233,8 +252,7 @@ def aggregate(pipeline, data, results, run_dir: Path):
         fname = f"{ds}__{model}__p{p:03d}.h5"
         src = Path(run_dir / "tasks" / best["task_id"] / "model.h5")
         if src.exists():
-            shutil.copyfile(src, models_dir / (fname + ".tmp"))
-            os.replace(models_dir / (fname + ".tmp"), models_dir / fname)
+            _publish(src, models_dir / fname)
         entry = {"kind": m.kind, "best_start": int(best["start"]), "best_task": best["task_id"],
                  "n_starts_done": len(rs), "n_starts": int(expected),
                  "metrics": best["metrics"], "log_evidence": float(best["log_evidence"]),
@@ -274,11 +292,30 @@ def _connect(Client, scheduler, timeout_s=30, workers_timeout_s=60):
 
 def _drop_checkpoints(task_dir: Path):
     """Remove the start checkpoints of a finished task (its result and model are on disk)."""
-    for c in task_dir.glob("checkpoint*.h5"):
+    for c in task_dir.glob(CHECKPOINTS):
         c.unlink(missing_ok=True)
 
 
-# ------------------------------------------------------------------ the run
+@dataclass
+class _Run:
+    """What the driver knows about one run while it executes."""
+
+    pipeline: Pipeline
+    run_dir: Path
+    data: dict
+    specs: list
+    results: dict = field(default_factory=dict)
+    failures: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    def write(self, status=None):
+        """Aggregate the finished tasks and rewrite ``run.h5``; returns the record."""
+        record = _run_record(self, status)
+        write_run_file(self.run_dir / "run.h5", record)
+        self.info["written"] = time.time()
+        return record
+
+
 def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=True,
                  progress=True, stream=None, summary_stream=None):
     """Run (or resume) ``pipeline``; returns the run record (also in ``run.h5``)."""
@@ -288,139 +325,165 @@ def run_pipeline(pipeline: Pipeline, *, scheduler=None, workers=None, resume=Tru
     run_dir.mkdir(parents=True, exist_ok=True)
     t_begin = time.time()
     with RunLock(run_dir):
-        stored = run_dir / "pipeline.toml"
-        if not resume:
-            for sub in ("tasks", "models", "data"):
-                shutil.rmtree(run_dir / sub, ignore_errors=True)
-            for f in ("run.h5", "pipeline.toml"):
-                (run_dir / f).unlink(missing_ok=True)
-        # an edited pipeline file keeps the tasks whose inputs are unchanged (fingerprint.py)
-        same_file = not stored.exists() or stored.read_text(encoding="utf-8") == pipeline.text
-        data = prepare_data(pipeline, run_dir, adopt_unkeyed=same_file)
-        specs = plan_tasks(pipeline, data, run_dir)
-        changed = reconcile_tasks(specs, task_keys(specs, data), adopt_unkeyed=same_file)
-        atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
-        planned = {Path(s["task_dir"]).name for s in specs}
-        stale = sorted(p.name for p in (run_dir / "tasks").iterdir()
-                       if p.is_dir() and p.name not in planned)
-        results, failures = _finished_and_todo(specs), {}
-        todo = [s for s in specs if s["task_id"] not in results]
-        info = {"t_begin": t_begin, "scheduler": scheduler, "n_workers": 0,
-                "data_transport": "none", "n_skipped": len(results),
-                "n_resumed": sum(1 for s in todo
-                                 if any(Path(s["task_dir"]).glob("checkpoint*.h5"))),
-                "cleared": changed["cleared"], "stale": stale, "written": time.time()}
-        if todo:
-            warm_numba_cache(pipeline, data)
+        run = _prepare_run(pipeline, run_dir, resume)
+        run.info.update(t_begin=t_begin, scheduler=scheduler, n_workers=0,
+                        data_transport="none")
+        todo = [s for s in run.specs if s["task_id"] not in run.results]
         interrupted = None
         try:
             if todo:
-                _run_todo(pipeline, data, specs, todo, results, failures, run_dir, info,
-                          scheduler=scheduler, workers=workers, stream=stream, progress=progress)
+                _run_todo(run, todo, scheduler=scheduler, workers=workers, stream=stream,
+                          progress=progress)
         except KeyboardInterrupt as exc:  # Ctrl-C / SIGTERM: keep what finished in run.h5
             interrupted = exc
-        info["status"] = "interrupted" if interrupted else None
-        record = _write_run(pipeline, data, specs, results, failures, run_dir, info)
+            run.results.update(_finished(todo))  # finished while the workers were stopped
+        record = run.write("interrupted" if interrupted else None)
     if interrupted is not None:
         raise interrupted
     if summary_stream is not None:
-        _print_summary(record, info, run_dir, summary_stream)
+        _print_summary(record, run.info, run_dir, summary_stream)
     return record
 
 
-def _finished_and_todo(specs):
-    """Records of the finished tasks by id; adds the testing hooks to the others' specs."""
-    delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # testing hook
-    fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # testing hook
+def _prepare_run(pipeline, run_dir, resume):
+    """Data, task specs (each with its key), reconciled task directories, finished tasks.
+
+    Settings are checked (Numba warm-up) before any task directory is cleared
+    for an edited pipeline file.
+    """
+    stored = run_dir / "pipeline.toml"
+    if not resume:
+        for sub in ("tasks", "models", "data"):
+            shutil.rmtree(run_dir / sub, ignore_errors=True)
+        for f in ("run.h5", "pipeline.toml"):
+            (run_dir / f).unlink(missing_ok=True)
+    # an edited pipeline file keeps the tasks whose inputs are unchanged (fingerprint.py)
+    same_file = stored.exists() and stored.read_text(encoding="utf-8") == pipeline.text
+    data = prepare_data(pipeline, run_dir, adopt_unkeyed=same_file)
+    specs = plan_tasks(pipeline, data, run_dir)
+    keys = task_keys(specs, data)
+    for s in specs:
+        s["key"] = keys[s["task_id"]]
+    if any(key_changed(s["task_dir"], s["key"], adopt_unkeyed=same_file)
+           or not (Path(s["task_dir"]) / "result.h5").exists() for s in specs):
+        warm_numba_cache(pipeline, data)
+    changed = reconcile_tasks(specs, keys, adopt_unkeyed=same_file)
+    atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
+    planned = {Path(s["task_dir"]).name for s in specs}
+    stale = sorted(p.name for p in (run_dir / "tasks").iterdir()
+                   if p.is_dir() and p.name not in planned)
+    results = _finished(specs)
+    for tid in results:
+        _drop_checkpoints(run_dir / "tasks" / tid)  # left by runs before this rule
+    _add_testing_hooks([s for s in specs if s["task_id"] not in results])
+    info = {"n_skipped": len(results), "cleared": changed["cleared"], "stale": stale,
+            "n_resumed": sum(1 for s in specs if s["task_id"] not in results
+                             and any(Path(s["task_dir"]).glob(CHECKPOINTS)))}
+    return _Run(pipeline, run_dir, data, specs, results=results, info=info)
+
+
+def _finished(specs):
+    """Records of the finished tasks among ``specs`` (result, model and the task's key)."""
     results = {}
     for s in specs:
-        d = Path(s["task_dir"])
-        d.mkdir(parents=True, exist_ok=True)
-        rec = read_record(d / "result.h5")
-        if rec is not None and rec.get("status") == "done" and (d / "model.h5").exists():
-            results[s["task_id"]] = rec
-            _drop_checkpoints(d)  # left by runs before this rule
+        if not s.get("task_dir"):  # workers cannot write the run directory
             continue
+        d = Path(s["task_dir"])
+        rec = read_record(d / "result.h5")
+        if rec is not None and rec.get("status") == "done" and (d / "model.h5").exists() \
+                and rec.get("key", s["key"]) == s["key"]:
+            results[s["task_id"]] = rec
+    return results
+
+
+def _add_testing_hooks(specs):
+    delay = os.environ.get("BSVM_PIPELINE_EVAL_DELAY")  # slow evaluations down
+    fail_dir = os.environ.get("BSVM_PIPELINE_FAIL_ONCE_DIR")  # fail every task once
+    for s in specs:
         if delay:
             s["eval_delay"] = float(delay)
         if fail_dir:
             s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
-    return results
 
 
-def _run_todo(pipeline, data, specs, todo, results, failures, run_dir, info, *, scheduler,
-              workers, stream, progress):
-    """Run the ``todo`` task specs on a Dask cluster, filling ``results`` / ``failures``.
+def _start_client(scheduler, workers):
+    """``(client, cluster)``: a client of ``scheduler``, or of a new LocalCluster."""
+    from dask.distributed import Client, LocalCluster
 
-    ``run.h5`` is rewritten every ``RUNFILE_EVERY_S`` seconds (status
-    ``"running"``), so that a driver killed outright leaves a recent run file.
+    if scheduler:
+        return _connect(Client, scheduler), None
+    cluster = LocalCluster(n_workers=int(workers or os.cpu_count() or 1), threads_per_worker=1,
+                           processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                           env=dict(WORKER_ENV))
+    return Client(cluster), cluster
+
+
+def _submit(run, todo, client):
+    """Submit the ``todo`` specs (data by path or scattered); returns ``{future: spec}``."""
+    seen = client.run(_paths_visible, sorted({s["data"] for s in todo}))
+    scatter = bool(os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")) or not all(seen.values())
+    if scatter:
+        scattered = {d["path"]: client.scatter((d["X"], d["y"]), broadcast=True, hash=False)
+                     for d in run.data.values()}
+        for s in todo:
+            s["data"] = scattered[s["data"]]
+    run.info["data_transport"] = "scattered" if scatter else "path"
+    if not all(client.run(_dir_writable, str(run.run_dir / "tasks")).values()):
+        for s in todo:  # driver writes the result files; no mid-start checkpoints
+            s["task_dir"] = None
+    futures, by_id = {}, {}
+    for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
+        key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
+        deps = [by_id[t] if t in by_id else run.results[t] for t in s.get("fix_from", [])]
+        by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
+                                            retries=run.pipeline.retries, pure=False)
+        futures[by_id[s["task_id"]]] = s
+    return futures
+
+
+def _run_todo(run, todo, *, scheduler, workers, stream, progress):
+    """Run the ``todo`` specs on a Dask cluster, filling ``run.results`` / ``run.failures``.
+
+    After a task finishes, ``run.h5`` is rewritten when the last write is
+    ``RUNFILE_EVERY_S`` old (status ``"running"``), so that a driver killed
+    outright leaves a recent run file. On an interrupt the submitted tasks
+    are cancelled (an external scheduler's workers would run them on).
     """
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import as_completed
 
-    cluster = client = None
+    client, cluster = _start_client(scheduler, workers)
+    futures = {}
     try:
-        if scheduler:
-            client = _connect(Client, scheduler)
-        else:
-            n = int(workers or os.cpu_count() or 1)
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=None, silence_logs=logging.ERROR,
-                                   env=dict(WORKER_ENV))
-            client = Client(cluster)
-        info["n_workers"] = len(client.nthreads())
-        slots = sum(client.nthreads().values())
-        data_paths = sorted({s["data"] for s in todo})
-        seen = client.run(_paths_visible, data_paths)
-        force = os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")  # testing hook
-        scatter = bool(force) or not all(seen.values())
-        if scatter:
-            scattered = {}
-            for label, d in data.items():
-                scattered[d["path"]] = client.scatter((d["X"], d["y"]), broadcast=True,
-                                                      hash=False)
-            for s in todo:
-                s["data"] = scattered[s["data"]]
-        info["data_transport"] = "scattered" if scatter else "path"
-        writable = client.run(_dir_writable, str(run_dir / "tasks"))
-        if not all(writable.values()):
-            for s in todo:  # driver writes the result files; no mid-start checkpoints
-                s["task_dir"] = None
-        futures, by_id = {}, {}
-        for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
-            key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
-            deps = [by_id[t] if t in by_id else results[t] for t in s.get("fix_from", [])]
-            by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
-                                                retries=pipeline.retries, pure=False)
-            futures[by_id[s["task_id"]]] = s
-        bar = Progress(len(specs), slots, label=pipeline.name, stream=stream,
-                       enabled=progress, already_done=info["n_skipped"]).start()
+        run.info["n_workers"] = len(client.nthreads())
+        futures = _submit(run, todo, client)
+        run.write("running")
+        bar = Progress(len(run.specs), sum(client.nthreads().values()), label=run.pipeline.name,
+                       stream=stream, enabled=progress, already_done=run.info["n_skipped"]).start()
         try:
             for fut in as_completed(list(futures)):
-                failed = not _collect(fut, futures.pop(fut), pipeline, run_dir, results, failures)
-                bar.task_done(failed=failed)
+                bar.task_done(failed=not _collect(fut, futures.pop(fut), run))
                 fut.release()
-                if futures and time.time() - info["written"] >= RUNFILE_EVERY_S:
-                    _write_run(pipeline, data, specs, results, failures, run_dir,
-                               {**info, "status": "running"})
-                    info["written"] = time.time()
+                if futures and time.time() - run.info["written"] >= RUNFILE_EVERY_S:
+                    run.write("running")
         finally:
             bar.close()
     finally:
-        if client is not None:
-            client.close()
+        if futures:
+            client.cancel(list(futures))
+        client.close()
         if cluster is not None:
             cluster.close()
 
 
-def _collect(fut, s, pipeline, run_dir, results, failures):
+def _collect(fut, s, run):
     """Record one finished future (result files, or the failure); True on success."""
     tid = s["task_id"]
-    task_dir = run_dir / "tasks" / tid
+    task_dir = run.run_dir / "tasks" / tid
     if fut.status == "error":
         exc = fut.exception()
-        failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
-                         "traceback": format_exception(exc),
-                         "attempts": int(pipeline.retries) + 1, "time": time.time()}
+        run.failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
+                             "traceback": format_exception(exc),
+                             "attempts": int(run.pipeline.retries) + 1, "time": time.time()}
         return False
     out = fut.result()
     res = out["result"]
@@ -428,45 +491,43 @@ def _collect(fut, s, pipeline, run_dir, results, failures):
         atomic_write_bytes(task_dir / "model.h5", out["model_h5"])
     if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
         write_record(task_dir / "result.h5", res)
-    results[tid] = res
+    run.results[tid] = res
     _drop_checkpoints(task_dir)
     return True
 
 
-def _write_run(pipeline, data, specs, results, failures, run_dir, info):
-    """Aggregate the finished tasks and (re)write ``run.h5``; returns the record.
+def _run_record(run, status=None):
+    """The run record: meta, data sets, models, task results, aggregates, failures.
 
-    ``info["status"]`` None means complete or incomplete by the task counts;
-    ``"running"`` (periodic writes) and ``"interrupted"`` are kept as given.
+    ``status`` None means complete or incomplete by the task counts.
     """
-    agg = aggregate(pipeline, data, results, run_dir)
+    pipeline, info, results, specs = run.pipeline, run.info, run.results, run.specs
+    agg = aggregate(pipeline, run.data, results, run.run_dir)
     t_end = time.time()
-    status = info.get("status") or ("complete" if len(results) == len(specs) else "incomplete")
+    status = status or ("complete" if len(results) == len(specs) else "incomplete")
     meta = {"name": pipeline.name, "pipeline_path": str(pipeline.path),
             "pipeline_text": pipeline.text, "digest": pipeline.digest,
-            "description": pipeline.description, "run_dir": str(run_dir),
+            "description": pipeline.description, "run_dir": str(run.run_dir),
             "host": socket.gethostname(), "versions": versions(),
             "scheduler": info["scheduler"] or "LocalCluster", "n_workers": int(info["n_workers"]),
             "data_transport": info["data_transport"],
             "started": info["t_begin"], "finished": t_end, "elapsed": t_end - info["t_begin"],
-            "n_tasks": len(specs), "n_done": len(results), "n_failed": len(failures),
+            "n_tasks": len(specs), "n_done": len(results), "n_failed": len(run.failures),
             "n_skipped": info["n_skipped"], "n_resumed_from_checkpoint": info["n_resumed"],
             "n_recomputed_changed": len(info["cleared"]), "stale_task_dirs": info["stale"],
             "status": status}
-    record = {
+    return {
         "meta": meta,
         "datasets": {k: {"task": v["task"], "n": v["n"], "d": v["d"], "path": v["path"],
                          "partitions": [{"train": np.asarray(tr), "test": np.asarray(te)}
                                         for tr, te in v["partitions"]]}
-                     for k, v in data.items()},
+                     for k, v in run.data.items()},
         "models": {m.label: {"kind": m.kind, "datasets": m.datasets,
                              "committee": m.committee} for m in pipeline.models},
         "tasks": {k: results[k] for k in sorted(results)},
         "results": agg,
-        "failures": failures,
+        "failures": run.failures,
     }
-    write_run_file(run_dir / "run.h5", record)
-    return record
 
 
 def _print_summary(record, info, run_dir, stream):

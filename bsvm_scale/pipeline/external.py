@@ -222,10 +222,20 @@ class SkGPR(RegressorMixin, _SkGP):
         return gp
 
     def fit(self, X, y):
-        """Fit on standardised ``X`` (and, with ``normalize_y``, standardised ``y``)."""
-        sd = float(np.std(np.asarray(y, dtype=float)))
+        """Fit on standardised ``X`` (and, with ``normalize_y``, standardised ``y``).
+
+        ``log_marginal_likelihood_`` is the evidence of the given targets (as
+        :class:`~bsvm_scale.gp.GPR` reports it): scikit-learn's value minus
+        ``n ln y_scale_`` with ``normalize_y``.
+        """
+        y = np.asarray(y, dtype=float)
+        sd = float(np.std(y))
         self.y_scale_ = sd if self.normalize_y and sd > 0.0 else 1.0  # as scikit-learn
-        return super().fit(X, y)
+        super().fit(X, y)
+        self.log_marginal_likelihood_ -= y.size * np.log(self.y_scale_)
+        if self.normalize_y:
+            self.hyperparameters_["y_scale"] = self.y_scale_
+        return self
 
     def predict(self, X, return_std=False, include_noise=False):
         """Predictive mean (and sd of f, or of y with ``include_noise``)."""

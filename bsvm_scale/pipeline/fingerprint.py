@@ -31,7 +31,8 @@ import numpy as np
 
 from .checkpoint import atomic_write_bytes
 
-__all__ = ["array_digest", "dataset_key", "task_keys", "reconcile_tasks", "KEY_FILE"]
+__all__ = ["array_digest", "dataset_key", "task_keys", "key_changed", "reconcile_tasks",
+           "read_key", "write_key", "KEY_FILE"]
 
 KEY_FILE = "key"
 
@@ -83,6 +84,27 @@ def task_keys(specs, data):
     return keys
 
 
+def read_key(path):
+    """The key stored at ``path`` (a small text file), or None."""
+    path = Path(path)
+    return path.read_text(encoding="ascii").strip() if path.exists() else None
+
+
+def write_key(path, key):
+    """Store ``key`` at ``path`` atomically."""
+    atomic_write_bytes(Path(path), key.encode("ascii"))
+
+
+def key_changed(task_dir, key, *, adopt_unkeyed):
+    """True when ``task_dir``'s contents were made for another spec than ``key``.
+
+    A directory without a key file counts as made for ``key`` only when
+    ``adopt_unkeyed`` (the pipeline file is the one that made it).
+    """
+    old = read_key(Path(task_dir) / KEY_FILE)
+    return old != key and not (old is None and adopt_unkeyed)
+
+
 def _clear(task_dir: Path):
     for p in task_dir.iterdir():
         if p.is_dir():
@@ -113,14 +135,12 @@ def reconcile_tasks(specs, keys, *, adopt_unkeyed):
     for s in specs:
         d = Path(s["task_dir"])
         d.mkdir(parents=True, exist_ok=True)
-        kf = d / KEY_FILE
-        old = kf.read_text(encoding="ascii").strip() if kf.exists() else None
         key = keys[s["task_id"]]
-        if old == key:
+        if read_key(d / KEY_FILE) == key:
             continue
-        if old is not None or not adopt_unkeyed:
+        if key_changed(d, key, adopt_unkeyed=adopt_unkeyed):
             if any(p.name != KEY_FILE for p in d.iterdir()):
                 cleared.append(s["task_id"])
             _clear(d)
-        atomic_write_bytes(kf, key.encode("ascii"))
+        write_key(d / KEY_FILE, key)
     return {"cleared": cleared}

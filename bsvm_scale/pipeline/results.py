@@ -373,7 +373,7 @@ def _peak_memory_by_size(run, sizes, models):
     for ds in sizes.values():
         for m in models:
             tasks = [x["task"] for x in run.entries(ds, m)]
-            scopes |= {t.get("peak_rss_scope", "worker") for t in tasks}
+            scopes |= {"task" if t.get("peak_rss_scope") == "task" else "worker" for t in tasks}
             mem[m].append(float(np.median([t.get("peak_rss_mb", np.nan) for t in tasks]))
                           if tasks else np.nan)
     what = ("the task's own peak" if scopes == {"task"} else

@@ -6,8 +6,9 @@ One task is one call of :func:`run_task` with a plain ``spec`` dict:
   on one partition (the start points are those the estimator itself would
   use, computed from the partition's training data). The start writes a
   checkpoint (the evaluations so far and the objective's warm-start state:
-  SMO vector ``nu``/``alpha``, best point) after every evidence evaluation
-  through ``fit(callback=...)`` and resumes from it with ``fit(init=...)``,
+  SMO vector ``nu``/``alpha``, best point) after evidence evaluations
+  (spaced by ``CHECKPOINT_SPACING``) through ``fit(callback=...)`` and
+  resumes from it with ``fit(init=...)``,
   which replays the recorded evaluations: the resumed result equals the
   uninterrupted one. A BTSVC with more than two classes (one-versus-rest)
   keeps one such checkpoint per class (``checkpoint_c<i>.h5``).
@@ -20,7 +21,11 @@ The task returns ``{'result': dict of plain values, 'model_h5': bytes}``;
 the model travels as the bytes of its :func:`~bsvm_scale.storage.save_model`
 file (never pickled). With ``spec['task_dir']`` set (the run directory is
 visible from the worker) the task also writes its ``result.h5`` and
-``model.h5`` there itself.
+``model.h5`` there itself -- only while the directory's ``key`` file still
+holds ``spec['key']`` (the content key of the task, see
+:mod:`~bsvm_scale.pipeline.fingerprint`): a task orphaned by an edit of the
+pipeline file cannot write into the directory of its successor. The key is
+also recorded in the result and in every checkpoint.
 """
 
 from __future__ import annotations
@@ -162,6 +167,8 @@ def _summary_of(model, kind):
                                   "kappa_b": model.kappa_b_}
         if kind == "gpr":
             out["hyperparameters"]["sigma2"] = model.sigma2_
+            if getattr(model, "normalize_y", False):  # hyperparameters in units of y_scale
+                out["hyperparameters"]["y_scale"] = model.y_scale_
     elif kind in EXTERNAL_KINDS:
         out["hyperparameters"] = dict(model.hyperparameters_)
     elif kind in ("rvr", "rvc"):
@@ -268,7 +275,8 @@ def _fit_bayes(spec, Xtr, ytr):
     n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
     names = ["checkpoint.h5"] if n_models == 1 else [f"checkpoint_c{i}.h5" for i in range(n_models)]
     ckpts = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None for f in names]
-    prevs = [load_checkpoint(c, theta0) if c is not None else None for c in ckpts]
+    prevs = [load_checkpoint(c, theta0, spec.get("key")) if c is not None else None
+             for c in ckpts]
     inits = []
     for prev in prevs:
         init = {"theta": theta0, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
@@ -286,9 +294,10 @@ def _fit_bayes(spec, Xtr, ytr):
             n_replayed[0] += 1
             return
         t0 = time.perf_counter()
-        if ckpts[i] is not None and t0 - last_write[i][0] >= CHECKPOINT_SPACING * last_write[i][1]:
-            save_checkpoint(ckpts[i], {"theta0": theta0, "evals": _columns(evals[i]),
-                                       "state": state})
+        if ckpts[i] is not None and t0 - last_write[i][0] >= CHECKPOINT_SPACING * last_write[i][1] \
+                and _owns_dir(spec):
+            save_checkpoint(ckpts[i], {"theta0": theta0, "key": spec.get("key") or "",
+                                       "evals": _columns(evals[i]), "state": state})
             t1 = time.perf_counter()
             last_write[i] = (t1, t1 - t0)
         if spec.get("eval_delay"):  # testing hook: slow evaluations down
@@ -380,7 +389,8 @@ def run_task(spec, *deps):
         metrics = classification_metrics(yte, pred["pred"], pred["proba"], pred["classes"])
     summary = _summary_of(model, kind)
     result = {
-        "task_id": spec["task_id"], "kind": kind, "model": spec["model"],
+        "task_id": spec["task_id"], "key": spec.get("key") or "", "kind": kind,
+        "model": spec["model"],
         "dataset": spec["dataset"], "partition": int(spec["partition"]),
         "start": int(spec.get("start", -1)), "status": "done",
         "host": socket.gethostname(), "pid": os.getpid(),
@@ -403,13 +413,24 @@ def run_task(spec, *deps):
         "peak_rss_scope": peak_scope,
     }
     model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
-    if spec.get("task_dir"):
+    if _owns_dir(spec):
         from .checkpoint import atomic_write_bytes, write_record
 
         td = Path(spec["task_dir"])
         atomic_write_bytes(td / "model.h5", model_h5)
         write_record(td / "result.h5", result)
     return {"result": result, "model_h5": model_h5}
+
+
+def _owns_dir(spec):
+    """True when the task may write into ``spec['task_dir']`` (its key is the directory's)."""
+    if not spec.get("task_dir"):
+        return False
+    if spec.get("key") is None:
+        return True
+    from .fingerprint import KEY_FILE, read_key
+
+    return read_key(Path(spec["task_dir"]) / KEY_FILE) == spec["key"]
 
 
 def format_exception(exc):
