@@ -108,6 +108,8 @@ def bench_infer(ns, beta):
             print(out.stderr[-2000:], file=sys.stderr)
             continue
         row = json.loads(out.stdout.strip().splitlines()[-1])
+        # a text column, so that scaling exponents are fitted per start strategy
+        row["starts"] = "coarse-to-fine" if row["subsample_evaluations"] else "full data"
         rows.append(row)
         print(json.dumps(row), flush=True)
     return rows
