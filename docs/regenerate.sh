@@ -6,17 +6,19 @@
 # so that the page is regenerated exactly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-runs=(runs/repro_r1 runs/repro_r2_reduced runs/repro_r3 runs/repro_r4
-      runs/repro_r5_reduced runs/repro_c1 runs/repro_c2_reduced runs/repro_c2_large
-      runs/repro_c3_reduced runs/repro_c3_large runs/repro_c4)
+runs=(runs/repro_r1 runs/repro_r1_large runs/repro_r2_reduced runs/repro_r3 runs/repro_r4
+      runs/repro_r5_reduced runs/repro_r5_diamonds_reduced runs/repro_c1 runs/repro_c2_reduced
+      runs/repro_c2_large runs/repro_c3_reduced runs/repro_c3_large runs/repro_c4)
 bsvm-scale results "${runs[@]}" --bench docs/bench/*.json --out docs \
-  --scope "R1 beyond the thesis (pipelines/repro_r1_large.toml: 10,000, 20,000, 50,000 training cases): its 10k and 20k tasks ran (12 of 18); the six 50,000-case starts were stopped after an hour on one worker and the run has no run file yet, so it is not on this page (its figures are in the issue notes; re-running the command resumes it). BSVR at 50,000 cases is measured by benchmarks/bench_bsvr.py (docs/bench/bench_bsvr_infer.json)." \
-  --scope "R5: the large-scale case, BSVR with ARD on the full diamonds data (pipelines/repro_r5_diamonds.toml), was not run." \
+  --scope "R1 beyond the thesis (repro_r1_large): the fixed beta = 0.3 sweep stops at 20,000 cases; at 50,000 it would keep about 14,000 cases off bound (a 1.5 GB block and, by the 20,000-case timings, about two hours of factorisations per start on one core). beta = 0.1 and the default beta rule ran at 50,000." \
+  --scope "R2 and R5: the full protocols (pipelines/repro_r2.toml, 20 repetitions; repro_r5.toml, 100 splits) have not run to the end on this machine; the page shows the reduced runs (2 repetitions; the first 10 splits)." \
+  --scope "R5 large scale: the first of the three diamonds partitions (repro_r5_diamonds_reduced: 50,000 training and 3,940 test cases); the full repro_r5_diamonds.toml has three." \
   --scope "C3: 2 of the 100 partitions per data set (protocol A therefore averages the first 2, not 5)." \
   --scope "R1 and C4 runs made before the per-evaluation timing (repro_r1, repro_c4 older than commit 'Per-evaluation MAP-solve and evidence seconds') show nan in the MAP / evidence columns." \
-  --scope "Peer benchmarks: the BSVR and BTSVC ones are included (docs/bench/*.json). benchmarks/bench_svm.py and bench_gpr.py were not rerun for this page; \`python3 benchmarks/peers.py --out runs/bench\` runs every peer benchmark in one command." \
+  --scope "Peer benchmarks: every one was rerun for this page, one at a time on the otherwise idle machine, by \`python3 benchmarks/peers.py --out runs/bench\` (the JSON files copied to docs/bench/)." \
   --scope "The GP baselines (ours and scikit-learn's) are O(n^3) and are not run at 10,000 or more training cases (repro_r1_large, repro_c2_large, repro_c3_large)." \
-  --note "R5: GPR-ARD -- the project's and scikit-learn's, which reach the same evidence -- ended at a noise-only optimum from their single default start on the raw Boston targets (test ASE 70 against 6.4 for BSVR-ARD; many kappa_l at their bounds). A start scaled to the target variance or more starts would be needed; the run was not repeated." \
-  --note "R2: in pipeline runs a BSVR start took 7-18 s at every size from 10 to 1000 cases (about 0.5 s per evidence evaluation even at n = 10), so the fitted BSVR time exponent (a < 0.1) measures a fixed per-evaluation overhead (Python, the per-evaluation checkpoint file, a loaded machine; not attributed separately), not the solver's scaling." \
+  --note "R5: GPR-ARD (the project's and scikit-learn's) now fit standardised targets (normalize_y = true). From the default start on the raw Boston targets both had ended at a noise-only optimum (test ASE 70); after the edit of the pipeline file only the 20 GPR tasks were recomputed (96 s), giving test ASE 7.84 and 7.74 against 6.37 for BSVR-ARD." \
+  --note "R2 (reduced run, made on a machine shared with other jobs): a BSVR start took 7-18 s at every size from 10 to 1000 cases, so the fitted BSVR time exponent (a < 0.1) measures a fixed per-evaluation overhead, not the solver's scaling. Two causes were found and removed since (a checkpoint write of about 25 ms after every millisecond evaluation, now spaced to at most a tenth of the run; a threadpoolctl library scan of about 9 ms per evaluation, now cached); the R2 run has not been repeated. BSVR's whole inference scales as n^1.67 over 10,000-50,000 cases (bench_bsvr_infer)." \
+  --note "BTSVC MAP solve against LIBSVM SVC at the matched C = kappa0 (bench_btsvc.json): 3.3-13.9 times slower at 2,000-50,000 cases. The trigonometric loss keeps every case with y f < 1 as a support vector, 4-7 times as many as the hinge loss (39,241 against 5,737 at 50,000), and the SMO's iterations and kernel rows grow with them." \
   --note "C3: scikit-learn's GPC (a reference, not the method) failed on one partition of twonorm and of waveform (test error near 0.5)." \
   --note "BTSVC: the Laplace evidence (5.35) jumps down whenever a case leaves the SV set (its Lambda_ii falls from pi^2/8 to 0) while the gradient (5.36) follows the smooth pieces, so the C3 contour grids find points with a better evidence than the gradient optimum (by 4.4 nats on the first twonorm partition, 0.3 on breast cancer)."
