@@ -280,7 +280,8 @@ def section_r1(run, out, notes):
                              "MAP [s]", "evidence [s]"], rows) + [""]
             gap = [r[11] - r[13] for r in rows]
             lines += [f"Test ASE minus the true test noise goes from {gap[0]:.3g} (n = {rows[0][0]}) "
-                      f"to {gap[-1]:.3g} (n = {rows[-1][0]}).", ""]
+                      f"to {gap[-1]:.3g} (n = {rows[-1][0]}).", ""] if len(rows) > 1 else \
+                [f"Test ASE minus the true test noise: {gap[0]:.3g} (n = {rows[0][0]}).", ""]
             last = rows[-1]
             if last[4] is not None and abs(last[4] / last[1] - 1.0) > 0.25:
                 notes.append(f"R1 {model}, n = {last[0]}: the noise variance implied by (2.33), "
