@@ -259,8 +259,8 @@ def _fit_bayes(spec, Xtr, ytr):
     take longer than ``CHECKPOINT_SPACING`` checkpoint writes, else at most
     once per that many write durations (so the writes cost at most about
     1/CHECKPOINT_SPACING of the run; a small problem's evaluations take
-    milliseconds, a checkpoint about 25 ms). A resumed start passes both back through
-    ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
+    milliseconds, a checkpoint about 25 ms). A resumed start passes both
+    back through ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes
     (one-versus-rest) keeps one checkpoint per class, ``checkpoint_c<i>.h5``,
