@@ -41,8 +41,8 @@ import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
 from .config import BAYES_KINDS, TASK_OF, Pipeline
-from .fingerprint import dataset_key, key_changed, read_key, reconcile_tasks, task_keys, \
-    write_key
+from .fingerprint import KEY_FILE, dataset_key, key_changed, read_key, reconcile_tasks, \
+    task_keys, write_key
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, n_starts_of, run_task, versions
@@ -81,12 +81,11 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
             path = run_dir / "data" / f"{spec.label}.h5"
             kpath = path.with_suffix(".key")
             key = dataset_key(spec)
-            old = read_key(kpath)
-            if not path.exists() or (old != key and not (old is None and adopt_unkeyed)):
+            if not path.exists() or key_changed(kpath, key, adopt_unkeyed=adopt_unkeyed):
                 ds = (common_test_data(spec)[0] if spec.test else
                       generate(spec.generator, spec.n, spec.seed, **spec.params))
                 write_dataset(ds, path)
-            if old != key:
+            if read_key(kpath) != key:
                 write_key(kpath, key)
         else:
             path = Path(spec.path)
@@ -364,7 +363,7 @@ def _prepare_run(pipeline, run_dir, resume):
     keys = task_keys(specs, data)
     for s in specs:
         s["key"] = keys[s["task_id"]]
-    if any(key_changed(s["task_dir"], s["key"], adopt_unkeyed=same_file)
+    if any(key_changed(Path(s["task_dir"]) / KEY_FILE, s["key"], adopt_unkeyed=same_file)
            or not (Path(s["task_dir"]) / "result.h5").exists() for s in specs):
         warm_numba_cache(pipeline, data)
     changed = reconcile_tasks(specs, keys, adopt_unkeyed=same_file)

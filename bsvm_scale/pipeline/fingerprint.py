@@ -95,13 +95,14 @@ def write_key(path, key):
     atomic_write_bytes(Path(path), key.encode("ascii"))
 
 
-def key_changed(task_dir, key, *, adopt_unkeyed):
-    """True when ``task_dir``'s contents were made for another spec than ``key``.
+def key_changed(key_file, key, *, adopt_unkeyed):
+    """True when what ``key_file`` vouches for (a task directory, a data file) was
+    made for another spec than ``key``.
 
-    A directory without a key file counts as made for ``key`` only when
-    ``adopt_unkeyed`` (the pipeline file is the one that made it).
+    A missing key file counts as made for ``key`` only when ``adopt_unkeyed``
+    (the pipeline file is the one that made it).
     """
-    old = read_key(Path(task_dir) / KEY_FILE)
+    old = read_key(key_file)
     return old != key and not (old is None and adopt_unkeyed)
 
 
@@ -138,7 +139,7 @@ def reconcile_tasks(specs, keys, *, adopt_unkeyed):
         key = keys[s["task_id"]]
         if read_key(d / KEY_FILE) == key:
             continue
-        if key_changed(d, key, adopt_unkeyed=adopt_unkeyed):
+        if key_changed(d / KEY_FILE, key, adopt_unkeyed=adopt_unkeyed):
             if any(p.name != KEY_FILE for p in d.iterdir()):
                 cleared.append(s["task_id"])
             _clear(d)
