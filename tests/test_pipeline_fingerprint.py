@@ -5,7 +5,8 @@ import copy
 import numpy as np
 
 from bsvm_scale.pipeline.config import DatasetSpec
-from bsvm_scale.pipeline.fingerprint import KEY_FILE, dataset_key, reconcile_tasks, task_keys
+from bsvm_scale.pipeline.fingerprint import KEEP_VERSIONS, KEY_FILE, VERSIONS_DIR, dataset_key, \
+    reconcile_tasks, task_keys
 
 
 def _specs(tmp_path):
@@ -55,25 +56,100 @@ def test_reconcile_keeps_clears_and_adopts(tmp_path):
         d.mkdir()
         (d / "result.h5").write_bytes(b"old")
     # the same file: directories without keys are adopted
-    assert reconcile_tasks(specs, keys, adopt_unkeyed=True) == {"cleared": []}
+    assert reconcile_tasks(specs, keys, adopt_unkeyed=True) == {"cleared": [], "restored": []}
     assert (tmp_path / "t0" / "result.h5").read_bytes() == b"old"
     assert (tmp_path / "t0" / KEY_FILE).read_text() == keys["t0"]
     # an edit that changes t0 (and its dependant) only
     s2 = copy.deepcopy(specs)
     s2[0]["params"] = {"beta": 0.1}
     k2 = task_keys(s2, data)
-    assert reconcile_tasks(s2, k2, adopt_unkeyed=False) == {"cleared": ["t0", "fixed"]}
+    assert reconcile_tasks(s2, k2, adopt_unkeyed=False) == {"cleared": ["t0", "fixed"],
+                                                            "restored": []}
     assert sorted(p.name for p in (tmp_path / "t0").iterdir()) == [KEY_FILE]
     assert (tmp_path / "t1" / "result.h5").exists()
+    # the old t0 is set aside under its key, not deleted
+    aside = tmp_path / VERSIONS_DIR / "t0" / keys["t0"]
+    assert (aside / "result.h5").read_bytes() == b"old"
     # a changed file cannot vouch for directories without a key: they are cleared
     (tmp_path / "t1" / KEY_FILE).unlink()
-    assert reconcile_tasks(s2, k2, adopt_unkeyed=False) == {"cleared": ["t1"]}
+    assert reconcile_tasks(s2, k2, adopt_unkeyed=False) == {"cleared": ["t1"], "restored": []}
     assert not (tmp_path / "t1" / "result.h5").exists()
+    assert not (tmp_path / VERSIONS_DIR / "t1").exists()
 
 
+def test_reverting_an_edit_restores_the_earlier_results(tmp_path):
+    specs, data = _specs(tmp_path), _data()
+    keys = task_keys(specs, data)
+    reconcile_tasks(specs, keys, adopt_unkeyed=False)
+    (tmp_path / "t0" / "result.h5").write_bytes(b"first")
+    (tmp_path / "fixed" / "checkpoint.h5").write_bytes(b"half")
+    s2 = copy.deepcopy(specs)
+    s2[0]["params"] = {"beta": 0.1}
+    k2 = task_keys(s2, data)
+    reconcile_tasks(s2, k2, adopt_unkeyed=False)
+    (tmp_path / "t0" / "result.h5").write_bytes(b"second")
+    # revert: both versions survive, each in place for its own key
+    assert reconcile_tasks(specs, keys, adopt_unkeyed=False) == {"cleared": [],
+                                                                 "restored": ["t0", "fixed"]}
+    assert (tmp_path / "t0" / "result.h5").read_bytes() == b"first"
+    assert (tmp_path / "t0" / KEY_FILE).read_text() == keys["t0"]
+    assert (tmp_path / "fixed" / "checkpoint.h5").read_bytes() == b"half"
+    assert (tmp_path / VERSIONS_DIR / "t0" / k2["t0"] / "result.h5").read_bytes() == b"second"
+    # and forward again ("fixed" had nothing under k2 to bring back)
+    assert reconcile_tasks(s2, k2, adopt_unkeyed=False) == {"cleared": ["fixed"],
+                                                            "restored": ["t0"]}
+    assert (tmp_path / "t0" / "result.h5").read_bytes() == b"second"
+    # a run killed between setting aside and restoring (task directory absent) recovers
+    (tmp_path / "t0").rename(tmp_path / VERSIONS_DIR / "t0" / k2["t0"])
+    assert reconcile_tasks(s2, k2, adopt_unkeyed=False)["restored"] == ["t0"]
+    assert (tmp_path / "t0" / "result.h5").read_bytes() == b"second"
+
+
+def test_only_the_newest_versions_are_kept(tmp_path):
+    specs, data = _specs(tmp_path)[:1], _data()
+    made = []
+    for beta in range(KEEP_VERSIONS + 2):
+        s = copy.deepcopy(specs)
+        s[0]["params"] = {"beta": float(beta)}
+        k = task_keys(s, data)
+        reconcile_tasks(s, k, adopt_unkeyed=False)
+        (tmp_path / "t0" / "result.h5").write_bytes(str(beta).encode())
+        made.append(k["t0"])
+    kept = {p.name for p in (tmp_path / VERSIONS_DIR / "t0").iterdir()}
+    assert kept == set(made[-1 - KEEP_VERSIONS:-1])
 def test_dataset_key_follows_the_generation_spec():
     a = DatasetSpec(label="s", task="regression", n=100, generator="sinc_silf", seed=0)
     assert dataset_key(a) == dataset_key(DatasetSpec(**vars(a)))
     for kw in ({"seed": 1}, {"n": 101}, {"params": {"beta": 0.1}}, {"n_train": 50},
                {"test": {"n": 10, "seed": 1}}):
         assert dataset_key(DatasetSpec(**{**vars(a), **kw})) != dataset_key(a), kw
+
+
+def test_prepare_data_adopts_a_keyless_data_file_only_for_the_same_file(tmp_path):
+    """A generated data file from before keys existed is kept when the pipeline
+    file is unchanged and regenerated (and keyed) when it was edited."""
+    from bsvm_scale.datasets import read_dataset, write_dataset
+    from bsvm_scale.pipeline.config import parse_pipeline
+    from bsvm_scale.pipeline.executor import prepare_data
+
+    text = ('[run]\nname = "k"\noutput = "runs"\n\n[[datasets]]\nname = "s"\n'
+            'generator = "sinc_silf"\nn = 40\nseed = 0\npartitions = 1\nn_train = 20\n\n'
+            '[[models]]\nkind = "gpr"\n')
+    pipeline = parse_pipeline(text, path=str(tmp_path / "k.toml"))
+    run_dir = tmp_path / "run"
+    fresh = prepare_data(pipeline, run_dir)["s"]
+    path, kpath = run_dir / "data" / "s.h5", run_dir / "data" / "s.key"
+    assert kpath.read_text() == dataset_key(pipeline.datasets[0])
+    # an older run's file: no key, and (to tell it apart) other contents
+    old = read_dataset(path, splits=True, extra=False)
+    old.y[:] = 7.0
+    write_dataset(old, path)
+    kpath.unlink()
+    kept = prepare_data(pipeline, run_dir, adopt_unkeyed=True)["s"]
+    np.testing.assert_array_equal(kept["y"], 7.0)
+    assert kpath.read_text() == dataset_key(pipeline.datasets[0])
+    kpath.unlink()
+    redone = prepare_data(pipeline, run_dir, adopt_unkeyed=False)["s"]
+    np.testing.assert_array_equal(redone["y"], fresh["y"])
+    np.testing.assert_array_equal(redone["X"], fresh["X"])
+    assert kpath.read_text() == dataset_key(pipeline.datasets[0])

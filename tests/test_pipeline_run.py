@@ -171,6 +171,14 @@ def test_edited_pipeline_recomputes_only_what_changed(reference, tmp_path, capsy
     assert {t for t in again if again[t] == after[t]} == {"g2__gpc__p000"}
     X_old = rec["tasks"]["sinc__gpr__p000"]["metrics"]["ase"]
     assert rec3["tasks"]["sinc__gpr__p000"]["metrics"]["ase"] != X_old
+    # reverting that edit brings the set-aside results back instead of recomputing them
+    capsys.readouterr()
+    rec4 = run_pipeline(load_pipeline(_write(tmp_path, "ref", text)), workers=1, progress=False)
+    back = _retimes(rec4)
+    assert back == after
+    assert rec4["meta"]["n_restored_earlier_version"] == len(after) - 1
+    assert rec4["meta"]["n_recomputed_changed"] == 0 and rec4["meta"]["n_skipped"] == len(after)
+    assert f"{len(after) - 1} task(s) given back" in capsys.readouterr().out
 
 
 def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):

@@ -41,8 +41,8 @@ import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
 from .config import BAYES_KINDS, TASK_OF, Pipeline
-from .fingerprint import KEY_FILE, dataset_key, key_changed, read_key, reconcile_tasks, \
-    task_keys, write_key
+from .fingerprint import KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key, \
+    reconcile_tasks, task_keys, write_key
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, n_starts_of, run_task, versions
@@ -370,12 +370,13 @@ def _prepare_run(pipeline, run_dir, resume):
     atomic_write_bytes(stored, pipeline.text.encode("utf-8"))
     planned = {Path(s["task_dir"]).name for s in specs}
     stale = sorted(p.name for p in (run_dir / "tasks").iterdir()
-                   if p.is_dir() and p.name not in planned)
+                   if p.is_dir() and p.name not in planned and p.name != VERSIONS_DIR)
     results = _finished(specs)
     for tid in results:
         _drop_checkpoints(run_dir / "tasks" / tid)  # left by runs before this rule
     _add_testing_hooks([s for s in specs if s["task_id"] not in results])
-    info = {"n_skipped": len(results), "cleared": changed["cleared"], "stale": stale,
+    info = {"n_skipped": len(results), "cleared": changed["cleared"],
+            "restored": changed["restored"], "stale": stale,
             "n_resumed": sum(1 for s in specs if s["task_id"] not in results
                              and any(Path(s["task_dir"]).glob(CHECKPOINTS)))}
     return _Run(pipeline, run_dir, data, specs, results=results, info=info)
@@ -513,7 +514,8 @@ def _run_record(run, status=None):
             "started": info["t_begin"], "finished": t_end, "elapsed": t_end - info["t_begin"],
             "n_tasks": len(specs), "n_done": len(results), "n_failed": len(run.failures),
             "n_skipped": info["n_skipped"], "n_resumed_from_checkpoint": info["n_resumed"],
-            "n_recomputed_changed": len(info["cleared"]), "stale_task_dirs": info["stale"],
+            "n_recomputed_changed": len(info["cleared"]),
+            "n_restored_earlier_version": len(info["restored"]), "stale_task_dirs": info["stale"],
             "status": status}
     return {
         "meta": meta,
@@ -536,7 +538,11 @@ def _print_summary(record, info, run_dir, stream):
           f"run file {run_dir / 'run.h5'}", file=stream)
     if info["cleared"]:
         print(f"{len(info['cleared'])} task(s) recomputed because the pipeline file "
-              "changed what they depend on", file=stream)
+              f"changed what they depend on (earlier results kept under "
+              f"{run_dir / 'tasks' / VERSIONS_DIR})", file=stream)
+    if info["restored"]:
+        print(f"{len(info['restored'])} task(s) given back the results of an earlier "
+              "version of the pipeline file with the same inputs", file=stream)
     if info["stale"]:
         print(f"task directories under {run_dir / 'tasks'} belong to no task of this pipeline "
               f"file and were left in place: {len(info['stale'])} (e.g. {info['stale'][0]})",

@@ -14,9 +14,12 @@ over everything the task's result depends on:
 Each task directory holds its key in a small text file ``key``. Generated
 data sets keep the key of their generation spec in ``data/<label>.key``.
 
-Directories written before keys existed (no ``key`` file) are adopted only
-when the pipeline file is byte-for-byte the one that made them; otherwise
-they are recomputed, since nothing else proves what they were made from.
+A task directory made for another key is set aside under
+``tasks/.versions/<task id>/<key>`` rather than deleted, and brought back when
+an edit is reverted. Directories written before keys existed (no ``key``
+file) are adopted only when the pipeline file is byte-for-byte the one that
+made them; otherwise they are recomputed, since nothing else proves what
+they were made from.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -32,9 +36,13 @@ import numpy as np
 from .checkpoint import atomic_write_bytes
 
 __all__ = ["array_digest", "dataset_key", "task_keys", "key_changed", "reconcile_tasks",
-           "read_key", "write_key", "KEY_FILE"]
+           "read_key", "write_key", "KEY_FILE", "VERSIONS_DIR"]
 
 KEY_FILE = "key"
+#: earlier versions of task directories live in ``<tasks>/VERSIONS_DIR/<task id>/<key>``
+VERSIONS_DIR = ".versions"
+#: versions kept per task (the most recently set aside)
+KEEP_VERSIONS = 3
 
 
 def _json(obj):
@@ -106,16 +114,48 @@ def key_changed(key_file, key, *, adopt_unkeyed):
     return old != key and not (old is None and adopt_unkeyed)
 
 
-def _clear(task_dir: Path):
-    for p in task_dir.iterdir():
-        if p.is_dir():
-            shutil.rmtree(p)
-        else:
-            p.unlink()
+def _has_content(task_dir: Path):
+    return any(p.name != KEY_FILE for p in task_dir.iterdir())
+
+
+def _versions(task_dir: Path) -> Path:
+    """Where earlier versions of ``task_dir`` are kept: ``<tasks>/.versions/<task id>``."""
+    return task_dir.parent / VERSIONS_DIR / task_dir.name
+
+
+def _set_aside(task_dir: Path, old_key: str):
+    """Move ``task_dir`` (made for ``old_key``) to its versions, in one rename;
+    keep the newest :data:`KEEP_VERSIONS`."""
+    home = _versions(task_dir)
+    home.mkdir(parents=True, exist_ok=True)
+    dest = home / old_key
+    if dest.exists():
+        shutil.rmtree(dest)
+    task_dir.rename(dest)
+    os.utime(dest)  # the rename keeps the old mtime; pruning goes by the time set aside
+    kept = sorted(home.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    for p in kept[KEEP_VERSIONS:]:
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _restore(task_dir: Path, key: str) -> bool:
+    """Move a version made for ``key`` back to ``task_dir`` (absent), in one rename."""
+    src = _versions(task_dir) / key
+    if not (src / KEY_FILE).exists() or read_key(src / KEY_FILE) != key:
+        return False
+    src.rename(task_dir)
+    return True
 
 
 def reconcile_tasks(specs, keys, *, adopt_unkeyed):
-    """Give every task directory its key; clear those made for another spec.
+    """Give every task directory its key; set aside those made for another spec
+    and bring back earlier versions made for this one.
+
+    A directory made for another key is not deleted: it is renamed to
+    ``<tasks>/.versions/<task id>/<its key>`` (the newest :data:`KEEP_VERSIONS`
+    per task are kept), so that reverting an edit of the pipeline file finds
+    its results again. Each move is one rename, so a run killed in between
+    leaves every task either in place or among the versions.
 
     Parameters
     ----------
@@ -125,23 +165,36 @@ def reconcile_tasks(specs, keys, *, adopt_unkeyed):
         From :func:`task_keys`.
     adopt_unkeyed : bool
         True when the pipeline file is unchanged: directories without a key
-        file were made by this very file and are kept.
+        file were made by this very file and are kept. Otherwise their
+        contents are deleted (no key says what they were made for).
 
     Returns
     -------
     dict
-        ``{"cleared": [task ids whose earlier results/checkpoints were removed]}``.
+        ``{"cleared": [task ids whose earlier results no longer apply and that
+        start afresh], "restored": [task ids given back a version made for
+        their key]}``.
     """
-    cleared = []
+    cleared, restored = [], []
     for s in specs:
         d = Path(s["task_dir"])
-        d.mkdir(parents=True, exist_ok=True)
         key = keys[s["task_id"]]
-        if read_key(d / KEY_FILE) == key:
+        old = read_key(d / KEY_FILE) if d.is_dir() else None
+        if old == key:
             continue
-        if key_changed(d / KEY_FILE, key, adopt_unkeyed=adopt_unkeyed):
-            if any(p.name != KEY_FILE for p in d.iterdir()):
-                cleared.append(s["task_id"])
-            _clear(d)
+        content = d.is_dir() and _has_content(d)
+        if content and old is None and adopt_unkeyed:
+            write_key(d / KEY_FILE, key)
+            continue
+        if content and old is not None:
+            _set_aside(d, old)
+        elif d.is_dir():
+            shutil.rmtree(d)  # empty, or unkeyed contents nothing vouches for
+        if _restore(d, key):
+            restored.append(s["task_id"])
+            continue
+        if content:
+            cleared.append(s["task_id"])
+        d.mkdir(parents=True, exist_ok=True)
         write_key(d / KEY_FILE, key)
-    return {"cleared": cleared}
+    return {"cleared": cleared, "restored": restored}
