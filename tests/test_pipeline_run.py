@@ -181,6 +181,17 @@ def test_edited_pipeline_recomputes_only_what_changed(reference, tmp_path, capsy
     assert f"{len(after) - 1} task(s) given back" in capsys.readouterr().out
 
 
+def test_tasks_run_partition_major(tmp_path):
+    """Every model's partition 0 runs before any partition 1 (the file lists
+    BSVR's partitions before GPR's), so a run stopped early holds the first
+    partitions of every model and data set."""
+    rec = run_pipeline(load_pipeline(_write(tmp_path, "order", KILL_PIPELINE)), workers=1,
+                       progress=False)
+    order = sorted(rec["tasks"].values(), key=lambda t: t["started"])
+    assert [t["partition"] for t in order] == [0, 0, 0, 1, 1, 1]
+    assert [t["model"] for t in order][:3] == ["bsvr", "bsvr", "gpr"]
+
+
 def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):
     """The driver writes run.h5 before the first task runs; with
     RUNFILE_EVERY_S = 0 again after every task but the last (status

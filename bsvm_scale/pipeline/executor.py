@@ -435,7 +435,10 @@ def _submit(run, todo, client):
     for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
         key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
         deps = [by_id[t] if t in by_id else run.results[t] for t in s.get("fix_from", [])]
+        # partition-major: every data set's and model's partition 0 before any
+        # partition 1, so that a run stopped early holds the first partitions of all
         by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
+                                            priority=-int(s["partition"]),
                                             retries=run.pipeline.retries, pure=False)
         futures[by_id[s["task_id"]]] = s
     return futures
