@@ -416,3 +416,31 @@ def test_tasks_record_map_and_evidence_seconds(tiny_run):
         assert tr["map_s"].shape == tr["evidence_s"].shape == tr["fun"].shape
         assert np.all(tr["map_s"] > 0) and np.all(tr["evidence_s"] > 0)
         assert tr["map_s"].sum() + tr["evidence_s"].sum() <= t["fit_time"]
+
+
+def test_page_compares_models_on_the_partitions_all_finished(tiny_run):
+    """A stopped run: LIBSVM-SVR-CV lacks partition 1 of n = 24, so every model
+    of that data set is reported on partition 0 alone, and the header says so."""
+    import copy
+    import shutil
+
+    from bsvm_scale.pipeline.results import Run
+    from bsvm_scale.pipeline.runfile import write_run_file
+
+    tmp, rec = tiny_run
+    run_dir = tmp / "stopped" / "repro_r2_tiny"
+    shutil.copytree(Path(rec["meta"]["run_dir"]), run_dir)
+    stopped = copy.deepcopy(rec)
+    parts = stopped["results"]["sinc-n24"]["LIBSVM-SVR-CV"]
+    del parts[sorted(parts)[1]]
+    write_run_file(run_dir / "run.h5", stopped)
+    run = Run(run_dir / "run.h5")
+    assert run.left_out == {"sinc-n24": 2}  # BSVR's and BSVR-A's partition 1
+    for m in run.models("sinc-n24"):
+        assert len(run.entries("sinc-n24", m)) == 1
+    assert all(len(run.entries("sinc-n12", m)) == 2 for m in run.models("sinc-n12"))
+    want = rec["tasks"]["sinc-n24__BSVR__p000__s00"]["metrics"]["ase"]
+    np.testing.assert_allclose(run.metric("sinc-n24", "BSVR", "ase"), [want])
+    page = write_results([run_dir], tmp / "docs_stopped").read_text()
+    assert ("on the partitions all of them finished (sinc-n24 1; 2 other partition results "
+            "left out)") in page

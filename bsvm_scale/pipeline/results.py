@@ -112,14 +112,39 @@ def _table(head, rows):
     return out
 
 
+def _keep_common_partitions(rec):
+    """Keep, per data set, only the partitions every one of its models finished.
+
+    A stopped run (or one with failed tasks) holds different partitions for
+    different models; every mean, table and paired test on the page then
+    compares models over the same partitions. Changes ``rec["results"]`` in
+    place; returns ``{data set: number of partition results left out}``.
+    """
+    left_out = {}
+    for ds, models in rec.get("results", {}).items():
+        done = [set(parts) for parts in models.values()]
+        common = set.intersection(*done) if done else set()
+        n = sum(len(d - common) for d in done)
+        if n:
+            left_out[ds] = n
+            for model in models:
+                models[model] = {k: v for k, v in models[model].items() if k in common}
+    return left_out
+
+
 class Run:
-    """One run record with accessors (``rec``, ``dir``, ``name``)."""
+    """One run record with accessors (``rec``, ``dir``, ``name``, ``left_out``).
+
+    Only the partitions that every model of a data set finished are kept
+    (:func:`_keep_common_partitions`).
+    """
 
     def __init__(self, path):
         self.rec = read_run_file(path)
         p = Path(path)
         self.dir = p if p.is_dir() else p.parent
         self.name = self.rec["meta"]["name"]
+        self.left_out = _keep_common_partitions(self.rec)
 
     def datasets(self):
         return list(self.rec["datasets"])
@@ -198,6 +223,13 @@ def _run_header(run):
              f"training sizes: {', '.join(map(str, sizes))}.", ""]
     if m.get("description"):
         lines[0] = f"{m['description']} " + lines[0]
+    if run.left_out:
+        common = {ds: len(next(iter(ms.values()), {})) for ds, ms in run.rec["results"].items()
+                  if ds in run.left_out}
+        lines[0] += (" Not every model finished every partition: this page compares the models "
+                     "of a data set on the partitions all of them finished ("
+                     + ", ".join(f"{ds} {k}" for ds, k in common.items())
+                     + f"; {sum(run.left_out.values())} other partition results left out).")
     return lines
 
 
