@@ -179,3 +179,27 @@ def test_paired_t_formula():
     t, dof, p = paired_t_test(a, b)
     assert t == pytest.approx(t_expected) and dof == 3 and 0 < p < 0.1
     assert paired_t_test(a, a)[0] == 0.0
+
+
+def test_start_kappa_one_over_d_resolves_per_data_set(tmp_path):
+    """The protocol's second BSVR start (kappa = 1/d) in one model over data sets
+    with 1 and 6 inputs: each task gets 1 / its own number of inputs."""
+    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+
+    starts = 'search = { starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }] }'
+    text = GOOD.replace("search = { n_starts = 2 }", starts) + (
+        '\n[[datasets]]\nname = "arm"\ngenerator = "robot_arm6"\nn = 60\npartitions = 1\n'
+        'n_train = 30\n')
+    path = tmp_path / "d.toml"
+    path.write_text(text)
+    pipeline = load_pipeline(path)
+    run_dir = tmp_path / "run"
+    data = prepare_data(pipeline, run_dir)
+    got = {(s["dataset"], s["start"]): s["params"]["starts"] for s in plan_tasks(pipeline, data, run_dir)}
+    assert got[("sinc", 0)] == [{"C": 1.0, "kappa": 0.5}, {"C": 10.0, "kappa": 1.0}]
+    assert got[("arm", 1)] == [{"C": 1.0, "kappa": 0.5}, {"C": 10.0, "kappa": 1.0 / 6}]
+    # only kappa may be given per input, and only as "1/d"
+    for bad in ('{ C = "1/d" }', '{ kappa = "1/n" }'):
+        probs, _ = _problems(GOOD.replace("search = { n_starts = 2 }",
+                                          f"search = {{ starts = [{bad}] }}"), tmp_path)
+        assert 'values must be numbers (kappa may also be "1/d"' in probs[0]

@@ -30,6 +30,7 @@ or more ``[[models]]``::
     committee = false          # bsvr/btsvc: also an evidence-weighted committee of starts
     [models.search]            # bsvr/btsvc/gpr/gpc: n_starts, starts, bounds, beta, random_state
     n_starts = 2
+    starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }]  # bsvr/btsvc
     [models.cv]                # svr/svc/tsvc: grid search by cross-validation on the training part
     folds = 5
 
@@ -91,6 +92,8 @@ SEARCH_KEYS = {
     "gpc": {"n_starts": int, "bounds": list, "random_state": int},
 }
 START_KEYS = {"bsvr": {"C", "epsilon", "kappa", "kappa_b"}, "btsvc": {"kappa0", "kappa", "kappa_b"}}
+#: a start's kappa given as one over the number of inputs of the task's data set
+PER_INPUT = "1/d"
 CV_KEYS = {"folds": (int, str), "coarse_points": int, "fine_points": int,
            "fine_step": (int, float), "log10_C": list, "log10_kappa": list, "random_state": int,
            "loo_below": int}
@@ -143,14 +146,20 @@ class ModelSpec:
     def task(self):
         return TASK_OF[self.kind]
 
-    def estimator_params(self):
-        """Constructor parameters: settings plus the search entries that are parameters."""
+    def estimator_params(self, n_features=None):
+        """Constructor parameters: settings plus the search entries that are parameters.
+
+        A start's ``kappa = "1/d"`` (the protocol's second BSVR start) becomes
+        ``1 / n_features`` of the data set the task runs on (left as the
+        string when ``n_features`` is not given).
+        """
         p = dict(self.settings)
         for k, v in self.search.items():
             if k == "bounds" and self.kind in ("gpr", "gpc"):
                 p[k] = tuple(float(b) for b in v)
             elif k == "starts":
-                p[k] = [dict(s) for s in v]
+                p[k] = [{sk: 1.0 / n_features if sv == PER_INPUT and n_features else sv
+                         for sk, sv in st.items()} for st in v]
             else:
                 p[k] = v
         return p
@@ -529,9 +538,10 @@ def _model_spec(m, i, by_label, labels, bad):
                             "models", i, "starts")
                         ok = False
                     elif not all(_is(v, float) or (isinstance(v, list) and all(_is(x, float) for x in v))
-                                 for v in st.values()):
-                        bad(f"{where}.search.starts[{j}]: values must be numbers", "models", i,
-                            "starts")
+                                 or (k == "kappa" and v == PER_INPUT) for k, v in st.items()):
+                        bad(f"{where}.search.starts[{j}]: values must be numbers (kappa may "
+                            f"also be \"{PER_INPUT}\", one over the number of inputs)", "models",
+                            i, "starts")
                         ok = False
             if ok and "n_starts" in search and search["n_starts"] < 1:
                 bad(f"{where}.search.n_starts: must be >= 1", "models", i, "n_starts")

@@ -113,7 +113,7 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
         for m in pipeline.models:
             if ds.label not in m.datasets:
                 continue
-            params = m.estimator_params()
+            params = m.estimator_params(n_features=data[ds.label]["d"])
             for p, (tr, te) in enumerate(data[ds.label]["partitions"]):
                 base = {"kind": m.kind, "model": m.label, "dataset": ds.label, "partition": p,
                         "params": params, "cv": m.cv, "train": np.asarray(tr),
@@ -175,7 +175,7 @@ def warm_numba_cache(pipeline: Pipeline, data):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                est = make_estimator(m.kind, _tiny_params(m.kind, m.estimator_params()))
+                est = make_estimator(m.kind, _tiny_params(m.kind, m.estimator_params(ds["d"])))
                 est.fit(X[idx], y[idx])
                 est.predict(X[idx[:3]])
         except OSError as exc:  # the Numba cache could not be written (disk full, ...)
@@ -185,7 +185,7 @@ def warm_numba_cache(pipeline: Pipeline, data):
                           exc.filename) from exc
         except Exception as exc:  # noqa: BLE001 - reported with the model's name
             raise ValueError(f"model {m.label!r} ({m.kind}) cannot be fitted with its settings "
-                             f"{m.estimator_params()}: {type(exc).__name__}: {exc}") from exc
+                             f"{m.estimator_params(ds['d'])}: {type(exc).__name__}: {exc}") from exc
 
 
 # ------------------------------------------------------------------ helpers
