@@ -262,6 +262,32 @@ def test_peak_memory_table_names_its_scope():
         assert mem == {"A": [101.0, 101.0]} and words in lines[0], lines[0]
 
 
+def test_sizes_of_a_single_size_run_and_split_evaluation_times():
+    """A one-size run (label without -n<size>, e.g. repro_c2_large) is grouped
+    under its training size, so the C2 tables are made for it; the MAP and
+    evidence seconds per evaluation are medians of the recorded columns."""
+    from bsvm_scale.pipeline.results import _groups_by_size, _per_evaluation
+
+    class FakeRun:
+        def __init__(self, labels):
+            self.labels = labels
+
+        def datasets(self):
+            return self.labels
+
+        def partition(self, ds, k=0):
+            return np.arange(20000), np.arange(5)
+
+    assert _groups_by_size(FakeRun(["gauss2d"])) == {20000: "gauss2d"}
+    assert _groups_by_size(FakeRun(["g-n20", "g-n100"])) == {20: "g-n20", 100: "g-n100"}
+    assert _groups_by_size(FakeRun(["a", "b"])) == {}
+    task = {"trajectory": {"fun": np.zeros(3), "map_s": np.array([1.0, 5.0, 2.0]),
+                           "evidence_s": np.array([np.nan, 4.0, 6.0])}}
+    assert _per_evaluation(task) == (2.0, 5.0)
+    assert all(np.isnan(_per_evaluation({"trajectory": {"fun": np.zeros(2)}})))
+    assert all(np.isnan(_per_evaluation({})))
+
+
 def test_bench_exponents_per_series():
     n = [1000, 2000, 4000, 8000]
     rows = [{"bench": "map", "n": k, "ours_s": 2e-6 * k ** 2, "ratio_s": 1.0,
