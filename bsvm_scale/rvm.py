@@ -46,7 +46,7 @@ import warnings
 
 import numpy as np
 from scipy.special import expit, log_expit
-from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 
 from ._base import BinaryClassifierMixin, Standardizer
@@ -261,6 +261,34 @@ def _spd_inverse(H, model):
 class _RVMBase(BaseEstimator):
     """Parameters and prediction helpers shared by RVR and RVC."""
 
+    def _fit_best_kappa(self, X, y):
+        """Fit at ``kappa`` or, with ``kappa_grid``, at every candidate width,
+        keeping the fit with the highest log evidence (7.85 / 7.114).
+
+        The kernel width is a hyperparameter of the prior like ``alpha``; its
+        evidence over a grid chooses it without cross-validation.
+        """
+        if self.kappa_grid is None:
+            self._fit(X, y)
+            self.kappa_grid_log_evidence_ = np.empty(0)
+            return self
+        grid = np.asarray(self.kappa_grid, dtype=float)
+        if grid.ndim != 1 or grid.size == 0 or not np.all(np.isfinite(grid) & (grid > 0)):
+            raise ValueError(f"kappa_grid must be a non-empty 1-D sequence of positive "
+                             f"widths; got {self.kappa_grid!r}.")
+        best, evidence = None, np.empty(grid.size)
+        for i, k in enumerate(grid):
+            m = clone(self).set_params(kappa=float(k), kappa_grid=None)._fit(X, y)
+            evidence[i] = m.log_marginal_likelihood_
+            if best is None or evidence[i] > best.log_marginal_likelihood_:
+                best = m
+        params = self.get_params()
+        for name, value in vars(best).items():
+            if name not in params:
+                setattr(self, name, value)
+        self.kappa_grid_log_evidence_ = evidence
+        return self
+
     def _validate_params(self, d):
         kappa = 1.0 / d if self.kappa is None else check_positive("kappa", self.kappa)
         if np.ndim(kappa) != 0:
@@ -316,7 +344,14 @@ class RVR(RegressorMixin, _RVMBase):
     ----------
     kappa : float, optional
         Width of the Gaussian basis functions ``exp(-kappa/2 ||x - x_n||^2)``
-        on standardised inputs; default ``1 / d``. Not optimised.
+        on standardised inputs; default ``1 / d``. Not optimised (see
+        ``kappa_grid``).
+    kappa_grid : sequence of float, optional
+        Candidate widths: the model is fitted at each and the one with the
+        highest log evidence is kept (``kappa`` is then ignored); the
+        evidences are in ``kappa_grid_log_evidence_``. This chooses the width
+        by the evidence, as ``alpha`` and ``beta`` are, instead of by
+        cross-validation.
     bias : bool, default=True
         Include the constant basis function.
     beta : float, optional
@@ -364,12 +399,16 @@ class RVR(RegressorMixin, _RVMBase):
         Log evidence (7.85) at the final ``alpha_``, ``beta_``.
     n_iter_ : int
     kappa_ : float
+        The width used (the evidence's choice with ``kappa_grid``).
+    kappa_grid_log_evidence_ : ndarray
+        Log evidence at each ``kappa_grid`` width (empty without a grid).
     x_mean_, x_scale_, n_features_in_
     """
 
-    def __init__(self, *, kappa=None, bias=True, beta=None, update_beta=True, beta_every=0,
-                 max_iter=2000, tol=1e-6, tol_evidence=1e-4, cache_mb=1024.0):
+    def __init__(self, *, kappa=None, kappa_grid=None, bias=True, beta=None, update_beta=True,
+                 beta_every=0, max_iter=2000, tol=1e-6, tol_evidence=1e-4, cache_mb=1024.0):
         self.kappa = kappa
+        self.kappa_grid = kappa_grid
         self.bias = bias
         self.beta = beta
         self.update_beta = update_beta
@@ -396,7 +435,7 @@ class RVR(RegressorMixin, _RVMBase):
         self
         """
         with blas_threads(True):
-            return self._fit(X, y)
+            return self._fit_best_kappa(X, y)
 
     def _fit(self, X, y):
         X, t = check_regression_data(self, X, y)
@@ -564,8 +603,8 @@ class RVC(BinaryClassifierMixin, ClassifierMixin, _RVMBase):
     ----------
     classes_ : ndarray of shape (2,)
     relevance_vectors_, X_relevance_, basis_index_, alpha_, coef_, intercept_, n_iter_,
-    kappa_
-        As for :class:`RVR`.
+    kappa_, kappa_grid_log_evidence_
+        As for :class:`RVR` (``kappa`` and ``kappa_grid`` too).
     mean_ : ndarray
         Posterior mode ``w*`` (7.112) of the active weights.
     covariance_ : ndarray
@@ -574,9 +613,10 @@ class RVC(BinaryClassifierMixin, ClassifierMixin, _RVMBase):
         Laplace approximation of the log evidence (7.114).
     """
 
-    def __init__(self, *, kappa=None, bias=True, max_iter=2000, tol=1e-6, tol_evidence=1e-4,
-                 max_irls_iter=50, moderated=True, cache_mb=1024.0):
+    def __init__(self, *, kappa=None, kappa_grid=None, bias=True, max_iter=2000, tol=1e-6,
+                 tol_evidence=1e-4, max_irls_iter=50, moderated=True, cache_mb=1024.0):
         self.kappa = kappa
+        self.kappa_grid = kappa_grid
         self.bias = bias
         self.max_iter = max_iter
         self.tol = tol
@@ -632,7 +672,7 @@ class RVC(BinaryClassifierMixin, ClassifierMixin, _RVMBase):
         self
         """
         with blas_threads(True):
-            return self._fit(X, y)
+            return self._fit_best_kappa(X, y)
 
     def _fit(self, X, y):
         X, y, classes, codes = check_classification_data(self, X, y, binary_only=True)

@@ -237,3 +237,38 @@ def test_rvm_fitted_state_is_plain(centre_data):
         for name, value in vars(m).items():
             if name.endswith("_") and not name.startswith("_"):
                 assert isinstance(value, plain), name
+
+
+@pytest.mark.parametrize("est, data", [(RVR, "sinc"), (RVC, "circle")])
+def test_kappa_grid_keeps_the_highest_evidence_fit(est, data, sinc_data, tmp_path):
+    """With kappa_grid the fitted model is exactly the single-width fit at the
+    grid's evidence maximum, and every grid evidence is that width's own."""
+    X, y = sinc_data if data == "sinc" else _circle(120, 8)
+    grid = [0.3, 3.0, 30.0]
+    singles = [est(kappa=k).fit(X, y) for k in grid]
+    ev = np.array([m.log_marginal_likelihood_ for m in singles])
+    m = est(kappa=99.0, kappa_grid=grid).fit(X, y)
+    np.testing.assert_array_equal(m.kappa_grid_log_evidence_, ev)
+    best = singles[int(np.argmax(ev))]
+    assert m.kappa_ == best.kappa_ == grid[int(np.argmax(ev))]
+    assert len(set(np.round(ev, 6))) == 3  # the grid matters on these data
+    np.testing.assert_array_equal(m.mean_, best.mean_)
+    Xt = X[:7] + 0.1
+    np.testing.assert_array_equal(m.predict(Xt), best.predict(Xt))
+    assert m.get_params()["kappa"] == 99.0 and m.get_params()["kappa_grid"] == grid
+    assert est().fit(X, y).kappa_grid_log_evidence_.shape == (0,)
+    # stored and loaded with its grid and the grid's evidences
+    from bsvm_scale.storage import load_model, save_model
+    path = tmp_path / "m.h5"
+    save_model(m, path)
+    back = load_model(path)
+    assert back.get_params()["kappa_grid"] == grid
+    np.testing.assert_array_equal(back.kappa_grid_log_evidence_, ev)
+    np.testing.assert_array_equal(back.predict(Xt), best.predict(Xt))
+
+
+@pytest.mark.parametrize("bad", [[], [1.0, -2.0], [[1.0]], [np.nan]])
+def test_bad_kappa_grid_is_refused(bad, sinc_data):
+    x, t = sinc_data
+    with pytest.raises(ValueError, match="kappa_grid must be a non-empty 1-D sequence"):
+        RVR(kappa_grid=bad).fit(x, t)

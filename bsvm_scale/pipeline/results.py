@@ -475,8 +475,8 @@ def section_r2(run, out, notes):
     fig.savefig(out / f"{run.name}_r2_scaling.png", dpi=80)
     plt.close(fig)
     lines += [f"![R2 scaling]({run.name}_r2_scaling.png)", ""]
-    lines += _peer_ratios(run, sizes, "BSVR", ["LIBSVM-SVR-CV", "SVR-CV", "sklearn-GPR", "GPR"],
-                          "ase")
+    lines += _peer_ratios(run, sizes, "BSVR",
+                          ["LIBSVM-SVR-CV", "SVR-CV", "sklearn-GPR", "GPR", "RVR"], "ase")
     big = max(sizes) if sizes else None
     if big and "BSVR" in models and "GPR" in models:
         b, g = np.mean(run.metric(sizes[big], "BSVR", "ase")), np.mean(run.metric(sizes[big], "GPR", "ase"))
