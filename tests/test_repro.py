@@ -390,6 +390,14 @@ def test_results_page_includes_benchmark_rows(tiny_run):
     page = write_results([Path(rec["meta"]["run_dir"])], tmp / "docs_b", bench=[bench]).read_text()
     assert "| n | ratio | peak_mb |" in page
     assert "| 2000 | 1.25 | - |" in page and "| 5000 | - | 7 |" in page
+    assert "bench.png" not in page  # no series of three sizes: no figure
+    rows = [{"bench": "map", "n": k, "ours_s": 1e-6 * k ** 2, "peak_mb": 0.01 * k}
+            for k in (1000, 2000, 4000)]
+    bench.write_text(json.dumps({"rows": rows}))
+    out = tmp / "docs_c"
+    page = write_results([Path(rec["meta"]["run_dir"])], out, bench=[bench]).read_text()
+    assert "![bench: seconds and peak memory against n](bench_bench.png)" in page
+    assert (out / "bench_bench.png").stat().st_size > 1000
 
 
 def test_fix_from_model_uses_the_hyperparameters_of_the_first_partitions(tiny_run):

@@ -995,8 +995,9 @@ def _largest(runs):
             f"{mem}.", ""]
 
 
-def _bench_section(bench_files):
-    """Tables of the benchmark JSON rows, or the commands that make them."""
+def _bench_section(bench_files, out=None):
+    """Tables (and, with ``out``, log-log figures) of the benchmark JSON rows, or
+    the commands that make them."""
     lines = ["## Peer benchmarks", ""]
     if not bench_files:
         return lines + [
@@ -1023,6 +1024,8 @@ def _bench_section(bench_files):
         lines += [f"`{Path(f).name}`:", ""]
         lines += _table(head, [[r.get(h) if not isinstance(r.get(h), (dict, list)) else
                                 json.dumps(r.get(h)) for h in head] for r in rows]) + [""]
+        if out is not None:
+            lines += _bench_figure(Path(f).stem, rows, Path(out))
     if ratios:
         lines += ["Side-by-side ratios at a glance (every ratio column of the tables above; "
                   "its name says which way round):", ""]
@@ -1033,6 +1036,33 @@ def _bench_section(bench_files):
                   "columns; 3 sizes or more):", ""]
         lines += _table(["file", "group", "column", "sizes", "a"], exps) + [""]
     return lines
+
+
+def _bench_figure(name, rows, out):
+    """Seconds and peak memory against n (log-log), one line per series of
+    three or more sizes (the series whose exponents are tabulated)."""
+    panels = {"seconds": [], "peak memory [MiB]": []}
+    for group, c, n, v in _scaling_series(rows):
+        if np.all(v > 0):
+            label = c if group == "-" else f"{group}: {c}"
+            panels["peak memory [MiB]" if "peak" in c else "seconds"].append((n, v, label))
+    panels = {k: v for k, v in panels.items() if v}
+    if not panels:
+        return []
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 4.2), squeeze=False)
+    for ax, (ylabel, series) in zip(axes[0], panels.items()):
+        for n, v, label in series:
+            ax.loglog(n, v, "o-", ms=3, label=label)
+        ax.set_xlabel("n (training cases)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=6)
+    fig.suptitle(name)
+    fig.tight_layout()
+    fname = f"bench_{name}.png"
+    fig.savefig(out / fname, dpi=80)
+    plt.close(fig)
+    return [f"![{name}: seconds and peak memory against n]({fname})", ""]
 
 
 def _flat(row, prefix=""):
@@ -1091,6 +1121,13 @@ def bench_exponents(rows):
     -------
     list of [group, column, "n_min-n_max", a]
     """
+    return [[group, c, f"{int(n.min())}-{int(n.max())}", fit_exponent(n, v)]
+            for group, c, n, v in _scaling_series(rows)]
+
+
+def _scaling_series(rows):
+    """``(group, column, n, values)`` of every time (``*_s``) and peak-memory
+    column with at least three distinct ``n`` in its group, sorted by n."""
     out = []
     for group, rs in _groups(rows).items():
         cols = [c for c in dict.fromkeys(k for r in rs for k in r)
@@ -1098,7 +1135,8 @@ def bench_exponents(rows):
         for c in cols:
             n, v = _series(rs, c)
             if np.unique(n).size >= 3:
-                out.append([group, c, f"{int(n.min())}-{int(n.max())}", fit_exponent(n, v)])
+                order = np.argsort(n, kind="stable")
+                out.append((group, c, n[order], v[order]))
     return out
 
 
@@ -1164,7 +1202,7 @@ def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
                for r in runs if "_reduced" in r.name]
     scope_lines = ["## Scope: what was reduced or left out", ""] + reduced + \
         [f"- {t}" for t in scope] + [""] if (reduced or scope) else []
-    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + times + scope_lines + diff + [""] + body + _bench_section(list(bench))) + "\n"
+    text = "\n".join(head + _machine(runs)[:-1] + _largest(runs) + times + scope_lines + diff + [""] + body + _bench_section(list(bench), out)) + "\n"
     path = out / "results.md"
     tmp = out / ".results.md.tmp"
     tmp.write_text(text, encoding="utf-8")
