@@ -280,8 +280,12 @@ class _RVMBase(BaseEstimator):
         for i, k in enumerate(grid):
             m = clone(self).set_params(kappa=float(k), kappa_grid=None)._fit(X, y)
             evidence[i] = m.log_marginal_likelihood_
-            if best is None or evidence[i] > best.log_marginal_likelihood_:
+            if np.isfinite(evidence[i]) and (best is None
+                                             or evidence[i] > best.log_marginal_likelihood_):
                 best = m
+        if best is None:
+            raise FloatingPointError(f"no width of kappa_grid={list(grid)} gave a finite log "
+                                     "evidence; check the data for constant or extreme values.")
         params = self.get_params()
         for name, value in vars(best).items():
             if name not in params:

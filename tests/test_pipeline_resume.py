@@ -113,10 +113,11 @@ def test_task_writes_only_into_a_directory_keyed_for_it(tmp_path, monkeypatch):
     from bsvm_scale.pipeline.executor import _finished
     from bsvm_scale.pipeline.fingerprint import KEY_FILE
 
+    OLD, NEW = "a" * 64, "b" * 64  # keys are SHA-256 hex digests
     monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
-    (tmp_path / KEY_FILE).write_text("new")
-    out = run_task({**_spec(tmp_path, 1), "key": "old"})
-    assert out["result"]["key"] == "old" and out["model_h5"]
+    (tmp_path / KEY_FILE).write_text(NEW)
+    out = run_task({**_spec(tmp_path, 1), "key": OLD})
+    assert out["result"]["key"] == OLD and out["model_h5"]
     assert sorted(p.name for p in tmp_path.iterdir()) == [KEY_FILE]
     # interrupted while the directory is its own: checkpoint and key recorded
     orig = ck.save_checkpoint
@@ -126,21 +127,27 @@ def test_task_writes_only_into_a_directory_keyed_for_it(tmp_path, monkeypatch):
         raise _Interrupt
 
     monkeypatch.setattr(ck, "save_checkpoint", interrupted)
-    (tmp_path / KEY_FILE).write_text("old")
+    (tmp_path / KEY_FILE).write_text(OLD)
     with pytest.raises(_Interrupt):
-        run_task({**_spec(tmp_path, 1), "key": "old"})
-    assert ck.read_record(tmp_path / "checkpoint.h5")["key"] == "old"
+        run_task({**_spec(tmp_path, 1), "key": OLD})
+    assert ck.read_record(tmp_path / "checkpoint.h5")["key"] == OLD
     monkeypatch.setattr(ck, "save_checkpoint", orig)
-    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), "new") is None
-    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), "old") is not None
+    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), NEW) is None
+    assert ck.load_checkpoint(tmp_path / "checkpoint.h5", _theta0(), OLD) is not None
     # the directory re-keyed (as reconcile would, minus clearing): a fresh start, and its
     # result is taken as finished only under its own key
-    (tmp_path / KEY_FILE).write_text("new")
-    res = run_task({**_spec(tmp_path, 1), "key": "new"})["result"]
+    (tmp_path / KEY_FILE).write_text(NEW)
+    res = run_task({**_spec(tmp_path, 1), "key": NEW})["result"]
     assert res["resumed_from"] == -1 and (tmp_path / "result.h5").exists()
-    spec = {**_spec(tmp_path, 1), "key": "new"}
+    spec = {**_spec(tmp_path, 1), "key": NEW}
     assert set(_finished([spec])) == {"t"}
-    assert _finished([{**spec, "key": "other"}]) == {}
+    assert _finished([{**spec, "key": "c" * 64}]) == {}
+    # a model file written by another task after this result is not taken with it
+    good = (tmp_path / "model.h5").read_bytes()
+    (tmp_path / "model.h5").write_bytes(good + b"other")
+    assert _finished([spec]) == {}
+    (tmp_path / "model.h5").write_bytes(good)
+    assert set(_finished([spec])) == {"t"}
 
 
 def _theta0():

@@ -476,5 +476,24 @@ def test_page_compares_models_on_the_partitions_all_finished(tiny_run):
     want = rec["tasks"]["sinc-n24__BSVR__p000__s00"]["metrics"]["ase"]
     np.testing.assert_allclose(run.metric("sinc-n24", "BSVR", "ase"), [want])
     page = write_results([run_dir], tmp / "docs_stopped").read_text()
-    assert ("on the partitions all of them finished (sinc-n24 1; 2 other partition results "
+    assert ("on the partitions all of them finished, every start included (sinc-n24 1; 2 other "
+            "partition results "
             "left out)") in page
+
+
+def test_common_partitions_need_every_start_and_drop_models_with_none():
+    from bsvm_scale.pipeline.results import _keep_common_partitions
+
+    def entry(done, of):
+        return {"n_starts_done": done, "n_starts": of, "metrics": {}}
+
+    rec = {"results": {"d": {"A": {"p000": entry(2, 2), "p001": entry(1, 2)},
+                             "B": {"p000": entry(1, 1), "p001": entry(1, 1)}},
+                       "e": {"A": {"p000": entry(2, 2)}, "B": {"p001": entry(1, 1)}},
+                       "f": {"A": {"p000": entry(2, 2)}, "B": {"p000": entry(1, 1)}}}}
+    assert _keep_common_partitions(rec) == {"d": 2, "e": 2}
+    assert {m: sorted(v) for m, v in rec["results"]["d"].items()} == {"A": ["p000"],
+                                                                      "B": ["p000"]}
+    assert rec["results"]["e"] == {}  # nothing in common: no model is compared
+    assert {m: sorted(v) for m, v in rec["results"]["f"].items()} == {"A": ["p000"],
+                                                                      "B": ["p000"]}

@@ -27,6 +27,7 @@ the run file (and tried again by the next run of the command).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import shutil
@@ -390,10 +391,19 @@ def _finished(specs):
             continue
         d = Path(s["task_dir"])
         rec = read_record(d / "result.h5")
-        if rec is not None and rec.get("status") == "done" and (d / "model.h5").exists() \
+        if rec is not None and rec.get("status") == "done" and _model_matches(d, rec) \
                 and rec.get("key", s["key"]) == s["key"]:
             results[s["task_id"]] = rec
     return results
+
+
+def _model_matches(task_dir, rec):
+    """``model.h5`` exists and is the one the result was written with."""
+    path = task_dir / "model.h5"
+    if not path.exists():
+        return False
+    want = rec.get("model_sha256")  # absent in results written before the digest
+    return want is None or hashlib.sha256(path.read_bytes()).hexdigest() == want
 
 
 def _add_testing_hooks(specs):

@@ -28,7 +28,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -93,9 +95,13 @@ def task_keys(specs, data):
 
 
 def read_key(path):
-    """The key stored at ``path`` (a small text file), or None."""
+    """The key stored at ``path`` (a small text file), or None (also for a file
+    that does not hold a key, e.g. one left empty)."""
     path = Path(path)
-    return path.read_text(encoding="ascii").strip() if path.exists() else None
+    if not path.exists():
+        return None
+    text = path.read_text(encoding="ascii", errors="replace").strip()
+    return text if re.fullmatch(r"[0-9a-f]{64}", text) else None
 
 
 def write_key(path, key):
@@ -131,10 +137,14 @@ def _set_aside(task_dir: Path, old_key: str):
     dest = home / old_key
     if dest.exists():
         shutil.rmtree(dest)
+    others = [p for p in home.iterdir() if p.name != old_key]
     task_dir.rename(dest)
-    os.utime(dest)  # the rename keeps the old mtime; pruning goes by the time set aside
-    kept = sorted(home.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
-    for p in kept[KEEP_VERSIONS:]:
+    # the time set aside, strictly after every kept version's (the rename keeps
+    # the old mtime, and the clock may not advance between two quick edits)
+    t = max([time.time_ns()] + [p.stat().st_mtime_ns + 1 for p in others])
+    os.utime(dest, ns=(t, t))
+    others.sort(key=lambda p: p.stat().st_mtime_ns, reverse=True)
+    for p in others[KEEP_VERSIONS - 1:]:
         shutil.rmtree(p, ignore_errors=True)
 
 

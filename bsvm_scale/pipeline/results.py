@@ -113,23 +113,34 @@ def _table(head, rows):
 
 
 def _keep_common_partitions(rec):
-    """Keep, per data set, only the partitions every one of its models finished.
+    """Keep, per data set, only the partitions every one of its models finished
+    (with all of its optimiser starts).
 
     A stopped run (or one with failed tasks) holds different partitions for
     different models; every mean, table and paired test on the page then
     compares models over the same partitions. Changes ``rec["results"]`` in
-    place; returns ``{data set: number of partition results left out}``.
+    place (a model left with no partition is removed); returns ``{data set:
+    number of partition results left out}``.
     """
     left_out = {}
     for ds, models in rec.get("results", {}).items():
-        done = [set(parts) for parts in models.values()]
+        done = [{k for k, v in parts.items() if _all_starts(v)} for parts in models.values()]
         common = set.intersection(*done) if done else set()
-        n = sum(len(d - common) for d in done)
+        n = sum(len(parts) - len(common) for parts in models.values())
         if n:
             left_out[ds] = n
-            for model in models:
-                models[model] = {k: v for k, v in models[model].items() if k in common}
+            for model in list(models):
+                kept = {k: v for k, v in models[model].items() if k in common}
+                if kept:
+                    models[model] = kept
+                else:  # nothing in common: the model is not compared at all
+                    del models[model]
     return left_out
+
+
+def _all_starts(entry):
+    """True when every optimiser start of a partition's entry finished."""
+    return int(entry.get("n_starts_done", 1)) >= int(entry.get("n_starts", 1))
 
 
 class Run:
@@ -240,7 +251,7 @@ def _run_header(run):
         common = {ds: len(next(iter(ms.values()), {})) for ds, ms in run.rec["results"].items()
                   if ds in run.left_out}
         lines[0] += (" Not every model finished every partition: this page compares the models "
-                     "of a data set on the partitions all of them finished ("
+                     "of a data set on the partitions all of them finished, every start included ("
                      + ", ".join(f"{ds} {k}" for ds, k in common.items())
                      + f"; {sum(run.left_out.values())} other partition results left out).")
     return lines

@@ -30,6 +30,7 @@ also recorded in the result and in every checkpoint.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import socket
@@ -413,6 +414,9 @@ def run_task(spec, *deps):
         "peak_rss_scope": peak_scope,
     }
     model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
+    # the result vouches for its model file: a model.h5 written by another task in
+    # the same directory (an orphan of an earlier run) is not taken with this result
+    result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()
     if _owns_dir(spec):
         from .checkpoint import atomic_write_bytes, write_record
 
