@@ -141,10 +141,10 @@ class SkSVC(ClassifierMixin, _Standardised):
         return self.model_.predict_proba(self._scale(X))
 
 
-def _gp_kernel(d, ard, noise):
+def _gp_kernel(d, ard, noise, length_scale=1.0):
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
 
-    ls = np.ones(d) if ard else 1.0
+    ls = np.full(d, length_scale) if ard else length_scale
     k = ConstantKernel(1.0, (1e-3, 1e4)) * RBF(ls, (1e-3, 1e4)) + ConstantKernel(1.0, (1e-6, 1e4))
     return k + WhiteKernel(0.1, (1e-6, 1e2)) if noise else k
 
@@ -174,17 +174,29 @@ class _SkGP(_Standardised):
     n_restarts : int, default=0
         Random restarts of scikit-learn's L-BFGS-B beyond the first.
     random_state : int, default=0
+    length_scale : float or "sqrt(d)", default=1.0
+        Starting RBF length scale on the standardised inputs; ``"sqrt(d)"``
+        is ``kappa = 1 / d``, the start of the project's GP and BTSVC.
     """
 
     _noise = False
 
-    def __init__(self, *, ard=False, n_restarts=0, random_state=0):
+    def __init__(self, *, ard=False, n_restarts=0, random_state=0, length_scale=1.0):
         self.ard = ard
         self.n_restarts = n_restarts
         self.random_state = random_state
+        self.length_scale = length_scale
+
+    def _length_scale(self, d):
+        if isinstance(self.length_scale, str):
+            if self.length_scale != "sqrt(d)":
+                raise ValueError(f"length_scale must be a positive number or \"sqrt(d)\"; "
+                                 f"got {self.length_scale!r}.")
+            return float(np.sqrt(d))
+        return _positive("length_scale", self.length_scale)
 
     def _build(self, d):
-        return self._gp_class()(_gp_kernel(d, bool(self.ard), self._noise),
+        return self._gp_class()(_gp_kernel(d, bool(self.ard), self._noise, self._length_scale(d)),
                                 n_restarts_optimizer=int(self.n_restarts),
                                 random_state=self.random_state)
 
@@ -204,10 +216,12 @@ class SkGPR(RegressorMixin, _SkGP):
 
     _noise = True
 
-    def __init__(self, *, ard=False, n_restarts=0, random_state=0, normalize_y=False):
+    def __init__(self, *, ard=False, n_restarts=0, random_state=0, length_scale=1.0,
+                 normalize_y=False):
         self.ard = ard
         self.n_restarts = n_restarts
         self.random_state = random_state
+        self.length_scale = length_scale
         self.normalize_y = normalize_y
 
     @staticmethod
