@@ -137,7 +137,7 @@ def _set_aside(task_dir: Path, old_key: str):
     dest = home / old_key
     if dest.exists():
         shutil.rmtree(dest)
-    others = [p for p in home.iterdir() if p.name != old_key]
+    others = list(home.iterdir())
     task_dir.rename(dest)
     # the time set aside, strictly after every kept version's (the rename keeps
     # the old mtime, and the clock may not advance between two quick edits)
@@ -151,7 +151,7 @@ def _set_aside(task_dir: Path, old_key: str):
 def _restore(task_dir: Path, key: str) -> bool:
     """Move a version made for ``key`` back to ``task_dir`` (absent), in one rename."""
     src = _versions(task_dir) / key
-    if not (src / KEY_FILE).exists() or read_key(src / KEY_FILE) != key:
+    if read_key(src / KEY_FILE) != key:  # None when there is no such version
         return False
     src.rename(task_dir)
     return True

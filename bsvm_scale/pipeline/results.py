@@ -205,12 +205,19 @@ def _n_evals(task):
     return int(np.size(fun)) if fun is not None else 0
 
 
+def _finite_median(values):
+    """Median of the finite entries of ``values`` (nan when there are none)."""
+    a = np.asarray(values, dtype=float).ravel()
+    a = a[np.isfinite(a)]
+    return float(np.median(a)) if a.size else float("nan")
+
+
 def _per_evaluation(task):
     """Median seconds of one full-data MAP solve and of one evidence + gradient
     evaluation of the task's chosen start (nan when not recorded)."""
-    tr = task.get("trajectory") or {}
-    return tuple(float(np.nanmedian(tr[k])) if isinstance(tr, dict) and np.size(tr.get(k, []))
-                 and np.any(np.isfinite(tr[k])) else float("nan") for k in ("map_s", "evidence_s"))
+    tr = task.get("trajectory")
+    tr = tr if isinstance(tr, dict) else {}
+    return tuple(_finite_median(tr.get(k, [])) for k in ("map_s", "evidence_s"))
 
 
 def _size_of(label):
@@ -769,8 +776,7 @@ def section_c2(run, out, notes):
             if cv:
                 per = [x["task"].get("fit_time", np.nan) / (cv["n_grid_points"] + 1) for x in e]
             split = np.array([_per_evaluation(x["task"]) for x in e]).reshape(-1, 2)
-            split = [float(np.median(c[np.isfinite(c)])) if np.any(np.isfinite(c)) else np.nan
-                     for c in split.T]
+            split = [_finite_median(c) for c in split.T]
             srows.append([n, m, len(e), float(np.mean(run.metric(dsn, m, "error_rate"))),
                           float(np.mean(per)), "per SVC fit (CV grid)" if cv else
                           "per evidence evaluation" if _n_evals(e[0]["task"]) else "per fit",
