@@ -8,20 +8,24 @@ sklearn's ``n_features_in_``/``classes_``, and the private state a model
 needs to predict, e.g. ``SVR._kappa``) are written as HDF5 datasets, groups
 and attributes, recursively:
 
-* ``dict`` -> group (``kind='dict'``), one child per key (named by the key; a
-  key that is not a valid HDF5 name, or an int key, is kept in the child's
-  ``key``/``key_type`` attributes);
+* ``dict`` -> group (``kind='dict'``). Its scalar entries (None, bool, int,
+  float, complex, strings up to 512 characters, NumPy numeric scalars) are kept
+  in one JSON attribute ``scalars``: a list of ``[key, kind, value]`` in dict
+  order, where ``[key, null, child]`` marks an entry stored as the child
+  ``child`` (named by the key, or ``__key<i>`` when the key is an int or not a
+  valid HDF5 name). Format 1 wrote every entry as a child (the key of a renamed
+  child in its ``key``/``key_type`` attributes); both are read.
 * ``list`` / ``tuple`` -> group (``kind='list'``/``'tuple'``) with children
   ``0, 1, ...``;
 * a nested estimator -> group (``kind='estimator'``, ``class`` = its class
   name) laid out like the root;
 * ``Standardizer`` -> group (``kind='standardizer'``) with ``mean``, ``scale``;
-* leaves -> datasets with ``kind`` in ``none, bool, int, float, complex, str,
+* other leaves -> datasets with ``kind`` in ``none, bool, int, float, complex, str,
   npscalar, ndarray`` so that the exact Python/NumPy type comes back.
 
 File layout::
 
-    /                attrs: library='bsvm_scale', library_version, format_version=1,
+    /                attrs: library='bsvm_scale', library_version, format_version=2,
                             estimator=<class name>, params=<JSON of get_params()>
     /params          the parameters, recursively (exact types)
     /attributes      every fitted attribute, recursively
@@ -47,7 +51,9 @@ from ._atomic import atomic_path
 __all__ = ["save_model", "load_model", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: format versions :func:`load_model` reads (1: no ``scalars`` attributes)
+READ_VERSIONS = (1, 2)
 LIBRARY = "bsvm_scale"
 
 
@@ -104,14 +110,7 @@ def encode(group, name, value, where="model"):
     if isinstance(value, dict):
         g = group.create_group(name, track_order=True)
         g.attrs["kind"] = "dict"
-        for i, (k, v) in enumerate(value.items()):
-            if not isinstance(k, (str, int)) or isinstance(k, bool):
-                raise TypeError(f"{where}.{name}: dict key {k!r} is not a str or int")
-            cn = _child_name(k, i)
-            encode(g, cn, v, f"{where}.{name}[{k!r}]")
-            if cn != k:  # the child's name is the key unless the key is not HDF5-safe
-                g[cn].attrs["key"] = k if isinstance(k, str) else np.int64(k)
-                g[cn].attrs["key_type"] = "str" if isinstance(k, str) else "int"
+        _encode_items(g, value, f"{where}.{name}")
         return
     if isinstance(value, (list, tuple)):
         g = group.create_group(name, track_order=True)
@@ -172,6 +171,109 @@ def encode(group, name, value, where="model"):
                         f"{type(value).__module__}.{type(value).__name__}")
 
 
+#: longest string kept inline in a dict's ``scalars`` attribute; longer ones
+#: (pipeline text, tracebacks) become datasets
+_INLINE_STR_MAX = 512
+#: the ``scalars`` attribute stays below HDF5's 64 KiB compact-attribute limit
+_INLINE_JSON_MAX = 48 * 1024
+
+
+def _inline_scalar(value):
+    """``[kind, json_value]`` of a scalar leaf that can live in the ``scalars``
+    attribute, else ``None`` (arrays, containers, long strings, odd dtypes)."""
+    if value is None:
+        return ["none", None]
+    if isinstance(value, bool):
+        return ["bool", value]
+    if isinstance(value, int):
+        return ["int", value] if -2**63 <= value < 2**63 else None
+    if isinstance(value, float):
+        return ["float", value]
+    if isinstance(value, complex):
+        return ["complex", [value.real, value.imag]]
+    if isinstance(value, str):
+        return ["str", value] if len(value) <= _INLINE_STR_MAX else None
+    if (isinstance(value, np.generic) and value.dtype.kind in "biufc"
+            and value.dtype.itemsize <= (16 if value.dtype.kind == "c" else 8)):
+        v = value.item()
+        return ["npscalar", [value.dtype.str, [v.real, v.imag] if isinstance(v, complex) else v]]
+    return None
+
+
+def _encode_items(g, items, where):
+    """Write the entries of a dict into group ``g``.
+
+    Scalar leaves go into one JSON attribute ``scalars`` (a list of ``[key,
+    kind, value]`` and, for entries stored as children, ``[key, None,
+    child_name]``, in dict order): one attribute read per dict instead of a
+    dataset and two attribute reads per scalar. JSON writes floats with
+    ``repr`` (exact) and NaN/Infinity as Python's json module does. A dict
+    whose list would exceed ``_INLINE_JSON_MAX`` is written as children only.
+    """
+    plan = []
+    for i, (k, v) in enumerate(items.items()):
+        if not isinstance(k, (str, int)) or isinstance(k, bool):
+            raise TypeError(f"{where}: dict key {k!r} is not a str or int")
+        plan.append((k, v, _inline_scalar(v), _child_name(k, i)))
+    text = json.dumps([[k, *leaf] if leaf else [k, None, cn] for k, _, leaf, cn in plan])
+    inline = len(text) <= _INLINE_JSON_MAX and any(leaf for _, _, leaf, _ in plan)
+    for k, v, leaf, cn in plan:
+        if inline and leaf:
+            continue
+        encode(g, cn, v, f"{where}[{k!r}]")
+        if not inline and cn != k:  # children only: a renamed child keeps its key
+            g[cn].attrs["key"] = k if isinstance(k, str) else np.int64(k)
+            g[cn].attrs["key_type"] = "str" if isinstance(k, str) else "int"
+    if inline:
+        g.attrs["scalars"] = text
+
+
+_INLINE_KINDS = ("none", "bool", "int", "float", "complex", "str", "npscalar")
+
+
+def _decode_inline(kind, v, where):
+    if kind not in _INLINE_KINDS:
+        raise ValueError(f"{where}: unknown inline scalar kind {kind!r}")
+    try:
+        if kind == "complex":
+            return complex(v[0], v[1])
+        if kind == "npscalar":
+            dtype, x = np.dtype(v[0]), v[1]
+            return dtype.type(complex(x[0], x[1]) if isinstance(x, list) else x)
+    except (TypeError, IndexError, OverflowError) as exc:
+        raise ValueError(f"{where}: malformed {kind} value {v!r}: {exc}") from None
+    return v  # none, bool, int, float, str: JSON gives back the Python type
+
+
+def _inline_entries(node, where):
+    """The parsed ``scalars`` attribute of a dict group (ValueError if malformed)."""
+    entries = json.loads(_attr_str(node, "scalars"))  # JSONDecodeError is a ValueError
+    if not isinstance(entries, list) or not all(isinstance(e, list) and len(e) == 3
+                                                and isinstance(e[0], (str, int)) for e in entries):
+        raise ValueError(f"{where}: malformed 'scalars' attribute")
+    return entries
+
+
+def _decode_items(node, where):
+    """Inverse of :func:`_encode_items` (also reads the children-only layout)."""
+    if "scalars" in node.attrs:
+        out = {}
+        for key, kind, v in _inline_entries(node, where):
+            out[key] = (decode(node[v], f"{where}[{key!r}]") if kind is None
+                        else _decode_inline(kind, v, f"{where}[{key!r}]"))
+        return out
+    out = {}
+    for cn in node:
+        child = node[cn]
+        if "key" in child.attrs:
+            key = _attr_str(child, "key")
+            key = int(key) if _attr_str(child, "key_type") == "int" else str(key)
+        else:
+            key = cn
+        out[key] = decode(child, f"{where}[{key!r}]")
+    return out
+
+
 def _attr_str(obj, key):
     v = obj.attrs.get(key)
     if isinstance(v, bytes):
@@ -196,16 +298,7 @@ def decode(node, where="model"):
 
             return Standardizer(decode(node["mean"]), decode(node["scale"]))
         if kind == "dict":
-            out = {}
-            for cn in node:
-                child = node[cn]
-                if "key" in child.attrs:
-                    key = _attr_str(child, "key")
-                    key = int(key) if _attr_str(child, "key_type") == "int" else str(key)
-                else:
-                    key = cn
-                out[key] = decode(child, f"{where}[{key!r}]")
-            return out
+            return _decode_items(node, where)
         if kind in ("list", "tuple"):
             n = int(node.attrs["length"])
             items = [decode(node[str(i)], f"{where}[{i}]") for i in range(n)]
@@ -248,13 +341,11 @@ def _write_estimator(g, model, where):
     g.attrs["params_json"] = json.dumps(params, default=_json_default, sort_keys=True)
     pg = g.create_group("params", track_order=True)
     pg.attrs["kind"] = "dict"
-    for k, v in params.items():
-        encode(pg, k, v, f"{where}.params")
+    _encode_items(pg, params, f"{where}.params")
     ag = g.create_group("attributes", track_order=True)
     ag.attrs["kind"] = "dict"
     fitted = {k: v for k, v in vars(model).items() if k not in params}
-    for k, v in fitted.items():
-        encode(ag, k, v, where)
+    _encode_items(ag, fitted, where)
     g.attrs["library_version"] = __version__
 
 
@@ -340,10 +431,10 @@ def load_model(path):
                 version = int(version)
             except (TypeError, ValueError):
                 version = None
-            if version != FORMAT_VERSION:
+            if version not in READ_VERSIONS:
                 raise ModelFileError(f"model file {str(p)!r} has format_version "
                                      f"{f.attrs.get('format_version')!r}; this bsvm_scale reads "
-                                     f"format_version {FORMAT_VERSION}")
+                                     f"format_version {' and '.join(map(str, READ_VERSIONS))}")
             try:
                 return _read_estimator(f, str(p))
             except ModelFileError:

@@ -124,12 +124,12 @@ def test_load_errors(tmp_path):
     with pytest.raises(ModelFileError, match="not a bsvm_scale model"):
         load_model(other)
     # another format version
-    v2 = tmp_path / "v2.h5"
-    v2.write_bytes(data)
-    with h5py.File(v2, "r+") as f:
-        f.attrs["format_version"] = np.int64(2)
-    with pytest.raises(ModelFileError, match="format_version"):
-        load_model(v2)
+    v3 = tmp_path / "v3.h5"
+    v3.write_bytes(data)
+    with h5py.File(v3, "r+") as f:
+        f.attrs["format_version"] = np.int64(3)
+    with pytest.raises(ModelFileError, match="format_version 3|reads format_version 1 and 2"):
+        load_model(v3)
     with pytest.raises(FileNotFoundError):
         load_model(tmp_path / "missing.h5")
 
@@ -152,3 +152,78 @@ def test_atomic_write_keeps_old_file(tmp_path):
         save_model(m, path)
     assert path.read_bytes() == before
     assert sorted(os.listdir(tmp_path)) == ["m.h5"]
+
+
+def _exact(a, b):
+    """Equal values of the same type, recursively (NaN equals NaN, -0.0 keeps its sign)."""
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _exact(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _exact(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    elif isinstance(a, (float, np.floating)):
+        assert (np.isnan(a) and np.isnan(b)) or (a == b and np.signbit(a) == np.signbit(b))
+    else:
+        assert a == b
+
+
+RECORD = {
+    "none": None, "t": True, "i": -7, "i64max": 2**63 - 1, "f": 0.1 + 0.2, "nan": float("nan"),
+    "inf": -float("inf"), "negzero": -0.0, "c": complex(1.5, -2.0), "s": "", "u": "g\u00e4rtner \u03ba",
+    "long": "x" * 5000, "f32": np.float32(1.1), "i8": np.int8(-3), "u64": np.uint64(2**64 - 1),
+    "c64": np.complex64(1 - 2j), "b_": np.bool_(False), "f16": np.float16(0.3),
+    "arr": np.arange(3.0), "kind": "a key named like an attribute", "scalars": 3,
+    "a/b": 1.0, "": "empty key", 7: "int key", 8: np.arange(2), ".": None,
+    "nested": {"x": [1, (2.0, "y"), {"z": None}], "empty": {}}, "list": [None, np.int64(4)],
+}
+
+
+def test_record_round_trip_exact_types(tmp_path):
+    from bsvm_scale.pipeline.checkpoint import read_record, write_record
+
+    path = write_record(tmp_path / "r.h5", RECORD)
+    _exact(RECORD, read_record(path))
+    with h5py.File(path, "r") as f:  # the scalars are attributes, not datasets
+        assert "scalars" in f["record"].attrs
+        int_key_child = f"__key{list(RECORD).index(8)}"
+        assert set(f["record"]) == {"long", "arr", int_key_child, "nested", "list"}
+
+
+def test_large_dict_falls_back_to_datasets(tmp_path):
+    from bsvm_scale.pipeline.checkpoint import read_record, write_record
+
+    rec = {f"k{i}": float(i) / 3.0 for i in range(6000)}  # JSON well over 48 KiB
+    path = write_record(tmp_path / "big.h5", rec)
+    _exact(rec, read_record(path))
+    with h5py.File(path, "r") as f:  # too long for one attribute: one child per entry
+        assert "scalars" not in f["record"].attrs and len(f["record"]) == 6000
+
+
+def test_format_1_files_still_load(tmp_path, monkeypatch):
+    """A file written without ``scalars`` attributes (format 1, every scalar a
+    dataset) loads to the same predictions and the same record."""
+    import bsvm_scale.storage as st
+    from bsvm_scale.pipeline.checkpoint import read_record, write_record
+    from bsvm_scale.bsvr import BayesianSVR
+
+    model = BayesianSVR(n_starts=1, optimizer_options=OPT).fit(X, Y_REG)
+    monkeypatch.setattr(st, "_inline_scalar", lambda value: None)
+    monkeypatch.setattr(st, "FORMAT_VERSION", 1)
+    old = save_model(model, tmp_path / "v1.h5")
+    old_rec = write_record(tmp_path / "v1_record.h5", RECORD)
+    monkeypatch.undo()
+    with h5py.File(old, "r") as f:
+        assert int(f.attrs["format_version"]) == 1
+        assert "scalars" not in f["params"].attrs and "C" in f["params"]
+    loaded = load_model(old)
+    assert repr(loaded.get_params()) == repr(model.get_params())
+    a, b = _outputs(model), _outputs(loaded)
+    for k in a:
+        assert np.array_equal(a[k], b[k]), k
+    _exact(RECORD, read_record(old_rec))

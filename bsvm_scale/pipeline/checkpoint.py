@@ -72,7 +72,7 @@ def read_record(path):
     try:
         with h5py.File(path, "r", locking=False) as f:
             return decode(f["record"], str(path))
-    except (OSError, KeyError, ValueError):
+    except (OSError, KeyError, ValueError, TypeError):
         return None
 
 

@@ -11,7 +11,8 @@ Contents (group ``/record``, written with :func:`bsvm_scale.storage.encode`)::
                 evidence), its metrics, model file; committee metrics if asked
     failures    per failed task: error, traceback, attempts
 
-Root attributes: ``library='bsvm_scale'``, ``kind='run'``, ``format_version=1``.
+Root attributes: ``library='bsvm_scale'``, ``kind='run'``, ``format_version=2`` (2: scalar entries of a dict in its
+``scalars`` attribute, see :mod:`bsvm_scale.storage`; version 1 files are read too).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .checkpoint import read_record, write_record
 
 __all__ = ["write_run_file", "read_run_file", "summary_rows", "format_table", "RUN_FORMAT_VERSION"]
 
-RUN_FORMAT_VERSION = 1
+RUN_FORMAT_VERSION = 2
 
 
 def write_run_file(path, record):
