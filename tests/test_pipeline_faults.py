@@ -44,6 +44,7 @@ settings = {{ optimizer_options = {{ maxiter = 6 }} }}
 N_TASKS = 2
 RUN_TIMEOUT_S = 900      # generous bound on one run (a hang fails the test, not CI)
 WAIT_S = 600
+FSIZE_LIMIT = 45_000   # bytes: above a checkpoint and the run file, below a model file
 
 
 def _write(tmp, name, out=None):
@@ -173,8 +174,8 @@ def _ignore_sigxfsz():
 
 def test_file_size_limit_fails_clearly_and_keeps_checkpoints(tmp_path):
     """Once a task is running, the driver and its worker may no longer write
-    files beyond 100 kB (a BSVR model file is about 170 kB, a checkpoint about
-    30 kB): the kernel refuses the writes with EFBIG, as on a full disk. The
+    files beyond 45 kB (in storage format 2 a BSVR model file here is about
+    56 kB, a checkpoint about 24 kB, the run file about 34 kB): the kernel refuses the writes with EFBIG, as on a full disk. The
     tasks fail with 'File too large' (recorded in the run file), the
     checkpoints stay readable, and the same command without the limit
     completes the run from them. (The limit is
@@ -186,7 +187,7 @@ def test_file_size_limit_fails_clearly_and_keeps_checkpoints(tmp_path):
     proc = _start(path, log, preexec_fn=_ignore_sigxfsz)
     _wait_inflight(proc, run_dir, log_path)
     for p in [psutil.Process(proc.pid), *_workers(proc)]:
-        p.rlimit(psutil.RLIMIT_FSIZE, (100_000, 100_000))
+        p.rlimit(psutil.RLIMIT_FSIZE, (FSIZE_LIMIT, FSIZE_LIMIT))
     rc, text = _finish(proc, log, log_path)
     assert rc == 1, text[-3000:]                     # the run finished with failed tasks
     assert "File too large" in text, text[-3000:]
