@@ -449,11 +449,52 @@ def threshold(m_up, M_low):
 def inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
               diag_add, kappa_b, tol, max_iter):
     """Solve the inner problem at the current ``s`` to ``tol`` and return
-    ``(iterations, s, psi(s) = kappa_b s + theta(s))``."""
+    ``(iterations, s, psi(s) = kappa_b s + theta(s), off)``.
+
+    ``[M_low, m_up]`` is the subdifferential of ``P`` at ``s`` (one-sided
+    derivatives), so ``s`` is optimal when ``0`` lies in ``kappa_b s +
+    [M_low, m_up]``; ``off`` is the distance of ``0`` from that interval.
+    ``psi`` (its middle) drives the secant steps; ``off`` decides
+    convergence. The two differ where ``theta`` jumps: when no point is
+    free at the root, ``P'`` is discontinuous there and ``|psi|`` stays
+    large on both sides while ``off`` is zero at the root itself.
+    """
     it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                                 g, gbar, nu, y, C, eps1, diag_add, tol, max_iter)
     s = np.sum(nu)
-    return it, s, kappa_b * s + threshold(m_up, M_low)
+    off = max(kappa_b * s + M_low, -(kappa_b * s + m_up), 0.0)
+    return it, s, kappa_b * s + threshold(m_up, M_low), off
+
+
+@njit(cache=True)
+def polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+           width):
+    """Move every free ``nu_k`` within ``width`` of ``0`` or of ``+-C`` onto it
+    (``g`` and ``G_bar`` updated). When the root of ``psi`` sits on a jump of
+    ``theta``, regula falsi closes in on it from both sides and leaves the
+    distance to the jump as remnants of that size on free points; putting
+    them on the kink or bound lands ``s`` exactly on the jump. Returns the
+    number of points moved."""
+    n = nu.shape[0]
+    moved = 0
+    for k in range(n):
+        old = nu[k]
+        if old == 0.0 or old >= C or old <= -C:
+            continue
+        if abs(old) <= width:
+            new = 0.0
+        elif C - abs(old) <= width:
+            new = C if old > 0.0 else -C
+        else:
+            continue
+        nu[k] = new
+        row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+        for a in range(n):
+            g[a] += row[a] * (new - old)
+        g[k] += diag_add * (new - old)
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C)
+        moved += 1
+    return moved
 
 
 @njit(cache=True)
@@ -502,25 +543,28 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     # tightens, psi is re-measured at the same s and the bracket restarts
     # (a bracket mixing values of different precision can be false)
     tol_in = 20.0 * half
-    total, s, psi = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
-                              nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
+    total, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
+                                   gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
     cap = C * max(16.0, count_free(nu, C))
     outer = 0
-    while (abs(psi) > half or tol_in > half) and total < max_iter and outer < 100:
+    while (off > half or tol_in > half) and total < max_iter and outer < 100:
         outer += 1
-        tighter = max(half, min(tol_in, 0.1 * abs(psi)))
-        if tighter < tol_in:  # re-measure psi at the tighter tolerance, same s, and
-            tol_in = tighter  # forget the bracket built from less precise values
-            it, s, psi = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
-                                   gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
-                                   max_iter - total)
+        tighter = max(half, min(tol_in, 0.1 * off))
+        if tighter <= half < tol_in or tighter < 0.5 * tol_in:
+            # re-measure psi at the tighter tolerance, same s, and forget the
+            # bracket built from less precise values (not for every hair's
+            # breadth: a bracket closing on a jump of theta needs to survive)
+            tol_in = tighter
+            it, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                        g, gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
+                                        max_iter - total)
             total += it
             bracket = False
             s_a, psi_a = s, psi
             continue
-        if abs(psi) > half:
+        if off > half:
             if bracket:
                 s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
             else:
@@ -534,9 +578,9 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                 bracket = False  # a collapsed bracket: continue with secant steps
                 s_a, psi_a = s, psi
                 continue
-        it, s_new, psi_new = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
-                                       gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
-                                       max_iter - total)
+        it, s_new, psi_new, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt,
+                                            meta, g, gbar, nu, y, C, eps1, diag_add, kappa_b,
+                                            tol_in, max_iter - total)
         total += it
         if s_new != s:
             sec = (psi_new - psi) / (s_new - s)
@@ -555,7 +599,35 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
             s_a, psi_a = s_b, psi_b
             s_b, psi_b = s_new, psi_new
         s, psi = s_new, psi_new
+    if off > half and total < max_iter:  # the root sits on a jump of theta: land on it
+        width = abs(s_b - s_a) if bracket else 0.0
+        total += land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                              nu, y, C, eps1, diag_add, kappa_b, half, max_iter - total,
+                              2.0 * width + 1e-9 * C)
     shift = kappa_b * np.sum(nu)
     for k in range(n):
         g[k] += shift
     return slope, total, max_violation(g, nu, C, eps1)
+
+
+@njit(cache=True)
+def land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
+                 diag_add, kappa_b, tol, max_iter, width):
+    """Put the remnants of a collapsed bracket (free values within ``width``,
+    twice the bracket's, of a kink or bound) onto it and re-solve the inner problem at
+    the resulting ``s``; the previous point is restored unless that lowers
+    the distance ``off`` of ``0`` from ``kappa_b s + [M_low, m_up]``.
+    Returns the inner iterations spent."""
+    nu0, g0, gbar0 = nu.copy(), g.copy(), gbar.copy()
+    it0, _, _, off0 = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                                nu, y, C, eps1, diag_add, kappa_b, tol, max_iter)
+    if polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+              width) == 0:
+        return it0
+    it, _, _, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                              nu, y, C, eps1, diag_add, kappa_b, tol, max_iter - it0)
+    if off >= off0:
+        nu[:] = nu0
+        g[:] = g0
+        gbar[:] = gbar0
+    return it0 + it

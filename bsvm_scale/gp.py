@@ -153,6 +153,18 @@ def _cholesky_inplace(F):
     return c
 
 
+def _cholesky_b(K, sw):
+    """Lower Cholesky factor of ``B = I + W^1/2 K W^1/2`` (R&W 3.26), with a
+    zero upper triangle; ``None`` when LAPACK finds it not positive definite."""
+    B = np.asfortranarray(sw[:, None] * K * sw[None, :])
+    B[np.diag_indices_from(B)] += 1.0
+    c = _cholesky_inplace(B)
+    if c is None:
+        return None
+    _zero_upper(c)
+    return c
+
+
 @njit(cache=True, parallel=True)
 def _zero_upper(c):
     """Zero the strict upper triangle of an F-ordered square matrix."""
@@ -580,11 +592,12 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
             pi = expit(f)
             w = pi * (1.0 - pi)
             sw = np.sqrt(w)
-            B = np.eye(n) + sw[:, None] * K * sw[None, :]
-            L = np.linalg.cholesky(B)
+            L = _cholesky_b(K, sw)
+            if L is None:  # B = I + W^1/2 K W^1/2 has eigenvalues >= 1: only NaNs get here
+                raise np.linalg.LinAlgError("B = I + W^1/2 K W^1/2 is not positive definite")
             b = w * f + (t - pi)
-            v = np.linalg.solve(L, sw * (K @ b))
-            a_new = b - sw * np.linalg.solve(L.T, v)
+            v = solve_triangular(L, sw * (K @ b), lower=True, check_finite=False)
+            a_new = b - sw * solve_triangular(L, v, lower=True, trans="T", check_finite=False)
             # step halving on Psi (the full Newton step is tried first)
             da = a_new - a
             step = 1.0
@@ -611,21 +624,21 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         pi = expit(f)
         w = pi * (1.0 - pi)
         sw = np.sqrt(w)
-        B = np.eye(n) + sw[:, None] * K * sw[None, :]
-        try:
-            L = np.linalg.cholesky(B)
-        except np.linalg.LinAlgError:
+        L = _cholesky_b(K, sw)
+        if L is None:
             return -np.inf, np.full(theta.shape, np.nan), {}
         lml = psi - float(np.sum(np.log(np.diag(L))))
         state = {"f": f, "a": a, "sw": sw, "L": L, "cov": cov, "n_newton_iter": n_it}
         if not gradient:
             return lml, None, state
-        del B
-        # R = W^1/2 L^-T L^-1 W^1/2 = W^1/2 B^-1 W^1/2 = (W^-1 + K)^-1
-        M = solve_triangular(L, np.eye(n), lower=True, check_finite=False, overwrite_b=True)
-        M *= sw[None, :]
-        R = M.T @ M
-        del M
+        # R = W^1/2 L^-T L^-1 W^1/2 = W^1/2 B^-1 W^1/2 = (W^-1 + K)^-1; B^-1 from
+        # the factor (LAPACK dpotri, n^3 / 3 flops against n^3 for L^-T L^-1)
+        R, info = lapack.dpotri(L, lower=1)
+        if info != 0:
+            return -np.inf, np.full(theta.shape, np.nan), {}
+        R = np.tril(R) + np.tril(R, -1).T
+        R *= sw[:, None]
+        R *= sw[None, :]
         C = solve_triangular(L, sw[:, None] * K, lower=True, check_finite=False,
                              overwrite_b=True)
         # (6.92): d lml / d f_n = -1/2 [(K^-1 + W)^-1]_nn * sigma_n (1 - sigma_n)(1 - 2 sigma_n)

@@ -524,8 +524,13 @@ class RVR(RegressorMixin, _RVMBase):
                 cols.append(col)
                 gcols.append(basis.rmatvec(col))
         if not converged:
+            hint = ("" if self.beta_every or not self.update_beta else
+                    " beta is only re-estimated once alpha has converged: when the noise "
+                    "precision starts far from its optimum (default 1 / (0.01 var(t))) the "
+                    "algorithm keeps adding basis functions; set beta_every=10 to "
+                    "re-estimate it every 10 steps.")
             warnings.warn(f"RVR: the sequential algorithm did not converge in max_iter="
-                          f"{self.max_iter} steps.", ConvergenceWarning, stacklevel=2)
+                          f"{self.max_iter} steps.{hint}", ConvergenceWarning, stacklevel=2)
 
         G = np.column_stack(gcols)
         a = np.asarray(alpha)

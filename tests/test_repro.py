@@ -220,6 +220,41 @@ def test_sk_svc_probability_only_when_asked():
     assert without_platt(plain) == (plain, False)
 
 
+def test_sk_svc_platt_is_libsvm_procedure():
+    """Platt's sigmoid (LIBSVM -b 1) from first principles: decision values of
+    SVCs fitted on 4 of 5 stratified folds, a sigmoid 1 / (1 + exp(A f + B))
+    fitted to them by maximum likelihood with Platt's smoothed targets, applied
+    to the decision values of the SVC fitted on all the data; predict is that
+    SVC's, with or without probabilities."""
+    from scipy.optimize import minimize
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    ds = generate("gauss2d", 120, 3)
+    X, y = ds.X, ds.y
+    platt = SkSVC(C=2.0, kappa=0.5, probability=True, random_state=4).fit(X, y)
+    plain = SkSVC(C=2.0, kappa=0.5).fit(X, y)
+    Xs = StandardScaler().fit(X).transform(X)
+    f = np.empty(y.size)
+    for tr, te in StratifiedKFold(5, shuffle=True, random_state=4).split(Xs, y):
+        f[te] = SVC(C=2.0, gamma=0.25).fit(Xs[tr], y[tr]).decision_function(Xs[te])
+    pos = y == platt.classes_[1]
+    t = np.where(pos, (pos.sum() + 1.0) / (pos.sum() + 2.0), 1.0 / ((~pos).sum() + 2.0))
+
+    def nll(ab):
+        z = ab[0] * f + ab[1]
+        return np.sum(t * np.logaddexp(0, z) + (1 - t) * np.logaddexp(0, -z))
+
+    A, B = minimize(nll, [0.0, 0.0], method="Nelder-Mead",
+                    options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 5000}).x
+    f_all = SVC(C=2.0, gamma=0.25).fit(Xs, y).decision_function(Xs[:20])
+    expected = 1.0 / (1.0 + np.exp(A * f_all + B))
+    np.testing.assert_allclose(platt.predict_proba(X[:20])[:, 1], expected, atol=1e-4)
+    np.testing.assert_array_equal(platt.predict(X), plain.predict(X))
+    np.testing.assert_array_equal(platt.support_, plain.support_)
+
+
 def test_sk_gpr_error_bars_and_model_record(tmp_path):
     ds = generate("sinc_gauss", 60, 1)
     m = SkGPR().fit(ds.X, ds.y)

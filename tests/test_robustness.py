@@ -113,9 +113,13 @@ def test_input_scale_is_removed_by_standardisation(est, scale):
     y = _target(est)
     ref = _outputs(_quiet_fit(clone(est), X, y), XT)
     got = _outputs(_quiet_fit(clone(est), X * scale, y), XT * scale)
+    # RVR stops once no step gains tol_evidence = 1e-4 nats; rounding in the
+    # 16th digit can move that stop by a step or two (114 against 116 steps
+    # measured at scale 1e8 on one CPU), which moves its outputs by ~1.5e-4
+    atol = 1e-3 if name(est) == "RVR" else 1e-4
     for r, g in zip(ref, got):
         if r.dtype.kind == "f":
-            np.testing.assert_allclose(g, r, rtol=1e-6, atol=1e-4)
+            np.testing.assert_allclose(g, r, rtol=1e-6, atol=atol)
         else:
             np.testing.assert_array_equal(g, r)
 
@@ -179,21 +183,24 @@ def test_bsvr_all_points_on_bound():
 
 
 def test_bsvr_single_off_bound_point():
-    """One target sticks out of the tube: a C is found where exactly that
-    point is off the bound (Sigma_M is 1 x 1); the fit is finite there."""
+    """One target sticks out of the tube and, with a weak bias prior
+    (kappa_b = 0.01), is fitted inside the loss's quadratic zone: exactly
+    that point is off the bound (Sigma_M is 1 x 1) and the others have
+    nu = 0. Its nu solves g_4 = -(1 - beta) eps in closed form,
+    (1 + kappa_b + 2 beta eps / C) nu = 1 - (1 - beta) eps, and the fit is
+    finite."""
     Xs = np.arange(5.0)[:, None]
     ys = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
-    sizes = {}
-    for C in np.geomspace(0.03, 0.09, 13):
-        m = _quiet_fit(BayesianSVR(optimize=False, C=C, epsilon=0.1, kappa=20.0, kappa_b=1.0,
-                                   beta=0.3, kappa0=1.0, tol=2e-3), Xs, ys)
-        sizes[float(C)] = (m.off_bound_.size, m.fit_info_["smo_violation"])
-        if m.off_bound_.size == 1 and m.fit_info_["smo_violation"] <= m.tol:
-            assert np.isfinite(m.log_evidence_)
-            assert np.all(np.isfinite(m.predict(Xs, return_std=True)[1]))
-            assert_no_nan(m)
-            return
-    pytest.fail(f"no C gave exactly one off-bound point at a converged SMO: {sizes}")
+    C, eps, beta, kb = 2.0, 0.1, 0.3, 0.01
+    m = BayesianSVR(optimize=False, C=C, epsilon=eps, kappa=20.0, kappa_b=kb, beta=beta,
+                    kappa0=1.0, tol=1e-6).fit(Xs, ys)
+    np.testing.assert_array_equal(m.off_bound_, [4])
+    np.testing.assert_array_equal(m.support_, [4])
+    nu4 = (1 - (1 - beta) * eps) / (1 + kb + 2 * beta * eps / C)
+    np.testing.assert_allclose(m.dual_coef_, [nu4], rtol=1e-6)
+    assert np.isfinite(m.log_evidence_)
+    assert np.all(np.isfinite(m.predict(Xs, return_std=True)[1]))
+    assert_no_nan(m)
 
 
 def test_stable_cholesky_escalates_jitter():

@@ -272,3 +272,17 @@ def test_bad_kappa_grid_is_refused(bad, sinc_data):
     x, t = sinc_data
     with pytest.raises(ValueError, match="kappa_grid must be a non-empty 1-D sequence"):
         RVR(kappa_grid=bad).fit(x, t)
+
+
+def test_rvr_iteration_limit_warning_names_the_remedy(sinc_data):
+    """Stopped by max_iter with beta re-estimated only at alpha's convergence:
+    the warning says so and names beta_every; with beta_every set it does not
+    suggest it again."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, t = sinc_data
+    with pytest.warns(ConvergenceWarning, match="set beta_every=10"):
+        RVR(max_iter=3).fit(X, t)
+    with pytest.warns(ConvergenceWarning) as rec:
+        RVR(max_iter=3, beta_every=2).fit(X, t)
+    assert all("beta_every" not in str(w.message) for w in rec)

@@ -97,6 +97,32 @@ def test_kkt_conditions_hold_to_tau(tol):
     assert np.all(I0a.astype(int) + I0b + I1 + I2 + I3 == 1)
 
 
+@pytest.mark.parametrize("C", np.geomspace(0.03, 0.09, 7))
+@pytest.mark.parametrize("tol", [2e-3, 1e-6])
+def test_root_on_a_jump_of_theta(C, tol):
+    """No free point at the optimum: four targets inside the tube at 0 and one
+    outlier at the bound C (nearly diagonal kernel). P'(s) jumps at s = C,
+    so psi changes sign there without passing near 0: regula falsi closes in
+    from both sides and left remnants of ~1e-10 on free points, each a KKT
+    violation of ~0.04 (a CPU-dependent failure before the interval test and
+    the landing step). The solution is nu = (0, 0, 0, 0, C) in closed form
+    (for C < 0.07; above, the four inliers turn free), checked here and
+    against the dense primal."""
+    X = np.arange(5.0)[:, None]
+    y = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    eps, beta, kappa, kb = 0.1, 0.3, 20.0, 1.0
+    p = _problem(X, y, beta, tol=tol, kappa0=1.0)
+    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(1.0, kappa, kb))
+    assert vmax <= tol
+    S = dense_cov(X, X, 1.0, kappa, 0.0)
+    g = S @ nu + bias + (2 * beta * eps / C) * nu - y
+    assert _kkt_violation(nu, g, C, (1 - beta) * eps).max() <= tol * 1.0001
+    if C < 0.07:
+        np.testing.assert_array_equal(nu, [0.0, 0.0, 0.0, 0.0, C])
+    f_ref = _primal_reference(X, y, 1.0, kappa, kb, C, eps, beta)
+    np.testing.assert_allclose(f, f_ref, atol=max(10 * tol, 1e-6))
+
+
 def test_warm_start_equals_cold_start():
     X, y = _data(120, seed=7)
     p = _problem(X, y, 0.3)

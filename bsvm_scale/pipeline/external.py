@@ -6,8 +6,8 @@ Four model kinds run scikit-learn's own implementations in the same pipeline
 * ``sk_svr`` / ``sk_svc``: LIBSVM through :class:`sklearn.svm.SVR` /
   :class:`sklearn.svm.SVC`, parametrised like the project's SVMs (``C``,
   ``epsilon``, ``kappa`` with ``gamma = kappa / 2``), so the same CV grids
-  apply; ``sk_svc`` with ``probability=True`` fits Platt's sigmoid on the
-  decision values (``predict_proba``).
+  apply; ``sk_svc`` with ``probability=True`` fits Platt's sigmoid on
+  cross-validated decision values (``predict_proba``).
 * ``sk_gpr`` / ``sk_gpc``: :class:`sklearn.gaussian_process.GaussianProcessRegressor`
   (``kappa0 * RBF + kappa_b + noise``) and ``GaussianProcessClassifier``
   (Laplace, logistic link), with evidence maximisation by scikit-learn's
@@ -104,11 +104,15 @@ class SkSVC(ClassifierMixin, _Standardised):
     C : float, default=1.0
     kappa : float, default=1.0
     probability : bool, default=False
-        Fit Platt's sigmoid on the decision values (internal 5-fold CV of
-        LIBSVM) and provide ``predict_proba``.
+        Fit Platt's sigmoid on 5-fold cross-validated decision values and
+        provide ``predict_proba``: LIBSVM's ``-b 1`` procedure, run through
+        ``CalibratedClassifierCV(SVC(), method="sigmoid", ensemble=False)``
+        because ``SVC(probability=True)`` is deprecated from scikit-learn 1.9
+        (removed in 1.11). ``predict`` and ``support_`` stay those of the SVC
+        fitted on all the training data, as without probabilities.
     tol : float, default=1e-3
     random_state : int, default=0
-        Seed of LIBSVM's internal CV for the sigmoid.
+        Seed of the stratified folds of the sigmoid's CV.
     """
 
     def __init__(self, *, C=1.0, kappa=1.0, probability=False, tol=1e-3, random_state=0):
@@ -121,10 +125,23 @@ class SkSVC(ClassifierMixin, _Standardised):
     def _build(self, d):
         from sklearn.svm import SVC
 
-        kw = {"probability": True} if self.probability else {}  # deprecated in sklearn 1.9:
-        # passing it at all (even False) warns on every fit; Platt fits keep it until 1.11
         return SVC(C=_positive("C", self.C), gamma=_positive("kappa", self.kappa) / 2.0,
-                   tol=float(self.tol), random_state=self.random_state, **kw)
+                   tol=float(self.tol), random_state=self.random_state)
+
+    def fit(self, X, y):
+        """Fit the SVC on standardised ``X``; with ``probability``, also the sigmoid."""
+        if not self.probability:
+            return super().fit(X, y)
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.model_selection import StratifiedKFold
+
+        folds = StratifiedKFold(5, shuffle=True, random_state=self.random_state)
+        self.platt_ = CalibratedClassifierCV(self._build(np.asarray(X).shape[1]),
+                                             method="sigmoid", cv=folds, ensemble=False)
+        self.platt_.fit(self._scale(X, fit=True), y)
+        self.model_ = self.platt_.calibrated_classifiers_[0].estimator
+        self._after_fit()
+        return self
 
     def _after_fit(self):
         self.support_ = self.model_.support_
@@ -138,7 +155,7 @@ class SkSVC(ClassifierMixin, _Standardised):
     @available_if(lambda self: bool(self.probability))
     def predict_proba(self, X):
         """Platt-sigmoid class probabilities (only with ``probability=True``)."""
-        return self.model_.predict_proba(self._scale(X))
+        return self.platt_.predict_proba(self._scale(X))
 
 
 def _gp_kernel(d, ard, noise, length_scale=1.0):
