@@ -30,10 +30,10 @@ retries = 0
 [[datasets]]
 name = "sinc"
 generator = "sinc_silf"
-n = 60
+n = {n}
 seed = 0
 partitions = 1
-n_train = 40
+n_train = {n_train}
 n_test = 20
 
 [[models]]
@@ -44,12 +44,13 @@ settings = {{ optimizer_options = {{ maxiter = 6 }} }}
 N_TASKS = 2
 RUN_TIMEOUT_S = 900      # generous bound on one run (a hang fails the test, not CI)
 WAIT_S = 600
-FSIZE_LIMIT = 45_000   # bytes: above a checkpoint and the run file, below a model file
+FSIZE_LIMIT = 100_000  # bytes: above a checkpoint and the run file, below a model file
 
 
-def _write(tmp, name, out=None):
+def _write(tmp, name, out=None, n_train=40):
     path = Path(tmp) / f"{name}.toml"
-    path.write_text(PIPELINE.format(name=name, out=str(out or Path(tmp) / "runs")))
+    path.write_text(PIPELINE.format(name=name, out=str(out or Path(tmp) / "runs"),
+                                    n=n_train + 20, n_train=n_train))
     return path
 
 
@@ -174,13 +175,14 @@ def _ignore_sigxfsz():
 
 def test_file_size_limit_fails_clearly_and_keeps_checkpoints(tmp_path):
     """Once a task is running, the driver and its worker may no longer write
-    files beyond 45 kB (in storage format 2 a BSVR model file here is about
-    56 kB, a checkpoint about 24 kB, the run file about 34 kB): the kernel refuses the writes with EFBIG, as on a full disk. The
-    tasks fail with 'File too large' (recorded in the run file), the
+    files beyond 100 kB (with 400 training cases a BSVR model file is 160-175
+    kB, a checkpoint at most 31 kB, the run file 38 kB: measured in storage
+    format 2): the kernel refuses the writes with EFBIG, as on a full disk.
+    The tasks fail with 'File too large' (recorded in the run file), the
     checkpoints stay readable, and the same command without the limit
-    completes the run from them. (The limit is
-    set after start-up so that Numba's cache files are not what hits it.)"""
-    path = _write(tmp_path, "full")
+    completes the run from them. (The limit is set after start-up so that
+    Numba's cache files are not what hits it.)"""
+    path = _write(tmp_path, "full", n_train=400)
     run_dir = tmp_path / "runs" / "full"
     log_path = tmp_path / "driver.log"
     log = open(log_path, "w")
