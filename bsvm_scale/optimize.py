@@ -236,8 +236,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
             fscale = float(max(1.0, np.max(np.abs(g0)) / limit)) if normalize else 1.0
         opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
 
+    u0 = theta0 * scale
+
     def fun_u(u):
-        value, grad = fun(u / scale)
+        # theta0 itself for the first point: (theta0 * scale) / scale can differ
+        # from theta0 in the last bit, which would cost a second full evaluation
+        theta = theta0 if np.array_equal(u, u0) else u / scale
+        value, grad = fun(theta)
         return value / fscale, grad / (scale * fscale)
 
     ubounds = None if bounds is None else [
@@ -247,7 +252,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         state["nit"] += 1
 
     try:
-        res = minimize(fun_u, theta0 * scale, jac=True, method="L-BFGS-B", bounds=ubounds,
+        res = minimize(fun_u, u0, jac=True, method="L-BFGS-B", bounds=ubounds,
                        options=opts, callback=count)
         nit, nfev, success, message = res.nit, res.nfev, res.success, res.message
     except _Stalled:

@@ -118,3 +118,26 @@ def test_min_step_skips_line_search_steps_that_cannot_matter():
     # the same optimum (rosen's minimum is 0 at (1, 1))
     assert res.fun == free.fun == 0.0 and rosen(res.theta) < 1e-3
     np.testing.assert_allclose(res.theta, [1.0, 1.0], atol=0.05)
+
+
+def test_preconditioned_start_evaluates_theta0_once():
+    """With precondition=True the start point is evaluated for the scales and
+    L-BFGS-B then asks for it again; that request must be recognised as
+    theta0 and answered from the first evaluation (each one is a full MAP
+    solve in BSVR). Here (theta0 * s) / s != theta0 in floating point, so
+    mapping the request back by division made a second, near-identical
+    evaluation."""
+    theta0 = np.array([-1.5, -0.9])
+    seen = []
+
+    def obj(theta):
+        seen.append(np.array(theta, dtype=float))
+        return rosen(theta), rosen_der(theta), {}
+
+    g0 = rosen_der(theta0)
+    s = np.maximum(1.0, np.sqrt(np.abs(g0)))
+    assert not np.array_equal((theta0 * s) / s, theta0)   # the case this guards
+    run_start(obj, theta0, None, {"maxiter": 3}, precondition=True)
+    np.testing.assert_array_equal(seen[0], theta0)
+    near = [t for t in seen if np.allclose(t, theta0, rtol=0, atol=1e-12)]
+    assert len(near) == 1
