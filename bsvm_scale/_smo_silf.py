@@ -41,7 +41,11 @@ second-order working-set selection of Fan, Chen & Lin (2005); its threshold
 directional derivatives. The outer equation ``psi(s) = kappa_b s + theta(s)
 = 0`` is increasing in ``s`` and is solved by secant steps (Illinois regula
 falsi once bracketed), each inner solve warm-started after moving ``s``
-with :func:`move_sum`.
+with :func:`move_sum`. Convergence is judged on the subdifferential
+``[M_low, m_up]`` of ``P`` (``0`` in ``kappa_b s + [M_low, m_up]``), not on
+``psi`` alone: with no free point at the optimum ``theta`` jumps at the
+root, and :func:`land_on_jump` puts the bracket's remnants on their kink
+or bound so that ``s`` lands on the jump.
 
 Steps of one inner iteration, each its own small function:
 
@@ -618,9 +622,9 @@ def land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, n
     the resulting ``s``; the previous point is restored unless that lowers
     the distance ``off`` of ``0`` from ``kappa_b s + [M_low, m_up]``.
     Returns the inner iterations spent."""
-    nu0, g0, gbar0 = nu.copy(), g.copy(), gbar.copy()
     it0, _, _, off0 = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
                                 nu, y, C, eps1, diag_add, kappa_b, tol, max_iter)
+    nu0, g0, gbar0 = nu.copy(), g.copy(), gbar.copy()
     if polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
               width) == 0:
         return it0
