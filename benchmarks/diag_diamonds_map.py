@@ -9,7 +9,10 @@ tolerance 1e-3 and a 256 MiB cache on both sides.
 
 Measured 2026-11-26 on the idle 2-core machine: BSVR 367 s (568,237 SMO iterations,
 28,188 SVs), LIBSVM 313 s (506,960 iterations, 28,095 SVs), ratio 1.17. The problem
-itself is slow to solve: more than half of the cases are support vectors.
+itself is slow to solve: more than half of the cases are support vectors. With a 2 GiB
+cache on both sides (``python3 benchmarks/diag_diamonds_map.py 2048``, 2026-11-27, idle):
+BSVR 146 s (563,401 iterations), LIBSVM 140 s, ratio 1.04; BSVR alone with 256 MiB took
+258 s in the same session (a 50,000-case row is 400 kB: 256 MiB hold 670 rows).
 
 Usage (writes the data set into runs/repro_r5_diamonds_reduced/data if missing)::
 
