@@ -33,7 +33,8 @@ from ._validation import (check_beta, check_nonconstant, check_positive, check_p
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
-from .optimize import FINE_MAX_STEP, best_start, run_start, subsample_indices, unrefined_record
+from .optimize import (FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start, subsample_indices,
+                       unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -234,7 +235,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     max_iter : int, optional
         SMO iteration limit per solve (default ``max(10^6, 100 n)``).
     optimizer_options : dict, optional
-        Passed to SciPy's L-BFGS-B.
+        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
+        ``gtol=1e-4``) and the stall rule of
+        :func:`bsvm_scale.optimize.run_start` (default ``stall_rtol=1e-5``,
+        ``stall_evals=5``: stop once 5 evaluations in a row have not lowered
+        ``-ln P(D | theta)`` by ``1e-5`` relative; ``stall_rtol=None`` keeps
+        only SciPy's rules). The MAP solution is known to ``tol``, and so is
+        the evidence: line searches otherwise spend evaluations on steps of
+        1e-5 whose values differ by that noise. (``min_step``, BTSVC's
+        default, is not one here: after a step beyond the trust radius of
+        the coarse-to-fine refinement the line search's next trial is tiny,
+        and ``min_step`` would end the refinement there.)
     init_subsample : int or None, default=4000
         Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
         every start is first optimised on a random subsample of
@@ -466,7 +477,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         records = []
         for theta0 in thetas:
             sub.reset()
-            res = run_start(sub, theta0, bounds, self.optimizer_options, precondition=True)
+            res = run_start(sub, theta0, bounds, self._options(), precondition=True)
             rec = _start_record(res.theta0, res.theta, res.fun, res.n_iter, res.success,
                                 res.message, res.trajectory)
             rec["n_samples"] = int(m)
@@ -478,6 +489,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         for r in records:
             r.pop("best_nu")
         return records, best, nu0
+
+    def _options(self):
+        """``optimizer_options`` over the default stall rule."""
+        opts = dict(STALL_OPTIONS)
+        opts.update(self.optimizer_options or {})
+        return opts
 
     def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
                            max_step=None):
@@ -491,7 +508,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                 problem.reset()
             cb = None if callback is None else \
                 (lambda rec, k=k: callback(k, rec, problem.get_state()))
-            res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
+            res = run_start(problem, theta0, bounds, self._options(), cb,
                             max_step=max_step, precondition=True, replay=replay)
             results.append(res)
             bests.append(problem.best)

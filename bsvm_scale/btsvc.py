@@ -37,7 +37,7 @@ from ._validation import (check_classification_data, check_positive, check_posit
 from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence, predictive_moments
-from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, run_start,
+from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
                        subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -49,11 +49,6 @@ BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
 #: starting values of kappa0 tried in order (experiments.md, C1-C4)
 KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
 KAPPA_B_START = 100.0
-#: default stall rule of the evidence maximisation (see ``run_start``): stop
-#: once 5 evaluations in a row have not improved -ln evidence by 1e-5 relative
-#: and do not evaluate line-search steps below 1e-3 in the log hyperparameters
-#: (the evidence changes by less than the SMO tolerance moves it)
-STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5, "min_step": 1e-3}
 
 _GL_ORDER = 64
 _GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_GL_ORDER)
@@ -561,7 +556,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         gradient (see ``normalize`` of :func:`run_start`), optionally resumed
         from ``init`` (state restored, recorded evaluations replayed) and
         within a trust radius ``max_step``."""
-        opts = dict(DEFAULT_OPTIONS, **STALL_OPTIONS)
+        # and line-search steps below 1e-3 in the log hyperparameters are not
+        # evaluated: the evidence changes by less than the SMO tolerance moves it
+        opts = dict(DEFAULT_OPTIONS, **STALL_OPTIONS, min_step=1e-3)
         opts.update(self.optimizer_options or {})
         theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
         replay = None

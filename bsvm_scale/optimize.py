@@ -25,10 +25,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 
-__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS", "FINE_MAX_STEP",
-           "subsample_indices", "unrefined_record"]
+__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS",
+           "FINE_MAX_STEP", "subsample_indices", "unrefined_record"]
 
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4}
+#: default stall rule of the Bayesian SVMs' evidence maximisation (see
+#: :func:`run_start`): stop once 5 evaluations in a row have not improved
+#: -ln evidence by 1e-5 relative (the MAP solution, and so the evidence, is
+#: known only to the SMO tolerance)
+STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 #: trust radius (max-norm, log units) of the full-data phase of coarse-to-fine
 #: starts: it begins at the subsample optimum, which is close, and its first
 #: L-BFGS-B step (gradients about n / subsample size times larger than on the
