@@ -33,8 +33,8 @@ from ._validation import (check_beta, check_nonconstant, check_positive, check_p
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
-from .optimize import (FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start, subsample_indices,
-                       unrefined_record)
+from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
+                       subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -508,8 +508,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                 problem.reset()
             cb = None if callback is None else \
                 (lambda rec, k=k: callback(k, rec, problem.get_state()))
+            # within a trust radius (the full-data phase) the first step is
+            # normalised to FINE_FIRST_STEP: a step beyond the radius would be
+            # rejected and the line search would then evaluate a near-copy of theta0
+            fine = max_step is not None
             res = run_start(problem, theta0, bounds, self._options(), cb,
-                            max_step=max_step, precondition=True, replay=replay)
+                            max_step=max_step, precondition=True, replay=replay,
+                            normalize=fine, first_step=FINE_FIRST_STEP if fine else None)
             results.append(res)
             bests.append(problem.best)
             self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,

@@ -141,3 +141,23 @@ def test_preconditioned_start_evaluates_theta0_once():
     np.testing.assert_array_equal(seen[0], theta0)
     near = [t for t in seen if np.allclose(t, theta0, rtol=0, atol=1e-12)]
     assert len(near) == 1
+
+
+@pytest.mark.parametrize("precondition", [False, True])
+def test_normalised_first_step_moves_no_variable_beyond_first_step(precondition):
+    """normalize bounds L-BFGS-B's first step (-g in the scaled variables) by
+    first_step (and max_step) in every variable, preconditioned or not, so a
+    trust radius does not reject it: the first point evaluated after theta0
+    lies exactly first_step away (max-norm). (With a bound on every variable
+    L-BFGS-B's first trial is the full step -g; without, a unit step.)"""
+    theta0 = np.array([-1.5, -0.9])
+    seen = []
+
+    def obj(theta):
+        seen.append(np.array(theta, dtype=float))
+        return 100.0 * rosen(theta), 100.0 * rosen_der(theta), {}
+
+    run_start(obj, theta0, [(-5.0, 5.0)] * 2, {"maxiter": 1}, max_step=0.5, first_step=0.2,
+              normalize=True, precondition=precondition)
+    np.testing.assert_array_equal(seen[0], theta0)
+    assert np.max(np.abs(seen[1] - theta0)) == pytest.approx(0.2, rel=1e-9)
