@@ -12,8 +12,8 @@ from bsvm_scale.datasets import generate, read_dataset
 from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
 from bsvm_scale.pipeline.executor import prepare_data, run_pipeline
 from bsvm_scale.pipeline.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
-from bsvm_scale.pipeline.results import (bench_exponents, bench_ratios, fit_exponent, protocol_of,
-                                        write_results)
+from bsvm_scale.pipeline.results import (DATA_USED, bench_exponents, bench_ratios, data_used,
+                                        fit_exponent, protocol_of, write_results)
 from bsvm_scale.pipeline.variants import cv_folds
 
 REPO = Path(__file__).resolve().parents[1]
@@ -550,3 +550,11 @@ def test_sk_gpc_start_length_scale():
     for bad in ("sqrt(n)", -1.0):
         with pytest.raises(ValueError, match="length_scale must be a positive number"):
             SkGPC(length_scale=bad).fit(np.eye(4), [0, 1, 0, 1])
+
+
+def test_data_statement_follows_the_runs_data_sets():
+    """A run of the R5 protocol on diamonds says diamonds, not Boston; a run
+    on the protocol's own (or unknown) data keeps the protocol's statement."""
+    assert data_used({"diamonds": {}}, "r5").startswith("diamonds (ggplot2, 53,940 cases")
+    assert data_used({"boston": {}}, "r5") == DATA_USED["r5"]
+    assert data_used({"diamonds": {}, "boston": {}}, "r5") == DATA_USED["r5"]

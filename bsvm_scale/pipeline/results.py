@@ -58,6 +58,20 @@ DATA_USED = {
           "files); titanic, Pima and Wisconsin breast cancer with stored partitions.",
     "c4": "Substitute for USPS: scikit-learn's 8x8 digits (1797 cases), stored 1200/597 split.",
 }
+#: data sets of the runs beyond a protocol's own data (they replace its statement)
+DATA_BY_DATASET = {
+    "diamonds": "diamonds (ggplot2, 53,940 cases, 9 inputs, target ln(price)), random "
+                "partitions of 50,000 training and 3,940 test cases.",
+}
+
+
+def data_used(run_datasets, key):
+    """The 'Data:' statement of a run: its own data sets' when all are in
+    :data:`DATA_BY_DATASET`, else the protocol's."""
+    names = list(run_datasets)
+    if names and all(n in DATA_BY_DATASET for n in names):
+        return " ".join(DATA_BY_DATASET[n] for n in names)
+    return DATA_USED[key]
 
 
 # ------------------------------------------------------------------ helpers
@@ -1189,7 +1203,7 @@ def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
     for run in runs:
         key = protocol_of(run.name)
         body += [f"## {PROTOCOL_TITLES[key] if key else run.name}", ""]
-        body += [f"Data: {DATA_USED[key]}", ""] if key else []
+        body += [f"Data: {data_used(run.rec['datasets'], key)}", ""] if key else []
         body += _run_header(run)
         if key:
             body += SECTIONS[key](run, out, notes)
