@@ -33,7 +33,7 @@ from ._validation import (check_beta, check_nonconstant, check_positive, check_p
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_silf import predictive_variance_chunk, silf_evidence
-from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
+from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, run_start,
                        subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -237,15 +237,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     optimizer_options : dict, optional
         Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
         ``gtol=1e-4``) and the stall rule of
-        :func:`bsvm_scale.optimize.run_start` (default ``stall_rtol=1e-5``,
-        ``stall_evals=5``: stop once 5 evaluations in a row have not lowered
-        ``-ln P(D | theta)`` by ``1e-5`` relative; ``stall_rtol=None`` keeps
-        only SciPy's rules). The MAP solution is known to ``tol``, and so is
-        the evidence: line searches otherwise spend evaluations on steps of
-        1e-5 whose values differ by that noise. (``min_step``, BTSVC's
-        default, is not one here: after a step beyond the trust radius of
-        the coarse-to-fine refinement the line search's next trial is tiny,
-        and ``min_step`` would end the refinement there.)
+        :func:`bsvm_scale.optimize.run_start` (``stall_rtol``,
+        ``stall_evals``, ``min_step``; off by default). BTSVC's default
+        stall rule (``stall_rtol=1e-5, stall_evals=5``) cut a Boston ARD fit
+        from 1.7 to 1.0 s but ended ARD starts early: on the first 10 R5
+        splits the log evidence was 22 nats lower on average (-1386 against
+        -1364) and the test ASE 9.50 against 9.02. On large data it saves the
+        last few evaluations (about 60 s of a 590 s start at 50,000 cases).
     init_subsample : int or None, default=4000
         Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
         every start is first optimised on a random subsample of
@@ -491,10 +489,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return records, best, nu0
 
     def _options(self):
-        """``optimizer_options`` over the default stall rule."""
-        opts = dict(STALL_OPTIONS)
-        opts.update(self.optimizer_options or {})
-        return opts
+        """``optimizer_options`` (a copy: ``run_start`` takes its own keys out)."""
+        return dict(self.optimizer_options or {})
 
     def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
                            max_step=None):

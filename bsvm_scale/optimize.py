@@ -29,10 +29,10 @@ __all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS", "STALL_O
            "FINE_MAX_STEP", "FINE_FIRST_STEP", "subsample_indices", "unrefined_record"]
 
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4}
-#: default stall rule of the Bayesian SVMs' evidence maximisation (see
-#: :func:`run_start`): stop once 5 evaluations in a row have not improved
-#: -ln evidence by 1e-5 relative (the MAP solution, and so the evidence, is
-#: known only to the SMO tolerance)
+#: BTSVC's default stall rule (see :func:`run_start`): stop once 5 evaluations
+#: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
+#: and so the evidence, is known only to the SMO tolerance). Not BSVR's: it
+#: ended ARD starts early on Boston (22 nats lower on average)
 STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 #: largest move of any log hyperparameter in the first step of the full-data
 #: phase of coarse-to-fine starts: on diamonds the best point along that
