@@ -428,14 +428,22 @@ def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C
         else:  # fill this point's room exactly up to the bound
             nu[best] = C if rest > 0.0 else -C
             step = nu[best] - old
-        row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, best)
-        for k in range(n):
-            g[k] += row[k] * step
-        g[best] += diag_add * step
-        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, best, old,
-                    nu[best], C)
+        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, best, old,
+                    nu[best], step, C, diag_add)
         done += step
     return done
+
+
+@njit(cache=True)
+def moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
+                step, C, diag_add):
+    """Update ``g`` (every point, one row of ``Q~``) and ``G_bar`` after ``nu_k``
+    moved from ``old`` to ``new`` by ``step`` outside a pair step."""
+    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    for a in range(g.shape[0]):
+        g[a] += row[a] * step
+    g[k] += diag_add * step
+    update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C)
 
 
 @njit(cache=True)
@@ -492,11 +500,8 @@ def polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, 
         else:
             continue
         nu[k] = new
-        row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
-        for a in range(n):
-            g[a] += row[a] * (new - old)
-        g[k] += diag_add * (new - old)
-        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C)
+        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
+                    new - old, C, diag_add)
         moved += 1
     return moved
 

@@ -475,7 +475,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         records = []
         for theta0 in thetas:
             sub.reset()
-            res = run_start(sub, theta0, bounds, self._options(), precondition=True)
+            res = run_start(sub, theta0, bounds, self.optimizer_options, precondition=True)
             rec = _start_record(res.theta0, res.theta, res.fun, res.n_iter, res.success,
                                 res.message, res.trajectory)
             rec["n_samples"] = int(m)
@@ -487,10 +487,6 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         for r in records:
             r.pop("best_nu")
         return records, best, nu0
-
-    def _options(self):
-        """``optimizer_options`` (a copy: ``run_start`` takes its own keys out)."""
-        return dict(self.optimizer_options or {})
 
     def _maximise_evidence(self, problem, thetas, bounds, callback, fresh, replay=None,
                            max_step=None):
@@ -508,7 +504,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             # normalised to FINE_FIRST_STEP: a step beyond the radius would be
             # rejected and the line search would then evaluate a near-copy of theta0
             fine = max_step is not None
-            res = run_start(problem, theta0, bounds, self._options(), cb,
+            res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
                             max_step=max_step, precondition=True, replay=replay,
                             normalize=fine, first_step=FINE_FIRST_STEP if fine else None)
             results.append(res)

@@ -156,7 +156,8 @@ def _cholesky_inplace(F):
 def _cholesky_b(K, sw):
     """Lower Cholesky factor of ``B = I + W^1/2 K W^1/2`` (R&W 3.26), with a
     zero upper triangle; ``None`` when LAPACK finds it not positive definite."""
-    B = np.asfortranarray(sw[:, None] * K * sw[None, :])
+    # symmetric, so the transpose of the C-ordered product is B in F order (no copy)
+    B = (sw[:, None] * K * sw[None, :]).T
     B[np.diag_indices_from(B)] += 1.0
     c = _cholesky_inplace(B)
     if c is None:
@@ -636,7 +637,7 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         R, info = lapack.dpotri(L, lower=1)
         if info != 0:
             return -np.inf, np.full(theta.shape, np.nan), {}
-        R = np.tril(R) + np.tril(R, -1).T
+        R += np.tril(R, -1).T  # mirror: the upper triangle is L's, i.e. zero
         R *= sw[:, None]
         R *= sw[None, :]
         C = solve_triangular(L, sw[:, None] * K, lower=True, check_finite=False,
