@@ -19,6 +19,10 @@ Commands
 ``bsvm-scale results RUN... [--out docs] [--bench FILE.json ...]``
     Write ``results.md`` and figures from the reproduction runs
     (:mod:`bsvm_scale.pipeline.results`).
+``bsvm-scale export RUN... [--out docs/runs]``
+    Write compact copies of runs (run record, generated data, partition-0
+    models) from which ``results`` remakes the page
+    (:mod:`bsvm_scale.pipeline.export`).
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
@@ -335,7 +339,19 @@ def add_results_parser(subparsers) -> None:
     p.set_defaults(func=cmd_results)
 
 
-COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser, add_results_parser]
+def add_export_parser(subparsers) -> None:
+    from .pipeline.export import add_arguments, cmd_export
+
+    p = subparsers.add_parser("export", help="compact copies of runs for docs/runs",
+                              description="Write what the results page reads from each run "
+                                          "(run record, generated data, partition-0 models) "
+                                          "to OUT/<run name>.")
+    add_arguments(p)
+    p.set_defaults(func=cmd_export)
+
+
+COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser, add_results_parser,
+            add_export_parser]
 
 
 # -------------------------------------------------------------------- main

@@ -558,3 +558,78 @@ def test_data_statement_follows_the_runs_data_sets():
     assert data_used({"diamonds": {}}, "r5").startswith("diamonds (ggplot2, 53,940 cases")
     assert data_used({"boston": {}}, "r5") == DATA_USED["r5"]
     assert data_used({"diamonds": {}, "boston": {}}, "r5") == DATA_USED["r5"]
+
+
+def _page_body(page):
+    """The page without its command lines (they name the run paths) and blank lines."""
+    return [ln for ln in page.splitlines() if ln.strip() and "bsvm-scale" not in ln
+            and not ln.startswith("The page is made from")]
+
+
+def test_export_holds_what_the_page_reads(tiny_run, tmp_path, monkeypatch):
+    import shutil
+
+    from bsvm_scale.pipeline import results
+    from bsvm_scale.pipeline.export import export_run
+    from bsvm_scale.pipeline.results import Run
+
+    _, rec = tiny_run
+    src = tmp_path / "runs" / "repro_r2_tiny"
+    shutil.copytree(rec["meta"]["run_dir"], src)
+    monkeypatch.setitem(results.MODELS_READ, "r2", ("bsvr",))
+    info = export_run(src, tmp_path / "docs" / "runs")
+    exp = info["path"]
+    assert exp == tmp_path / "docs" / "runs" / "repro_r2_tiny"
+    page_run = write_results([src], tmp_path / "page_run").read_text()
+    # the export alone: the run directory is gone
+    shutil.rmtree(src)
+    page_exp = write_results([exp], tmp_path / "page_exp").read_text()
+    assert _page_body(page_exp) == _page_body(page_run)
+    assert "bsvm-scale export runs/repro_r2_tiny --out" in page_exp
+    run = Run(exp)
+    assert run.rec["meta"]["exported_from"] == rec["meta"]["run_dir"]
+    for ds, d in run.rec["datasets"].items():
+        assert d["path"] == f"data/{ds}.h5" and (exp / d["path"]).exists()
+    for t in run.rec["tasks"].values():
+        assert ("predictions" in t) == (t["partition"] == 0), t["task_id"]
+    # partition-0 models of the kinds the section loads, and nothing else
+    files = sorted(p.name for p in (exp / "models").iterdir())
+    assert files == sorted(f"{ds}__{m}__p000.h5" for ds in run.datasets()
+                           for m in ("BSVR", "BSVR-A"))
+    assert run.model("sinc-n24", "LIBSVM-SVR-CV") is None
+    model = run.model("sinc-n24", "BSVR")
+    X = np.linspace(-5, 5, 7)[:, None]
+    want = rec["tasks"][run.entries("sinc-n24", "BSVR")[0]["best_task"]]["hyperparameters"]
+    assert model.hyperparameters_["C"] == pytest.approx(want["C"], rel=1e-12)
+    assert np.all(np.isfinite(model.predict(X, return_std=True)[1]))
+
+
+def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_path):
+    import shutil
+
+    from bsvm_scale.cli import main
+    from bsvm_scale.pipeline.export import export_run
+
+    _, rec = tiny_run
+    src = tmp_path / "runs" / "repro_r2_tiny"
+    shutil.copytree(rec["meta"]["run_dir"], src)
+    out = tmp_path / "exports"
+    first = export_run(src, out, max_prediction_cases=0)
+    assert first["predictions_dropped"] == len(rec["tasks"])
+    (first["path"] / "stale.txt").write_text("from the previous export")
+    second = export_run(src, out)
+    assert not (second["path"] / "stale.txt").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["repro_r2_tiny"]
+    with pytest.raises(ValueError, match="out: .* would overwrite the run"):
+        export_run(src, src.parent)
+    assert main(["export", str(src), "--out", str(out), "--max-prediction-cases", "-1"]) == 2
+    from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+
+    copy = read_run_file(src)  # recorded paths name the fixture's run: point them here
+    for d in copy["datasets"].values():
+        d["path"] = str(src / "data" / Path(d["path"]).name)
+    write_run_file(src / "run.h5", copy)
+    (src / "data" / "sinc-n12.h5").unlink()
+    with pytest.raises(FileNotFoundError, match="data set 'sinc-n12'"):
+        export_run(src, out)
+    assert (out / "repro_r2_tiny" / "data" / "sinc-n12.h5").exists()  # previous export kept
