@@ -566,45 +566,129 @@ def _page_body(page):
             and not ln.startswith("The page is made from")]
 
 
-def test_export_holds_what_the_page_reads(tiny_run, tmp_path, monkeypatch):
+TINY_C3 = """
+[run]
+name = "repro_c3_tiny"
+output = "{out}"
+retries = 0
+
+[[datasets]]
+name = "titanic"
+path = "{data}/titanic.h5"
+partitions = "stored"
+max_partitions = 2
+
+[[datasets]]
+name = "twonorm"
+generator = "twonorm"
+n = 140
+n_train = 60
+partitions = 2
+
+[[models]]
+kind = "btsvc"
+name = "BTSVC"
+search = {{ n_starts = 1 }}
+settings = {{ optimizer_options = {{ maxiter = 3 }} }}
+
+[[models]]
+kind = "gpc"
+name = "GPC"
+search = {{ n_starts = 1 }}
+"""
+
+
+@pytest.fixture(scope="module")
+def tiny_c3(tmp_path_factory):
+    from bsvm_scale.pipeline.export import repo_root
+
+    tmp = tmp_path_factory.mktemp("repro_c3")
+    path = tmp / "repro_c3_tiny.toml"
+    path.write_text(TINY_C3.format(out=str(tmp / "runs"), data=str(repo_root() / "data")))
+    rec = run_pipeline(load_pipeline(path), workers=1, progress=False, summary_stream=False)
+    assert rec["meta"]["status"] == "complete"
+    return Path(rec["meta"]["run_dir"])
+
+
+def _render_recording_loads(runs, out, monkeypatch):
+    """The page body and every (data set, model) whose model the page loaded."""
+    from bsvm_scale.pipeline import results
+
+    loaded, original = [], results.Run.model
+
+    def model(self, ds, m, k=0):
+        got = original(self, ds, m, k)
+        if got is not None:
+            loaded.append((ds, m, type(got).__name__))
+        return got
+
+    monkeypatch.setattr(results.Run, "model", model)
+    page = write_results(runs, out).read_text()
+    monkeypatch.setattr(results.Run, "model", original)
+    return _page_body(page), sorted(loaded)
+
+
+def test_export_holds_what_the_page_reads(tiny_c3, tmp_path, monkeypatch):
+    import os
     import shutil
 
-    from bsvm_scale.pipeline import results
+    from bsvm_scale.pipeline.runfile import read_run_file
+
     from bsvm_scale.pipeline.export import export_run
     from bsvm_scale.pipeline.results import Run
 
-    _, rec = tiny_run
-    src = tmp_path / "runs" / "repro_r2_tiny"
-    shutil.copytree(rec["meta"]["run_dir"], src)
-    monkeypatch.setitem(results.MODELS_READ, "r2", ("bsvr",))
-    info = export_run(src, tmp_path / "docs" / "runs")
-    exp = info["path"]
-    assert exp == tmp_path / "docs" / "runs" / "repro_r2_tiny"
-    page_run = write_results([src], tmp_path / "page_run").read_text()
-    # the export alone: the run directory is gone
-    shutil.rmtree(src)
-    page_exp = write_results([exp], tmp_path / "page_exp").read_text()
-    assert _page_body(page_exp) == _page_body(page_run)
-    assert "bsvm-scale export runs/repro_r2_tiny --out" in page_exp
+    src = tmp_path / "runs" / "repro_c3_tiny"
+    shutil.copytree(tiny_c3, src)
+    body_run, loads_run = _render_recording_loads([src], tmp_path / "page_run", monkeypatch)
+    assert [x[:2] for x in loads_run] == [("titanic", "BTSVC"), ("twonorm", "BTSVC")]
+    exp = export_run(src, tmp_path / "docs" / "runs")["path"]
+    shutil.rmtree(src)  # the export alone, read from another directory
+    monkeypatch.chdir(tmp_path)
+    body_exp, loads_exp = _render_recording_loads([exp], tmp_path / "page_exp", monkeypatch)
+    assert body_exp == body_run and loads_exp == loads_run
+    assert any("evidence and test-error contours, titanic" in ln for ln in body_exp)
+    # the page states the machine and source commit the run recorded, not the reader's
+    meta = read_run_file(exp)["meta"]
+    assert meta["machine"]["cores"] == os.cpu_count() and meta["machine"]["memory_gib"] > 0
+    line = f"- {meta['machine']['system']}, {os.cpu_count()} cores ("
+    assert any(ln.startswith(line) and ln.endswith(": runs repro_c3_tiny") for ln in body_exp)
+    assert f"- source commit of the runs: {meta['commit'] or 'not recorded'} (repro_c3_tiny)" \
+        in body_exp
     run = Run(exp)
-    assert run.rec["meta"]["exported_from"] == rec["meta"]["run_dir"]
-    for ds, d in run.rec["datasets"].items():
-        assert d["path"] == f"data/{ds}.h5" and (exp / d["path"]).exists()
-    for t in run.rec["tasks"].values():
-        assert ("predictions" in t) == (t["partition"] == 0), t["task_id"]
-    # partition-0 models of the kinds the section loads, and nothing else
-    files = sorted(p.name for p in (exp / "models").iterdir())
-    assert files == sorted(f"{ds}__{m}__p000.h5" for ds in run.datasets()
-                           for m in ("BSVR", "BSVR-A"))
-    assert run.model("sinc-n24", "LIBSVM-SVR-CV") is None
-    model = run.model("sinc-n24", "BSVR")
-    X = np.linspace(-5, 5, 7)[:, None]
-    want = rec["tasks"][run.entries("sinc-n24", "BSVR")[0]["best_task"]]["hyperparameters"]
-    assert model.hyperparameters_["C"] == pytest.approx(want["C"], rel=1e-12)
-    assert np.all(np.isfinite(model.predict(X, return_std=True)[1]))
+    assert run.rec["meta"]["exported_from"] == str(tiny_c3)
+    assert run.rec["datasets"]["titanic"]["path"] == "repo:data/titanic.h5"  # shipped: not copied
+    assert run.rec["datasets"]["twonorm"]["path"] == "data/twonorm.h5"
+    assert sorted(p.name for p in (exp / "data").iterdir()) == ["twonorm.h5"]
+    assert sorted(p.name for p in (exp / "models").iterdir()) == [
+        "titanic__BTSVC__p000.h5", "twonorm__BTSVC__p000.h5"]
+    kept = {tid for tid, t in run.rec["tasks"].items() if "predictions" in t}
+    shown = {run.entries(ds, m)[0]["best_task"] for ds in run.datasets() for m in run.models(ds)}
+    assert len(run.partition("titanic")[1]) > 2000  # above max_prediction_cases: dropped
+    assert kept == {t for t in shown if t.startswith("twonorm")} and len(kept) == 2
+    (exp / "models" / "titanic__BTSVC__p000.h5").unlink()
+    with pytest.raises(FileNotFoundError, match="lacks the model file"):
+        Run(exp).model("titanic", "BTSVC")
 
 
-def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_path):
+def test_export_of_a_stopped_run_follows_the_partitions_shown(tiny_c3, tmp_path):
+    import shutil
+
+    from bsvm_scale.pipeline.export import export_run
+    from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+
+    src = tmp_path / "runs" / "repro_c3_tiny"
+    shutil.copytree(tiny_c3, src)
+    rec = read_run_file(src)
+    del rec["results"]["twonorm"]["GPC"]["p000"]  # as if GPC had not finished partition 0
+    write_run_file(src / "run.h5", rec)
+    exp = export_run(src, tmp_path / "exports")["path"]
+    assert sorted(p.name for p in (exp / "models").iterdir()) == [
+        "titanic__BTSVC__p000.h5", "twonorm__BTSVC__p001.h5"]
+    page = _page_body(write_results([exp], tmp_path / "page").read_text())
+    assert page == _page_body(write_results([src], tmp_path / "page_src").read_text())
+
+
+def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_path, capsys):
     import shutil
 
     from bsvm_scale.cli import main
@@ -623,6 +707,11 @@ def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_
     with pytest.raises(ValueError, match="out: .* would overwrite the run"):
         export_run(src, src.parent)
     assert main(["export", str(src), "--out", str(out), "--max-prediction-cases", "-1"]) == 2
+    assert "--max-prediction-cases: got -1" in capsys.readouterr().err
+    assert main(["export", str(src), str(src / "run.h5"), "--out", str(out)]) == 2
+    assert "are both run 'repro_r2_tiny'" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nowhere"), "--out", str(out)]) == 2
+    assert "RUN '" in capsys.readouterr().err
     from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
 
     copy = read_run_file(src)  # recorded paths name the fixture's run: point them here
@@ -633,3 +722,4 @@ def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_
     with pytest.raises(FileNotFoundError, match="data set 'sinc-n12'"):
         export_run(src, out)
     assert (out / "repro_r2_tiny" / "data" / "sinc-n12.h5").exists()  # previous export kept
+    assert sorted(p.name for p in out.iterdir()) == ["repro_r2_tiny"]  # no partial copy left

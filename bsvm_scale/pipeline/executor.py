@@ -46,7 +46,7 @@ from .fingerprint import KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_
     reconcile_tasks, task_keys, write_key
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
-from .tasks import format_exception, n_starts_of, run_task, versions
+from .tasks import format_exception, machine, n_starts_of, run_task, source_commit, versions
 from .variants import link_fixed
 
 __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
@@ -521,7 +521,8 @@ def _run_record(run, status=None):
     meta = {"name": pipeline.name, "pipeline_path": str(pipeline.path),
             "pipeline_text": pipeline.text, "digest": pipeline.digest,
             "description": pipeline.description, "run_dir": str(run.run_dir),
-            "host": socket.gethostname(), "versions": versions(),
+            "host": socket.gethostname(), "versions": versions(), "machine": machine(),
+            "commit": run.info.setdefault("commit", source_commit()),
             "scheduler": info["scheduler"] or "LocalCluster", "n_workers": int(info["n_workers"]),
             "data_transport": info["data_transport"],
             "started": info["t_begin"], "finished": t_end, "elapsed": t_end - info["t_begin"],

@@ -2,25 +2,28 @@
 
 A run directory (``runs/<name>/``) holds every task's result, model, checkpoint
 and earlier versions; the reproduction runs behind ``docs/results.md`` take
-about two days on 2 cores and are not kept in the repository. ``export_run``
-writes what the page reads, and nothing else, into ``<out>/<name>/``::
+hours on 2 cores and are not kept in the repository. ``export_run`` writes what
+the page reads, and nothing else, into ``<out>/<name>/``::
 
     run.h5        the run record: every task (metrics, hyperparameters, evidence
                   trajectory, timings, memory) and every chosen start; test
-                  predictions only for partition 0 with at most
-                  ``max_prediction_cases`` test cases (the R4 plot)
-    data/         the run's generated data sets (the page plots them and the C2 /
-                  C3 sections recompute Bayes rates and evidence grids on them);
-                  data sets read from the repository's ``data/`` stay there and
-                  are referred to by their repository-relative path
-    models/       the chosen partition-0 models that the page loads (the C1-C4
-                  figures and tables; ``results.MODELS_READ``)
+                  predictions only of the task the page shows first for each
+                  (data set, model), up to ``max_prediction_cases`` test cases
+                  (the R4 plot)
+    data/         the run's generated data sets, as ``<label>.h5`` (the page plots
+                  them, and the C2 / C3 sections recompute Bayes rates and
+                  evidence grids on them); a data set that is a file of the
+                  repository's ``data/`` folder is recorded as ``repo:data/<file>``
+                  and not copied
+    models/       the models that ``results.Run.model`` loads: the first
+                  partition shown of each (data set, model) named by
+                  ``results.MODELS_READ`` for the run's protocol
 
 ``bsvm-scale results docs/runs/<name> ...`` reads such a directory exactly as it
 reads the run directory, so the page is regenerated from committed files and a
 rerun of one pipeline replaces one export (``bsvm-scale export runs/<name> --out
-docs/runs``). The export is written next to its destination and renamed into
-place, so an interrupted export leaves the previous one intact.
+docs/runs``). The export is assembled beside its destination and renamed into
+place; a failed export removes its partial copy and leaves the previous one.
 """
 
 from __future__ import annotations
@@ -32,93 +35,161 @@ from pathlib import Path
 
 from .runfile import read_run_file, write_run_file
 
-__all__ = ["export_run", "data_path_candidates", "add_arguments", "cmd_export"]
+__all__ = ["export_run", "data_path_candidates", "read_checked", "repo_root", "add_arguments",
+           "cmd_export"]
 
-#: test predictions larger than this are dropped from the export (per task)
+#: test predictions of a shown task with more test cases than this are dropped
 MAX_PREDICTION_CASES = 2000
+#: prefix of a data path relative to the repository root (a shipped data set)
+REPO_PREFIX = "repo:"
 
 
-def data_path_candidates(run_dir, path):
-    """Where the data set file recorded as ``path`` of the run in ``run_dir`` may be.
+def repo_root():
+    """The source checkout holding this package (an editable install), else the
+    current directory (``docs/regenerate.sh`` runs from the repository root)."""
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").exists() and (root / "data").is_dir():
+        return root
+    return Path.cwd()
 
-    In order: the recorded path (absolute, or relative to the run directory, or
-    relative to the current directory: an exported record names a repository
-    data set by its repository-relative path, and ``docs/regenerate.sh`` runs
-    from the repository root), then a file of that name in the run's own
-    ``data/`` folder (a run directory that was moved) and in ``data/`` under the
-    current directory.
+
+def data_path_candidates(run_dir, path, recorded_run_dir=None):
+    """Where the data set file recorded as ``path`` may be, most specific first.
+
+    ``repo:data/x.h5`` names a file of the repository. A path inside
+    ``recorded_run_dir`` (the run directory at run time) is looked up in
+    ``run_dir`` first, so that a copied or moved run reads its own data; then the
+    recorded path itself (a relative one inside ``run_dir``); last the file of that
+    name in the run's ``data/`` folder and in the repository's ``data/`` (runs
+    made in another checkout). :func:`read_checked` guards the last two against
+    a different file of the same name.
     """
-    p = Path(path)
-    run_dir = Path(run_dir)
-    cands = [p] if p.is_absolute() else [run_dir / p, Path.cwd() / p]
-    cands += [run_dir / "data" / p.name, Path.cwd() / "data" / p.name]
+    path = str(path)
+    if path.startswith(REPO_PREFIX):
+        rel = path[len(REPO_PREFIX):]
+        return [repo_root() / rel, Path.cwd() / rel]
+    p, run_dir = Path(path), Path(run_dir)
+    cands = []
+    if p.is_absolute() and recorded_run_dir:
+        try:
+            cands.append(run_dir / p.relative_to(recorded_run_dir))
+        except ValueError:
+            pass
+    cands.append(p if p.is_absolute() else run_dir / p)
+    cands += [run_dir / "data" / p.name, repo_root() / "data" / p.name]
     return cands
 
 
-def _existing(cands):
-    for c in cands:
-        if c.exists():
-            return c
-    return None
+def read_checked(run_dir, ds, info, recorded_run_dir=None, extra=True):
+    """``(path, dataset)``: the first candidate file of data set ``ds`` whose size
+    matches the record's ``n`` x ``d`` (FileNotFoundError naming every place
+    looked at otherwise)."""
+    from ..datasets import read_dataset
+
+    tried = []
+    for c in data_path_candidates(run_dir, info["path"], recorded_run_dir):
+        if not c.exists():
+            tried.append(f"{c} (missing)")
+            continue
+        d = read_dataset(c, splits=False, extra=extra)
+        if d.X.shape == (int(info["n"]), int(info["d"])):
+            return c, d
+        tried.append(f"{c} ({d.X.shape[0]} x {d.X.shape[1]}, not {info['n']} x {info['d']})")
+    raise FileNotFoundError(f"data set {ds!r} (recorded as {info['path']!r}) not found: "
+                            + "; ".join(tried))
 
 
-def _repo_relative(path):
-    """``data/<file>`` when ``path`` is the file of that name under the current
-    directory's ``data/`` folder (a shipped data set), else ``None``."""
-    shipped = Path.cwd() / "data" / path.name
+def _is_shipped(path):
+    """``repo:data/<file>`` when ``path`` is that file of the repository."""
+    shipped = repo_root() / "data" / path.name
     try:
         same = shipped.exists() and os.path.samefile(shipped, path)
     except OSError:
         same = False
-    return f"data/{path.name}" if same else None
+    return f"{REPO_PREFIX}data/{path.name}" if same else None
 
 
 def _export_data(rec, src, dst):
     """Copy generated data files into ``dst/data`` and point the record at them."""
     for ds, info in rec["datasets"].items():
-        found = _existing(data_path_candidates(src, info["path"]))
-        if found is None:
-            raise FileNotFoundError(f"run {rec['meta']['name']!r}: data set {ds!r} file "
-                                    f"{info['path']!r} not found; re-run its pipeline first")
-        rel = _repo_relative(found)
+        try:
+            found, _ = read_checked(src, ds, info, rec["meta"].get("run_dir"), extra=False)
+        except FileNotFoundError as exc:
+            raise FileNotFoundError(f"RUN {str(src)!r}: {exc}; re-run its pipeline") from None
+        rel = _is_shipped(found)
         if rel is None:
             (dst / "data").mkdir(exist_ok=True)
-            shutil.copy2(found, dst / "data" / found.name)
-            rel = f"data/{found.name}"
+            rel = f"data/{ds}.h5"
+            shutil.copy2(found, dst / rel)
         info["path"] = rel
 
 
-def _export_models(rec, src, dst):
-    """Copy the chosen partition-0 models that the run's page section loads
-    (:data:`~bsvm_scale.pipeline.results.MODELS_READ`)."""
-    from .results import MODELS_READ, protocol_of
+def _shown(src):
+    """``(tasks, model files)``: the chosen task of the first partition the page
+    shows for each (data set, model), and the model files ``Run.model`` loads."""
+    from .results import Run
 
-    kinds = MODELS_READ.get(protocol_of(rec["meta"]["name"]), ())
-    n = 0
-    for models in rec.get("results", {}).values():
-        for parts in models.values():
-            first = parts.get("p000") if isinstance(parts, dict) else None
-            if not isinstance(first, dict) or first.get("kind") not in kinds:
+    run = Run(src)
+    tasks, files = set(), set()
+    for ds in run.datasets():
+        for m in run.models(ds):
+            entries = run.entries(ds, m)
+            if not entries:
                 continue
-            mf = first.get("model_file")
-            if mf and (src / mf).exists():
-                (dst / mf).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(src / mf, dst / mf)
-                n += 1
-    return n
+            tasks.add(entries[0]["best_task"])
+            if run.loads_model(ds, m):
+                files.add(entries[0]["model_file"])
+    return tasks, files
 
 
-def _trim_predictions(rec, max_cases):
-    """Drop test predictions except those of partition 0 with at most ``max_cases``."""
+def _trim_predictions(rec, keep, max_cases):
+    """Drop test predictions except those of the tasks in ``keep`` up to ``max_cases``."""
     dropped = 0
-    for t in rec.get("tasks", {}).values():
-        pred = t.get("predictions")
-        if not pred:
-            continue
-        if t.get("partition", 0) != 0 or int(t.get("n_test", 0)) > max_cases:
+    for tid, t in rec.get("tasks", {}).items():
+        if t.get("predictions") and (tid not in keep or int(t.get("n_test", 0)) > max_cases):
             del t["predictions"]
             dropped += 1
     return dropped
+
+
+def _fill(rec, src, tmp, max_cases):
+    """Write the export of ``rec`` (read from ``src``) into the empty folder ``tmp``."""
+    keep, files = _shown(src)
+    _export_data(rec, src, tmp)
+    for mf in sorted(files):
+        if not (src / mf).exists():
+            raise FileNotFoundError(f"RUN {str(src)!r}: model file {mf!r} is missing")
+        (tmp / mf).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / mf, tmp / mf)
+    dropped = _trim_predictions(rec, keep, max_cases)
+    rec["meta"]["exported_from"] = str(rec["meta"].get("run_dir", src))
+    rec["meta"]["exported"] = time.time()
+    write_run_file(tmp / "run.h5", rec)
+    return len(files), dropped
+
+
+def _swap_in(tmp, final):
+    """Replace ``final`` by ``tmp``; the previous export comes back on failure."""
+    old = final.with_name(f".{final.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    try:
+        os.replace(tmp, final)
+    except OSError:
+        if old.exists() and not final.exists():
+            os.replace(old, final)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _source_dir(run_path):
+    p = Path(run_path)
+    if p.is_dir():
+        return p
+    if p.name == "run.h5" and p.is_file():
+        return p.parent
+    raise FileNotFoundError(f"RUN {str(run_path)!r}: no run directory or run.h5 file there")
 
 
 def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
@@ -131,7 +202,7 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
     out : path
         Folder of the exports (created); ``docs/runs`` in this repository.
     max_prediction_cases : int, optional
-        Test predictions of partition-0 tasks with at most this many test cases
+        Test predictions of the shown tasks with at most this many test cases
         are kept; all others are dropped.
 
     Returns
@@ -140,31 +211,22 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
         ``path`` of the export, ``bytes`` on disk, ``models`` copied and
         ``predictions_dropped`` (tasks).
     """
-    src = Path(run_path)
-    src = src if src.is_dir() else src.parent
+    src = _source_dir(run_path)
     rec = read_run_file(src)
-    name = rec["meta"]["name"]
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    final = out / name
+    final = out / rec["meta"]["name"]
     if final.resolve() == src.resolve():
-        raise ValueError(f"out: {str(out)!r} would overwrite the run being exported; "
+        raise ValueError(f"--out: {str(out)!r} would overwrite the run being exported; "
                          "give another folder")
-    tmp = out / f".{name}.tmp"
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / f".{final.name}.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    _export_data(rec, src, tmp)
-    n_models = _export_models(rec, src, tmp)
-    dropped = _trim_predictions(rec, int(max_prediction_cases))
-    rec["meta"]["exported_from"] = str(rec["meta"].get("run_dir", src))
-    rec["meta"]["exported"] = time.time()
-    write_run_file(tmp / "run.h5", rec)
-    old = out / f".{name}.old"
-    shutil.rmtree(old, ignore_errors=True)
-    if final.exists():
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+    try:
+        n_models, dropped = _fill(rec, src, tmp, int(max_prediction_cases))
+        _swap_in(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     size = sum(f.stat().st_size for f in final.rglob("*") if f.is_file())
     return {"path": final, "bytes": size, "models": n_models, "predictions_dropped": dropped}
 
@@ -175,8 +237,8 @@ def add_arguments(parser):
     parser.add_argument("--out", default="docs/runs",
                         help="folder of the exports (default: docs/runs)")
     parser.add_argument("--max-prediction-cases", type=int, default=MAX_PREDICTION_CASES,
-                        help="keep partition-0 test predictions up to this many test cases "
-                             f"(default: {MAX_PREDICTION_CASES})")
+                        help="keep the shown tasks' test predictions up to this many test "
+                             f"cases (default: {MAX_PREDICTION_CASES})")
 
 
 def cmd_export(args):
@@ -184,6 +246,13 @@ def cmd_export(args):
     if args.max_prediction_cases < 0:
         raise ValueError(f"--max-prediction-cases: got {args.max_prediction_cases}; "
                          "give 0 or more")
+    names = {}
+    for r in args.runs:
+        name = read_run_file(_source_dir(r))["meta"]["name"]
+        if name in names:
+            raise ValueError(f"RUN: {names[name]!r} and {r!r} are both run {name!r}; "
+                             "their exports would overwrite each other, give one")
+        names[name] = r
     for r in args.runs:
         info = export_run(r, args.out, args.max_prediction_cases)
         print(f"exported {r} -> {info['path']} ({info['bytes'] / 2 ** 20:.2f} MiB, "

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 from pathlib import Path
 
@@ -191,29 +190,37 @@ class Run:
         return np.array([e["metrics"].get(name, np.nan) for e in self.entries(ds, model)], float)
 
     def data(self, ds, extra=True):
-        from ..datasets import read_dataset
+        """The data set ``ds`` (FileNotFoundError when no file of its size is found)."""
+        from .export import read_checked
 
-        from .export import data_path_candidates
-
-        recorded = self.rec["datasets"][ds]["path"]
-        cands = data_path_candidates(self.dir, recorded)
-        path = next((c for c in cands if c.exists()), None)
-        if path is None:
-            raise FileNotFoundError(f"run {self.name!r}: data set {ds!r} not found at "
-                                    f"{', '.join(map(str, cands))}")
-        return read_dataset(path, splits=False, extra=extra)
+        return read_checked(self.dir, ds, self.rec["datasets"][ds],
+                            self.rec["meta"].get("run_dir"), extra=extra)[1]
 
     def partition(self, ds, k=0):
         p = self.rec["datasets"][ds]["partitions"][k]
         return np.asarray(p["train"]), np.asarray(p["test"])
 
+    def loads_model(self, ds, model):
+        """True when the page loads this model (its label or kind is in
+        :data:`MODELS_READ` for the run's protocol); ``bsvm-scale export`` copies
+        exactly these."""
+        e = self.entries(ds, model)
+        wanted = MODELS_READ.get(protocol_of(self.name), ())
+        return bool(e) and (model in wanted or e[0]["kind"] in wanted)
+
     def model(self, ds, model, k=0):
+        """The stored model of the ``k``-th shown partition, or None when the page
+        does not load it (:meth:`loads_model`, ``k`` = 0 only) or a run directory
+        lacks its file; an export lacking it is an error."""
         from ..storage import load_model
 
         e = self.entries(ds, model)
-        if len(e) <= k or e[k]["kind"].startswith("sk_"):
+        if len(e) <= k or k != 0 or not self.loads_model(ds, model):
             return None
         path = self.dir / e[k]["model_file"]
+        if not path.exists() and "exported_from" in self.rec["meta"]:
+            raise FileNotFoundError(f"export {str(self.dir)!r} lacks the model file "
+                                    f"{e[k]['model_file']!r}; export the run again")
         return load_model(path) if path.exists() else None
 
 
@@ -982,9 +989,9 @@ def section_c4(run, out, notes):
     return lines
 
 
-#: kinds of the partition-0 models a protocol's section loads (``Run.model``);
-#: ``bsvm-scale export`` copies only these
-MODELS_READ = {"c1": ("btsvc", "gpc", "svc"), "c2": ("btsvc", "gpc"), "c3": ("btsvc",),
+#: labels or kinds of the models a protocol's section loads (``Run.model``, the
+#: first shown partition); ``bsvm-scale export`` copies exactly these
+MODELS_READ = {"c1": ("btsvc", "gpc"), "c2": ("btsvc", "gpc"), "c3": ("BTSVC",),
                "c4": ("btsvc",)}
 
 SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_r4,
@@ -993,26 +1000,36 @@ SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_
 
 
 # ------------------------------------------------------------- the page
+def _machine_line(m):
+    return (f"{m['system']}, {m['cores']} cores ({m['cpu']}), {m['memory_gib']:.1f} GiB memory")
+
+
 def _machine(runs):
-    """Operating system, cores, CPU model, memory and package versions."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    except (ValueError, OSError, AttributeError):
-        mem = float("nan")
+    """Operating system, cores, CPU model and memory of the machines the runs
+    recorded (runs made before that record: this machine, said so), and the
+    package versions."""
+    from .tasks import machine
+
+    recorded = {}
+    for r in runs:
+        m = r.rec["meta"].get("machine")
+        if m:
+            recorded.setdefault(_machine_line(m), []).append(r.name)
+    lines = [f"- {k}: runs {', '.join(v)}" for k, v in recorded.items()]
+    older = [r.name for r in runs if not r.rec["meta"].get("machine")]
+    if older:
+        lines.append(f"- {_machine_line(machine())} (the machine that made this page; runs "
+                     f"{', '.join(older)} predate the machine record)")
     vers = runs[0].rec["meta"].get("versions", {}) if runs else {}
     hosts = sorted({r.rec["meta"].get("host", "?") for r in runs})
-    return ["## Machine and versions", "",
-            f"- {platform.system()} {platform.release()}, {os.cpu_count()} cores ({cpu}), "
-            f"{mem:.1f} GiB memory; hosts of the runs: {', '.join(hosts)}",
-            "- " + ", ".join(f"{k} {v}" for k, v in vers.items()), ""]
+    commits = {}
+    for r in runs:
+        commits.setdefault(r.rec["meta"].get("commit") or "not recorded", []).append(r.name)
+    return ["## Machine and versions", ""] + lines + \
+        [f"- hosts of the runs: {', '.join(hosts)}",
+         "- " + ", ".join(f"{k} {v}" for k, v in vers.items()),
+         "- source commit of the runs: " + "; ".join(f"{c} ({', '.join(v)})"
+                                                      for c, v in commits.items()), ""]
 
 
 def _largest(runs):
@@ -1244,7 +1261,7 @@ def write_results(run_paths, out, bench=(), notes_extra=(), scope=()):
     head += [f"    {cmd}", ""]
     if exported:
         head += ["The page is made from the committed exports of the runs (`bsvm-scale export`: "
-                 "run record, generated data, partition-0 models), so the last command alone "
+                 "run record, generated data, the models the page loads), so the last command alone "
                  "remakes it; the run and export commands remake the runs.", ""]
     if scope or notes_extra:
         head += [f"with the {len(scope)} scope and {len(notes_extra)} difference statements "

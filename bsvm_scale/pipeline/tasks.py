@@ -48,7 +48,8 @@ from .external import model_bytes as external_model_bytes
 from .external import without_platt
 from .variants import cv_folds, fixed_params
 
-__all__ = ["run_task", "read_xy", "n_starts_of", "versions", "make_estimator",
+__all__ = ["run_task", "read_xy", "n_starts_of", "versions", "machine", "source_commit",
+           "make_estimator",
            "regression_metrics", "classification_metrics"]
 
 _DATA_CACHE = {}
@@ -68,6 +69,39 @@ def versions():
         except md.PackageNotFoundError:
             out[pkg] = "unknown"
     return out
+
+
+def machine():
+    """Operating system, cores, CPU model and memory of this machine (for the
+    run record: the results page states where its runs ran)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for ln in Path("/proc/cpuinfo").read_text().splitlines():
+            if ln.startswith("model name"):
+                cpu = ln.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
+    except (ValueError, OSError, AttributeError):
+        mem = float("nan")
+    return {"system": f"{platform.system()} {platform.release()}", "cores": int(os.cpu_count() or 0),
+            "cpu": cpu, "memory_gib": float(mem)}
+
+
+def source_commit():
+    """``git describe --always --dirty`` of the checkout holding this package
+    ('' outside a git checkout)."""
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip() if out.returncode == 0 else ""
 
 
 def read_xy(source):
