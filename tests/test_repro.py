@@ -220,39 +220,70 @@ def test_sk_svc_probability_only_when_asked():
     assert without_platt(plain) == (plain, False)
 
 
-def test_sk_svc_platt_is_libsvm_procedure():
-    """Platt's sigmoid (LIBSVM -b 1) from first principles: decision values of
-    SVCs fitted on 4 of 5 stratified folds, a sigmoid 1 / (1 + exp(A f + B))
-    fitted to them by maximum likelihood with Platt's smoothed targets, applied
-    to the decision values of the SVC fitted on all the data; predict is that
-    SVC's, with or without probabilities."""
+def _platt_sigmoid(f, pos):
+    """(A, B) of Platt's sigmoid 1 / (1 + exp(A f + B)) by maximum likelihood
+    with his smoothed targets (Nelder-Mead, tight tolerances)."""
     from scipy.optimize import minimize
-    from sklearn.model_selection import StratifiedKFold
-    from sklearn.preprocessing import StandardScaler
-    from sklearn.svm import SVC
 
-    ds = generate("gauss2d", 120, 3)
-    X, y = ds.X, ds.y
-    platt = SkSVC(C=2.0, kappa=0.5, probability=True, random_state=4).fit(X, y)
-    plain = SkSVC(C=2.0, kappa=0.5).fit(X, y)
-    Xs = StandardScaler().fit(X).transform(X)
-    f = np.empty(y.size)
-    for tr, te in StratifiedKFold(5, shuffle=True, random_state=4).split(Xs, y):
-        f[te] = SVC(C=2.0, gamma=0.25).fit(Xs[tr], y[tr]).decision_function(Xs[te])
-    pos = y == platt.classes_[1]
     t = np.where(pos, (pos.sum() + 1.0) / (pos.sum() + 2.0), 1.0 / ((~pos).sum() + 2.0))
 
     def nll(ab):
         z = ab[0] * f + ab[1]
         return np.sum(t * np.logaddexp(0, z) + (1 - t) * np.logaddexp(0, -z))
 
-    A, B = minimize(nll, [0.0, 0.0], method="Nelder-Mead",
+    return minimize(nll, [0.0, 0.0], method="Nelder-Mead",
                     options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 5000}).x
+
+
+@pytest.mark.parametrize("minority, folds", [(None, 5), (3, 3)])
+def test_sk_svc_platt_is_libsvm_procedure(minority, folds):
+    """Platt's sigmoid (LIBSVM -b 1) from first principles: decision values of
+    SVCs fitted on 4 of 5 stratified folds, a sigmoid 1 / (1 + exp(A f + B))
+    fitted to them by maximum likelihood with Platt's smoothed targets, applied
+    to the decision values of the SVC fitted on all the data; predict is that
+    SVC's, with or without probabilities."""
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    ds = generate("gauss2d", 120, 3)
+    X, y = ds.X, ds.y
+    if minority is not None:  # fewer minority cases than 5 folds: one fold per case
+        keep = np.concatenate([np.flatnonzero(y == y[0])[:30], np.flatnonzero(y != y[0])[:minority]])
+        X, y = X[keep], y[keep]
+    platt = SkSVC(C=2.0, kappa=0.5, probability=True, random_state=4).fit(X, y)
+    assert platt.platt_folds_ == folds
+    plain = SkSVC(C=2.0, kappa=0.5).fit(X, y)
+    Xs = StandardScaler().fit(X).transform(X)
+    f = np.empty(y.size)
+    for tr, te in StratifiedKFold(folds, shuffle=True, random_state=4).split(Xs, y):
+        f[te] = SVC(C=2.0, gamma=0.25).fit(Xs[tr], y[tr]).decision_function(Xs[te])
+    A, B = _platt_sigmoid(f, y == platt.classes_[1])
     f_all = SVC(C=2.0, gamma=0.25).fit(Xs, y).decision_function(Xs[:20])
     expected = 1.0 / (1.0 + np.exp(A * f_all + B))
     np.testing.assert_allclose(platt.predict_proba(X[:20])[:, 1], expected, atol=1e-4)
     np.testing.assert_array_equal(platt.predict(X), plain.predict(X))
     np.testing.assert_array_equal(platt.support_, plain.support_)
+
+
+def test_sk_svc_platt_with_a_single_case_of_a_class():
+    """One case of a class: no stratified split exists; the sigmoid is fitted to
+    the full-data SVC's decision values (in-sample), predict stays the SVC's."""
+    from sklearn.preprocessing import StandardScaler
+    from sklearn.svm import SVC
+
+    ds = generate("gauss2d", 40, 5)
+    keep = np.concatenate([np.flatnonzero(ds.y == ds.y[0])[:9], np.flatnonzero(ds.y != ds.y[0])[:1]])
+    X, y = ds.X[keep], ds.y[keep]
+    platt = SkSVC(C=2.0, kappa=0.5, probability=True).fit(X, y)
+    assert platt.platt_folds_ == 1
+    Xs = StandardScaler().fit(X).transform(X)
+    svc = SVC(C=2.0, gamma=0.25).fit(Xs, y)
+    f = svc.decision_function(Xs)
+    A, B = _platt_sigmoid(f, y == platt.classes_[1])
+    np.testing.assert_allclose(platt.predict_proba(X)[:, 1], 1.0 / (1.0 + np.exp(A * f + B)),
+                               atol=1e-4)
+    np.testing.assert_array_equal(platt.predict(X), svc.predict(Xs))
 
 
 def test_sk_gpr_error_bars_and_model_record(tmp_path):

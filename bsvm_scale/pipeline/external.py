@@ -109,7 +109,12 @@ class SkSVC(ClassifierMixin, _Standardised):
         ``CalibratedClassifierCV(SVC(), method="sigmoid", ensemble=False)``
         because ``SVC(probability=True)`` is deprecated from scikit-learn 1.9
         (removed in 1.11). ``predict`` and ``support_`` stay those of the SVC
-        fitted on all the training data, as without probabilities.
+        fitted on all the training data, as without probabilities. The folds
+        are stratified, so with fewer than 5 cases in a class there are as many
+        folds as that class has cases (``platt_folds_``); with a single case in
+        a class no fold split keeps both classes in training, and the sigmoid
+        is fitted to the full-data SVC's own decision values (``platt_folds_ =
+        1``; LIBSVM fills such folds with constant decision values instead).
     tol : float, default=1e-3
     random_state : int, default=0
         Seed of the stratified folds of the sigmoid's CV.
@@ -133,13 +138,21 @@ class SkSVC(ClassifierMixin, _Standardised):
         if not self.probability:
             return super().fit(X, y)
         from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.frozen import FrozenEstimator
         from sklearn.model_selection import StratifiedKFold
 
-        folds = StratifiedKFold(5, shuffle=True, random_state=self.random_state)
-        self.platt_ = CalibratedClassifierCV(self._build(np.asarray(X).shape[1]),
-                                             method="sigmoid", cv=folds, ensemble=False)
-        self.platt_.fit(self._scale(X, fit=True), y)
-        self.model_ = self.platt_.calibrated_classifiers_[0].estimator
+        Xs = self._scale(X, fit=True)
+        svc = self._build(Xs.shape[1])
+        self.platt_folds_ = int(min(5, np.unique(y, return_counts=True)[1].min()))
+        if self.platt_folds_ >= 2:
+            folds = StratifiedKFold(self.platt_folds_, shuffle=True,
+                                    random_state=self.random_state)
+            self.platt_ = CalibratedClassifierCV(svc, method="sigmoid", cv=folds, ensemble=False)
+        else:
+            self.platt_ = CalibratedClassifierCV(FrozenEstimator(svc.fit(Xs, y)), method="sigmoid")
+        self.platt_.fit(Xs, y)
+        est = self.platt_.calibrated_classifiers_[0].estimator
+        self.model_ = est.estimator if isinstance(est, FrozenEstimator) else est
         self._after_fit()
         return self
 
