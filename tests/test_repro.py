@@ -754,3 +754,37 @@ def test_export_replaces_the_previous_one_and_refuses_bad_targets(tiny_run, tmp_
         export_run(src, out)
     assert (out / "repro_r2_tiny" / "data" / "sinc-n12.h5").exists()  # previous export kept
     assert sorted(p.name for p in out.iterdir()) == ["repro_r2_tiny"]  # no partial copy left
+
+
+def _same(a, b, where="record"):
+    """Exact structural equality: types, keys in order, array dtypes, nan = nan."""
+    assert type(a) is type(b), (where, type(a), type(b))
+    if isinstance(a, dict):
+        assert list(a) == list(b), where
+        for k in a:
+            _same(a[k], b[k], f"{where}/{k}")
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape, where
+        np.testing.assert_array_equal(a, b, err_msg=where)
+    elif isinstance(a, float) and np.isnan(a):
+        assert np.isnan(b), where
+    else:
+        assert a == b, (where, a, b)
+
+
+def test_packed_run_file_round_trips_exactly(tiny_c3, tmp_path):
+    from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+
+    rec = read_run_file(tiny_c3)
+    rec["extra"] = {"ints": {3: np.int32(7), -1: (1.5, None)}, "nan": float("nan"),
+                    "inf": np.array([np.inf, -0.0, 1e-310]), "steps": np.array([2, 5, 6], np.uint16),
+                    "flat": np.array([5, 5, 1], np.int64), "grid": np.arange(6.0).reshape(2, 3),
+                    "bools": np.array([True, False]), "s": np.array(["ab", "c"]), "__t__": "key"}
+    write_run_file(tmp_path / "packed.h5", rec, packed=True)
+    write_run_file(tmp_path / "plain.h5", rec)
+    _same(read_run_file(tmp_path / "packed.h5"), rec)
+    assert (tmp_path / "packed.h5").stat().st_size < (tmp_path / "plain.h5").stat().st_size / 3

@@ -5,7 +5,8 @@ and earlier versions; the reproduction runs behind ``docs/results.md`` take
 hours on 2 cores and are not kept in the repository. ``export_run`` writes what
 the page reads, and nothing else, into ``<out>/<name>/``::
 
-    run.h5        the run record: every task (metrics, hyperparameters, evidence
+    run.h5        the run record, packed (gzip-compressed tagged JSON, see
+                  ``runfile.write_run_file``): every task (metrics, hyperparameters, evidence
                   trajectory, timings, memory) and every chosen start; test
                   predictions only of the task the page shows first for each
                   (data set, model), up to ``max_prediction_cases`` test cases
@@ -164,7 +165,7 @@ def _fill(rec, src, tmp, max_cases):
     dropped = _trim_predictions(rec, keep, max_cases)
     rec["meta"]["exported_from"] = str(rec["meta"].get("run_dir", src))
     rec["meta"]["exported"] = time.time()
-    write_run_file(tmp / "run.h5", rec)
+    write_run_file(tmp / "run.h5", rec, packed=True)
     return len(files), dropped
 
 
