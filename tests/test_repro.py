@@ -788,3 +788,17 @@ def test_packed_run_file_round_trips_exactly(tiny_c3, tmp_path):
     write_run_file(tmp_path / "plain.h5", rec)
     _same(read_run_file(tmp_path / "packed.h5"), rec)
     assert (tmp_path / "packed.h5").stat().st_size < (tmp_path / "plain.h5").stat().st_size / 3
+
+
+def test_models_loaded_only_at_the_largest_size_where_the_section_says(tiny_run, monkeypatch):
+    from bsvm_scale.pipeline import results
+
+    _, rec = tiny_run
+    run = results.Run(rec["meta"]["run_dir"])
+    monkeypatch.setitem(results.MODELS_READ, "r2", ("BSVR",))
+    assert run.loads_model("sinc-n12", "BSVR") and run.loads_model("sinc-n24", "BSVR")
+    assert not run.loads_model("sinc-n24", "BSVR-A")
+    monkeypatch.setattr(results, "MODELS_AT_LARGEST_SIZE", {"r2"})
+    assert not run.loads_model("sinc-n12", "BSVR") and run.loads_model("sinc-n24", "BSVR")
+    assert run.model("sinc-n12", "BSVR") is None
+    assert run.model("sinc-n24", "BSVR").hyperparameters_["C"] > 0

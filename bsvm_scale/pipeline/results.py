@@ -205,7 +205,12 @@ class Run:
         :data:`MODELS_READ` for the run's protocol); ``bsvm-scale export`` copies
         exactly these."""
         e = self.entries(ds, model)
-        wanted = MODELS_READ.get(protocol_of(self.name), ())
+        key = protocol_of(self.name)
+        wanted = MODELS_READ.get(key, ())
+        if key in MODELS_AT_LARGEST_SIZE:
+            sizes = _groups_by_size(self)
+            if not sizes or ds != sizes[max(sizes)]:
+                return False
         return bool(e) and (model in wanted or e[0]["kind"] in wanted)
 
     def model(self, ds, model, k=0):
@@ -993,6 +998,8 @@ def section_c4(run, out, notes):
 #: first shown partition); ``bsvm-scale export`` copies exactly these
 MODELS_READ = {"c1": ("btsvc", "gpc"), "c2": ("btsvc", "gpc"), "c3": ("BTSVC",),
                "c4": ("btsvc",)}
+#: protocols whose section loads models of the largest training size only (C2's contours)
+MODELS_AT_LARGEST_SIZE = {"c2"}
 
 SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_r4,
             "r5": section_r5, "c1": section_c1, "c2": section_c2, "c3": section_c3,
