@@ -266,16 +266,21 @@ def test_sk_svc_platt_is_libsvm_procedure(minority, folds):
     np.testing.assert_array_equal(platt.support_, plain.support_)
 
 
-def test_sk_svc_platt_with_a_single_case_of_a_class():
+@pytest.mark.parametrize("majority", [1, 3, 9])
+def test_sk_svc_platt_with_a_single_case_of_a_class(majority):
     """One case of a class: no stratified split exists; the sigmoid is fitted to
     the full-data SVC's decision values (in-sample), predict stays the SVC's."""
     from sklearn.preprocessing import StandardScaler
     from sklearn.svm import SVC
 
+    import warnings
+
     ds = generate("gauss2d", 40, 5)
-    keep = np.concatenate([np.flatnonzero(ds.y == ds.y[0])[:9], np.flatnonzero(ds.y != ds.y[0])[:1]])
+    keep = np.concatenate([np.flatnonzero(ds.y == ds.y[0])[:majority], np.flatnonzero(ds.y != ds.y[0])[:1]])
     X, y = ds.X[keep], ds.y[keep]
-    platt = SkSVC(C=2.0, kappa=0.5, probability=True).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        platt = SkSVC(C=2.0, kappa=0.5, probability=True).fit(X, y)
     assert platt.platt_folds_ == 1
     Xs = StandardScaler().fit(X).transform(X)
     svc = SVC(C=2.0, gamma=0.25).fit(Xs, y)
@@ -761,6 +766,7 @@ def _same(a, b, where="record"):
     assert type(a) is type(b), (where, type(a), type(b))
     if isinstance(a, dict):
         assert list(a) == list(b), where
+        assert [type(k) for k in a] == [type(k) for k in b], where
         for k in a:
             _same(a[k], b[k], f"{where}/{k}")
     elif isinstance(a, (list, tuple)):
@@ -783,11 +789,21 @@ def test_packed_run_file_round_trips_exactly(tiny_c3, tmp_path):
     rec["extra"] = {"ints": {3: np.int32(7), -1: (1.5, None)}, "nan": float("nan"),
                     "inf": np.array([np.inf, -0.0, 1e-310]), "steps": np.array([2, 5, 6], np.uint16),
                     "flat": np.array([5, 5, 1], np.int64), "grid": np.arange(6.0).reshape(2, 3),
+                    "u64": np.array([5, 3], np.uint64), "u64max": np.array([0, 2 ** 64 - 1], np.uint64),
+                    "i64": np.array([-2 ** 63, 2 ** 63 - 1]), "f32": np.array([0.1, 2.0], np.float32),
                     "bools": np.array([True, False]), "s": np.array(["ab", "c"]), "__t__": "key"}
     write_run_file(tmp_path / "packed.h5", rec, packed=True)
     write_run_file(tmp_path / "plain.h5", rec)
     _same(read_run_file(tmp_path / "packed.h5"), rec)
     assert (tmp_path / "packed.h5").stat().st_size < (tmp_path / "plain.h5").stat().st_size / 3
+    import h5py
+
+    with h5py.File(tmp_path / "packed.h5", "r+") as f:  # a damaged blob is named, not hidden
+        blob = f["record_json"][()]
+        del f["record_json"]
+        f["record_json"] = blob[: blob.size // 2]
+    with pytest.raises(ValueError, match="packed run record cannot be decoded"):
+        read_run_file(tmp_path / "packed.h5")
 
 
 def test_models_loaded_only_at_the_largest_size_where_the_section_says(tiny_run, monkeypatch):

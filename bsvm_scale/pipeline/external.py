@@ -138,7 +138,6 @@ class SkSVC(ClassifierMixin, _Standardised):
         if not self.probability:
             return super().fit(X, y)
         from sklearn.calibration import CalibratedClassifierCV
-        from sklearn.frozen import FrozenEstimator
         from sklearn.model_selection import StratifiedKFold
 
         Xs = self._scale(X, fit=True)
@@ -148,11 +147,15 @@ class SkSVC(ClassifierMixin, _Standardised):
             folds = StratifiedKFold(self.platt_folds_, shuffle=True,
                                     random_state=self.random_state)
             self.platt_ = CalibratedClassifierCV(svc, method="sigmoid", cv=folds, ensemble=False)
-        else:
-            self.platt_ = CalibratedClassifierCV(FrozenEstimator(svc.fit(Xs, y)), method="sigmoid")
-        self.platt_.fit(Xs, y)
-        est = self.platt_.calibrated_classifiers_[0].estimator
-        self.model_ = est.estimator if isinstance(est, FrozenEstimator) else est
+            self.platt_.fit(Xs, y)
+            self.model_ = self.platt_.calibrated_classifiers_[0].estimator
+        else:  # one split whose both sides are all cases: the frozen SVC's own values
+            from sklearn.frozen import FrozenEstimator  # scikit-learn >= 1.6
+
+            self.model_ = svc.fit(Xs, y)
+            every = np.arange(len(y))
+            self.platt_ = CalibratedClassifierCV(FrozenEstimator(self.model_), method="sigmoid",
+                                                 cv=[(every, every)]).fit(Xs, y)
         self._after_fit()
         return self
 

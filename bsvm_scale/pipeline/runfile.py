@@ -76,6 +76,7 @@ def _read_packed(p):
     """The record of a packed run file (None for an unpacked or unreadable one)."""
     import gzip
     import json
+    import zlib
 
     import h5py
 
@@ -84,9 +85,13 @@ def _read_packed(p):
             if f.attrs.get("packing") != PACKED:
                 return None
             blob = f["record_json"][()].tobytes()
-        return _from_json(json.loads(gzip.decompress(blob)))
-    except (OSError, KeyError, ValueError, TypeError):
+    except (OSError, KeyError):
         return None
+    try:
+        return _from_json(json.loads(gzip.decompress(blob)))
+    except (zlib.error, OSError, EOFError, ValueError, TypeError, KeyError) as exc:
+        raise ValueError(f"{str(p)!r}: its packed run record cannot be decoded ({exc}); "
+                         "export the run again") from exc
 
 
 def _to_json(v):
@@ -102,7 +107,7 @@ def _to_json(v):
     if isinstance(v, tuple):
         return {"__t__": "tuple", "v": [_to_json(x) for x in v]}
     if isinstance(v, np.ndarray):
-        if v.ndim == 1 and v.size > 1 and v.dtype.kind in "iu" and np.all(np.diff(v) > 0):
+        if v.ndim == 1 and v.size > 1 and v.dtype.kind in "iu" and np.all(v[1:] > v[:-1]):
             # increasing indices (partitions): their steps, mostly 1, compress to little
             return {"__t__": "steps", "dtype": v.dtype.str, "first": v[0].item(),
                     "v": np.diff(v).tolist()}
@@ -131,7 +136,8 @@ def _from_json(v):
     if tag == "nd":
         return np.array(v["v"], dtype=np.dtype(v["dtype"])).reshape(v["shape"])
     if tag == "steps":
-        return np.cumsum([v["first"]] + v["v"]).astype(np.dtype(v["dtype"]))
+        dt = np.dtype(v["dtype"])
+        return np.cumsum(np.array([v["first"]] + v["v"], dtype=dt), dtype=dt)
     if tag == "np":
         return np.dtype(v["dtype"]).type(v["v"])
     raise ValueError(f"run record: unknown packed tag {tag!r}")
