@@ -20,7 +20,7 @@ class _Interrupt(Exception):
 
 
 _DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
-         "btsvc3": ("gauss2d", 180, 90)}
+         "btsvc3": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50)}
 
 
 def _three_classes(X):
@@ -33,9 +33,11 @@ def _spec(task_dir, start, kind="bsvr"):
     ds = generate(gen, n, 0)
     y = _three_classes(ds.X) if kind == "btsvc3" else ds.y
     tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
-    kind = kind[:5] if kind == "btsvc3" else kind
+    # bsvr_ard: two runs per start (from the start, from the isotropic optimum)
+    params = {"n_starts": 2, "ard": True} if kind == "bsvr_ard" else {"n_starts": 2}
+    kind = {"btsvc3": "btsvc", "bsvr_ard": "bsvr"}.get(kind, kind)
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
-            "params": {"n_starts": 2}, "cv": None, "train": tr, "test": te,
+            "params": params, "cv": None, "train": tr, "test": te,
             "data": (ds.X, y), "start": start, "n_starts": 2,
             "task_dir": None if task_dir is None else str(task_dir)}
 
@@ -53,7 +55,11 @@ def _assert_same_result(res, ref):
     ("btsvc", 6, "checkpoint.h5"),
     # one-versus-rest: in the first class's start, and in the second class's
     # (the first class has 29 evaluations)
-    ("btsvc3", 3, "checkpoint_c0.h5"), ("btsvc3", 35, "checkpoint_c1.h5")])
+    ("btsvc3", 3, "checkpoint_c0.h5"), ("btsvc3", 35, "checkpoint_c1.h5"),
+    # BSVR ARD: run 1 of the start (23 evaluations) is the run from the start,
+    # run 2 the one from the isotropic optimum: inside run 1, at its end, inside run 2
+    ("bsvr_ard", 9, "checkpoint.h5"), ("bsvr_ard", 23, "checkpoint.h5"),
+    ("bsvr_ard", 28, "checkpoint.h5")])
 def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after, ckpt):
     monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)  # a checkpoint per evaluation
     ref = run_task(_spec(None, 1, kind))["result"]

@@ -273,8 +273,11 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr):
 
 
 def _trajectory_of(model, theta0):
+    """Every full-data evaluation of the task's start, in order (a BSVR ARD
+    start with ``ard_init="isotropic"`` makes two runs: from the start and
+    from the isotropic optimum)."""
     starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
-    tr = starts[0]["trajectory"]
+    tr = [r for st in starts for r in st["trajectory"]]
 
     def col(key):  # BSVR records keep diagnostics under "info", BTSVC's at the top
         return np.array([r.get(key, r.get("info", {}).get(key, np.nan)) for r in tr], dtype=float)
