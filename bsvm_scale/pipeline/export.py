@@ -125,12 +125,12 @@ def _export_data(rec, src, dst):
         info["path"] = rel
 
 
-def _shown(src):
+def _shown(rec, src):
     """``(tasks, model files)``: the chosen task of the first partition the page
     shows for each (data set, model), and the model files ``Run.model`` loads."""
     from .results import Run
 
-    run = Run(src)
+    run = Run(src, rec)
     tasks, files = set(), set()
     for ds in run.datasets():
         for m in run.models(ds):
@@ -155,7 +155,7 @@ def _trim_predictions(rec, keep, max_cases):
 
 def _fill(rec, src, tmp, max_cases):
     """Write the export of ``rec`` (read from ``src``) into the empty folder ``tmp``."""
-    keep, files = _shown(src)
+    keep, files = _shown(rec, src)
     _export_data(rec, src, tmp)
     for mf in sorted(files):
         if not (src / mf).exists():
@@ -193,7 +193,7 @@ def _source_dir(run_path):
     raise FileNotFoundError(f"RUN {str(run_path)!r}: no run directory or run.h5 file there")
 
 
-def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
+def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES, rec=None):
     """Write the compact copy of one run to ``<out>/<run name>/``.
 
     Parameters
@@ -205,6 +205,8 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
     max_prediction_cases : int, optional
         Test predictions of the shown tasks with at most this many test cases
         are kept; all others are dropped.
+    rec : dict, optional
+        The run record already read from ``run_path`` (changed in place).
 
     Returns
     -------
@@ -213,7 +215,7 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES):
         ``predictions_dropped`` (tasks).
     """
     src = _source_dir(run_path)
-    rec = read_run_file(src)
+    rec = read_run_file(src) if rec is None else rec
     out = Path(out)
     final = out / rec["meta"]["name"]
     if final.resolve() == src.resolve():
@@ -247,15 +249,16 @@ def cmd_export(args):
     if args.max_prediction_cases < 0:
         raise ValueError(f"--max-prediction-cases: got {args.max_prediction_cases}; "
                          "give 0 or more")
-    names = {}
+    names, recs = {}, []
     for r in args.runs:
-        name = read_run_file(_source_dir(r))["meta"]["name"]
+        recs.append(read_run_file(_source_dir(r)))
+        name = recs[-1]["meta"]["name"]
         if name in names:
             raise ValueError(f"RUN: {names[name]!r} and {r!r} are both run {name!r}; "
                              "their exports would overwrite each other, give one")
         names[name] = r
-    for r in args.runs:
-        info = export_run(r, args.out, args.max_prediction_cases)
+    for r, rec in zip(args.runs, recs):
+        info = export_run(r, args.out, args.max_prediction_cases, rec=rec)
         print(f"exported {r} -> {info['path']} ({info['bytes'] / 2 ** 20:.2f} MiB, "
               f"{info['models']} model files, predictions dropped from "
               f"{info['predictions_dropped']} tasks)")

@@ -163,8 +163,10 @@ class Run:
     (:func:`_keep_common_partitions`).
     """
 
-    def __init__(self, path):
-        self.rec = read_run_file(path)
+    def __init__(self, path, rec=None):
+        # rec: the record already read from path; its results are copied, not changed
+        self.rec = read_run_file(path) if rec is None else \
+            {**rec, "results": {ds: dict(m) for ds, m in rec.get("results", {}).items()}}
         p = Path(path)
         self.dir = p if p.is_dir() else p.parent
         self.name = self.rec["meta"]["name"]
