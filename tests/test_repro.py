@@ -818,3 +818,8 @@ def test_models_loaded_only_at_the_largest_size_where_the_section_says(tiny_run,
     assert not run.loads_model("sinc-n12", "BSVR") and run.loads_model("sinc-n24", "BSVR")
     assert run.model("sinc-n12", "BSVR") is None
     assert run.model("sinc-n24", "BSVR").hyperparameters_["C"] > 0
+    # models trained on more than MAX_MODEL_TRAIN cases are never loaded (nor exported)
+    monkeypatch.setattr(results, "MAX_MODEL_TRAIN", 23)
+    assert not run.loads_model("sinc-n24", "BSVR") and run.model("sinc-n24", "BSVR") is None
+    monkeypatch.setattr(results, "MAX_MODEL_TRAIN", 24)
+    assert run.loads_model("sinc-n24", "BSVR")
