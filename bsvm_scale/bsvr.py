@@ -180,7 +180,8 @@ class _Problem:
                 # wall time of the MAP solve and of the evidence (+ gradient)
                 "map_s": t1 - t0, "evidence_s": t2 - t1}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info, f)
-        self._keep_best(ev.value, nu, f, theta, info)
+        if not need_grad or np.all(np.isfinite(ev.grad)):  # as run_start counts points
+            self._keep_best(ev.value, nu, f, theta, info)
         return ev.value, ev.grad, info
 
     def _keep_best(self, value, nu, f, theta, info):
@@ -327,11 +328,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     starts_ : list of dict
         Every start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
         ``success``, ``message`` and the ``trajectory`` (theta, -ln evidence,
-        projected gradient norm, SV counts per evaluation); with the
-        coarse-to-fine starts (``init_subsample``) also ``subsample``: the
-        subsample size and that phase's own start record; with the
-        isotropic first stage (``ard_init``) also ``isotropic``: that
-        stage's own start record (its ``theta`` has one ``ln kappa``).
+        projected gradient norm, SV counts per evaluation). One record per
+        optimiser run, in order: the runs from the starts (coarse-to-fine:
+        the one refined on the full data, with ``subsample``, that phase's
+        own record); with the isotropic first stage (``ard_init``) one run
+        per isotropic optimum, with ``isotropic``, that stage's own start
+        record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
+        starts that were not refined (subsample phase only).
     """
 
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
@@ -446,8 +449,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         X : array-like (n_samples, n_features)
         y : array-like (n_samples,)
         callback : callable, optional
-            ``callback(start_index, record, state)`` after every evidence
-            evaluation (used by pipelines for checkpoints): ``record`` is the
+            ``callback(run_index, record, state)`` after every full-data
+            evidence evaluation (used by pipelines for checkpoints; ``run_index``
+            indexes ``starts_``; the subsample phase and the isotropic first
+            stage are not reported, a resumed fit repeats them): ``record`` is the
             optimiser's trajectory record (``theta``, ``fun``, ``grad``,
             ``grad_norm``, ``info``, ``replayed``) and ``state`` the
             objective's warm-start state (dual vector ``nu``, secant slope,
@@ -509,8 +514,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             if init is None or init.get("state") is None:
                 problem.reset(nu0)
             plan = [(coarse[best]["theta"], None, FINE_MAX_STEP)]
-        stage = [self._isotropic_fit(X, y, t) for t in thetas] \
-            if self._isotropic_first(Xs.shape[1]) else []
+        # coarse-to-fine: the isotropic stage only from the start refined on the full data
+        origins = [coarse[best]["theta0"]] if coarse else thetas
+        stage = self._isotropic_stage(X, y, origins) if self._isotropic_first(Xs.shape[1]) \
+            else []
         d = Xs.shape[1]
         plan += [(np.concatenate((iso.theta_[:2], np.full(d, iso.theta_[2]), iso.theta_[-1:])),
                   self._full_dual(iso, Xs.shape[0]), FINE_MAX_STEP) for iso in stage]
@@ -525,6 +532,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
     def _isotropic_first(self, d):
         return bool(self.ard) and d > 1 and self.ard_init == "isotropic"
+
+    def _isotropic_stage(self, X, y, thetas):
+        """Isotropic fits from every start; one that fails is left out with a warning
+        (its start still runs as given)."""
+        stage = []
+        for k, theta0 in enumerate(thetas):
+            try:
+                stage.append(self._isotropic_fit(X, y, theta0))
+            except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
+                warnings.warn(f"the isotropic first stage of ARD start {k} failed ({exc}); "
+                              "that start runs from its starting point only.",
+                              ConvergenceWarning, stacklevel=4)
+        return stage
 
     def _isotropic_fit(self, X, y, theta0):
         """The isotropic model fitted from the ARD start ``theta0`` (a clone of
@@ -617,7 +637,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,
                                               res.success, res.message, res.trajectory))
             if not res.success and "ITERATIONS" in res.message.upper():
-                warnings.warn(f"L-BFGS-B start {k} stopped at its iteration limit: "
+                warnings.warn(f"L-BFGS-B run {k} (starts_[{k}]) stopped at its iteration limit: "
                               f"{res.message}", ConvergenceWarning, stacklevel=3)
         best = best_start(results)
         return problem.evaluation_at(results[best].theta, problem.best)

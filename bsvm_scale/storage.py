@@ -349,6 +349,11 @@ def _write_estimator(g, model, where):
     g.attrs["library_version"] = __version__
 
 
+#: parameters added since models were first saved, with the value that reproduces
+#: how a file lacking them was fitted (not the new default)
+LEGACY_PARAMS = {"BayesianSVR": {"ard_init": "start"}}
+
+
 def _read_estimator(g, where):
     name = _attr_str(g, "class")
     classes = _estimator_classes()
@@ -356,7 +361,7 @@ def _read_estimator(g, where):
         raise ValueError(f"{where}: unknown estimator class {name!r}; known: {', '.join(classes)}")
     if "params" not in g or "attributes" not in g:
         raise ValueError(f"{where}: estimator group lacks 'params' or 'attributes'")
-    params = decode(g["params"], f"{where}.params")
+    params = {**LEGACY_PARAMS.get(name, {}), **decode(g["params"], f"{where}.params")}
     model = classes[name](**params)
     for k, v in decode(g["attributes"], f"{where}.attributes").items():
         setattr(model, k, v)

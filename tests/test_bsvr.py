@@ -118,6 +118,8 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     # the case this option exists for: the direct ARD run ends below the isotropic model
     assert direct.log_evidence_ < iso.log_evidence_ - 5.0
     assert both.log_evidence_ >= max(iso.log_evidence_, direct.log_evidence_)
+    # the best point is kept across the two runs: the model is the best evaluation
+    assert both.log_evidence_ == -min(r["fun"] for st in both.starts_ for r in st["trajectory"])
     assert len(both.starts_) == 2 and "isotropic" in both.starts_[1]
     # run 0 is the direct run, bit for bit; run 1 begins at the isotropic optimum
     assert both.starts_[0]["neg_log_evidence"] == direct.starts_[0]["neg_log_evidence"]
@@ -209,6 +211,39 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     # below the threshold the phase is skipped
     m3 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=450).fit(X, y)
     assert "subsample" not in m3.starts_[0]
+
+
+def test_coarse_to_fine_ard_gets_one_isotropic_stage():
+    """With coarse-to-fine starts only the start refined on the full data is
+    also run from its isotropic optimum; the unrefined start comes last."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2, 2, size=(300, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=300)
+    m = BayesianSVR(ard=True, init_subsample=100).fit(X, y)
+    assert [("subsample" in r, "isotropic" in r, r["trajectory"] == []) for r in m.starts_] == \
+        [(True, False, False), (False, True, False), (True, False, True)]
+    first = m.starts_[1]["trajectory"][0]["theta"]  # the ARD run begins at an isotropic point
+    np.testing.assert_array_equal(first[2:-1], np.full(2, first[2]))
+    assert m.log_evidence_ == -min(r["fun"] for st in m.starts_ for r in st["trajectory"])
+    iso = BayesianSVR(init_subsample=100).fit(X, y)
+    assert m.log_evidence_ >= iso.log_evidence_ - 1e-9 or \
+        m.starts_[1]["isotropic"]["neg_log_evidence"] > -iso.log_evidence_
+
+
+def test_an_old_checkpoint_best_point_is_re_solved():
+    """A best point stored as ``(value, nu)`` (checkpoints from before the
+    stored MAP solution) is evaluated again by a warm SMO solve at theta."""
+    from bsvm_scale.bsvr import _Problem
+
+    X, y, _, _ = _sinc(80, 12)
+    P = _Problem(np.ascontiguousarray((X - X.mean()) / X.std()), y, float(np.var(y)), 0.3,
+                 False, 1e-3, 16.0, 10**6)
+    theta = np.array([np.log(10.0), np.log(0.1), 0.0, 0.0])
+    value = P(theta)[0]
+    last = P.evaluation_at(theta, P.best[:2])
+    np.testing.assert_array_equal(last[0], theta)
+    assert last[5].value == pytest.approx(value, rel=1e-9)
+    assert P.evaluation_at(theta, P.best)[5].value == value
 
 
 def test_start_points_are_the_ones_fit_starts_from():

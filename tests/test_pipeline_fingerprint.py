@@ -153,3 +153,18 @@ def test_prepare_data_adopts_a_keyless_data_file_only_for_the_same_file(tmp_path
     np.testing.assert_array_equal(redone["y"], fresh["y"])
     np.testing.assert_array_equal(redone["X"], fresh["X"])
     assert kpath.read_text() == dataset_key(pipeline.datasets[0])
+
+
+def test_a_changed_library_default_is_keyed_in(tmp_path):
+    """BSVR ARD tasks whose parameters leave ``ard_init`` out get the key of the
+    current default (isotropic first stage), so tasks made before it are
+    recomputed; isotropic BSVR tasks keep their keys."""
+    data = _data()
+
+    def key(params):
+        s = dict(_specs(tmp_path)[0], params=params)
+        return task_keys([s], data)["t0"]
+
+    assert key({"ard": True}) == key({"ard": True, "ard_init": "isotropic"})
+    assert key({"ard": True}) != key({"ard": True, "ard_init": "start"})
+    assert key({"ard": False}) != key({"ard": False, "ard_init": "isotropic"})

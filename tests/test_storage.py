@@ -1,5 +1,7 @@
 """save_model / load_model: lossless round trips for every estimator, clear errors."""
 
+import copy
+import json
 import os
 
 import h5py
@@ -227,3 +229,22 @@ def test_format_1_files_still_load(tmp_path, monkeypatch):
     for k in a:
         assert np.array_equal(a[k], b[k]), k
     _exact(RECORD, read_record(old_rec))
+
+
+def test_files_from_before_a_new_parameter_load_with_how_they_were_fitted(tmp_path, monkeypatch):
+    """A BayesianSVR file saved before ``ard_init`` existed loads with
+    ``ard_init="start"`` (the behaviour it was fitted with), not the new default."""
+    from bsvm_scale.bsvr import BayesianSVR
+
+    model = BayesianSVR(n_starts=1, optimizer_options=OPT).fit(X, Y_REG)
+    names = [k for k in BayesianSVR._get_param_names() if k != "ard_init"]
+    monkeypatch.setattr(BayesianSVR, "get_params",
+                        lambda self, deep=True: {k: getattr(self, k) for k in names})
+    old = copy.copy(model)
+    del old.ard_init  # an estimator of the version without the parameter
+    path = save_model(old, tmp_path / "old.h5")
+    monkeypatch.undo()
+    with h5py.File(path, "r") as f:
+        assert "ard_init" not in json.loads(f.attrs["params_json"])
+    assert load_model(path).ard_init == "start"
+    assert load_model(save_model(model, tmp_path / "new.h5")).ard_init == "isotropic"

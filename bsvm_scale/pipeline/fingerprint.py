@@ -81,6 +81,21 @@ def dataset_key(spec) -> str:
     return _sha(_json(dataclasses.asdict(spec)))
 
 
+#: library defaults that changed what a task computes, keyed in when a task's
+#: parameters leave them out: ``(kind, condition on the parameters, {name: default})``.
+#: Tasks made before the change (their key lacks the default) are then recomputed
+#: rather than mixed with new ones. BSVR ARD: the isotropic first stage.
+KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "isotropic"}),)
+
+
+def _keyed_params(kind, params):
+    params = dict(params or {})
+    for k, applies, defaults in KEYED_DEFAULTS:
+        if kind == k and applies(params):
+            params = {**defaults, **params}
+    return params
+
+
 def task_keys(specs, data):
     """``{task_id: key}`` for the planned ``specs`` over the prepared ``data``."""
     digests = {label: array_digest(d["X"], d["y"]) for label, d in data.items()}
@@ -88,6 +103,7 @@ def task_keys(specs, data):
     for s in sorted(specs, key=lambda s: "fix_from" in s):  # dependencies first
         body = {k: s[k] for k in ("kind", "model", "dataset", "partition", "params", "cv",
                                   "start", "n_starts")}
+        body["params"] = _keyed_params(s["kind"], s["params"])
         keys[s["task_id"]] = _sha(_json(body), array_digest(np.asarray(s["train"])),
                                   array_digest(np.asarray(s["test"])), digests[s["dataset"]],
                                   *[keys[t] for t in s.get("fix_from", [])])
