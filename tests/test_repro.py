@@ -823,3 +823,29 @@ def test_models_loaded_only_at_the_largest_size_where_the_section_says(tiny_run,
     assert not run.loads_model("sinc-n24", "BSVR") and run.model("sinc-n24", "BSVR") is None
     monkeypatch.setattr(results, "MAX_MODEL_TRAIN", 24)
     assert run.loads_model("sinc-n24", "BSVR")
+
+
+def test_nll_note_needs_a_real_margin():
+    """BTSVC's test NLL is called worse than GPC's only beyond NLL_NOTE_REL (1%)."""
+    from bsvm_scale.pipeline import results
+
+    class Stub:
+        def __init__(self, b, g):
+            self.nll = {"BTSVC": np.array([b]), "GPC": np.array([g])}
+
+        def datasets(self):
+            return ["d"]
+
+        def models(self, ds):
+            return ["BTSVC", "GPC"]
+
+        def metric(self, ds, m, name):
+            return self.nll[m]
+
+        def entries(self, ds, m):
+            return [{"n_sv": 1, "task": {"n_train": 10}}]
+
+    for b, g, said in ((1051.4, 1050.9, False), (1000.0, 995.0, False), (1100.0, 1000.0, True)):
+        notes = []
+        results._nll_notes(Stub(b, g), "C3", notes)
+        assert any("NLL" in n for n in notes) == said, (b, g)
