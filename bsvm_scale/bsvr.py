@@ -204,14 +204,19 @@ class _Problem:
         """
         theta = np.asarray(theta, dtype=float)
         if best is not None and len(best) == 5 and np.array_equal(best[3], theta):
-            _, nu, f, _, info = best
+            _, nu, f, _, info = best  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False)
-            self.last = (theta.copy(), C, eps, cov, nu.copy(), ev, dict(info), f.copy())
+            self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
         self.reset(None if best is None else best[1])
         self(theta, need_grad=False)
         return self.last
+
+
+def _ard_theta(theta, d):
+    """The isotropic ``[ln C, ln eps, ln kappa, ln kappa_b]`` as the equal ARD point."""
+    return np.concatenate((theta[:2], np.full(d, theta[2]), theta[-1:]))
 
 
 def _copied(v):
@@ -516,11 +521,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             plan = [(coarse[best]["theta"], None, FINE_MAX_STEP)]
         # coarse-to-fine: the isotropic stage only from the start refined on the full data
         origins = [coarse[best]["theta0"]] if coarse else thetas
-        stage = self._isotropic_stage(X, y, origins) if self._isotropic_first(Xs.shape[1]) \
-            else []
-        d = Xs.shape[1]
-        plan += [(np.concatenate((iso.theta_[:2], np.full(d, iso.theta_[2]), iso.theta_[-1:])),
-                  self._full_dual(iso, Xs.shape[0]), FINE_MAX_STEP) for iso in stage]
+        n, d = Xs.shape
+        stage = self._isotropic_stage(X, y, origins) if self._isotropic_first(d) else []
+        plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
+                 for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)
         n_direct = len(plan) - len(stage)
         for rec, iso in zip(self.starts_[n_direct:], stage):

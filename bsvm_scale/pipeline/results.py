@@ -665,17 +665,17 @@ def _nested_evidence(run, pairs, notes, label):
         for iso, ard in pairs:
             if iso not in run.models(ds) or ard not in run.models(ds):
                 continue
-            a = np.array([e["log_evidence"] for e in run.entries(ds, iso)], float)
-            b = np.array([e["log_evidence"] for e in run.entries(ds, ard)], float)
-            k = min(a.size, b.size)
-            if k == 0:
+            # Run keeps the partitions every model finished, so these are aligned
+            a, b = ([e["log_evidence"] for e in run.entries(ds, m)] for m in (iso, ard))
+            a, b = np.array(a, float), np.array(b, float)
+            if a.size == 0:
                 continue
-            lower = int(np.sum(b[:k] < a[:k] - 0.01))
-            rows.append([ds, iso, ard, k, float(np.mean(a[:k])), float(np.mean(b[:k])), lower])
+            lower = int(np.sum(b < a - 0.01))
+            rows.append([ds, iso, ard, a.size, float(np.mean(a)), float(np.mean(b)), lower])
             if lower:
                 notes.append(f"{label} {ds}: {ard} ends at a lower ln evidence than {iso} on "
-                             f"{lower} of {k} splits (means {np.mean(b[:k]):.1f} against "
-                             f"{np.mean(a[:k]):.1f}), although its model contains {iso}'s: "
+                             f"{lower} of {a.size} splits (means {np.mean(b):.1f} against "
+                             f"{np.mean(a):.1f}), although its model contains {iso}'s: "
                              f"its starts reach poorer optima.")
     if not rows:
         return []
