@@ -32,7 +32,9 @@ from ._validation import (check_beta, check_nonconstant, check_positive, check_p
                           check_predict_X, check_regression_data, warn_target_offset)
 from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
-from .evidence_silf import predictive_variance_chunk, silf_evidence
+from .evidence_lowrank import (DEFAULT_TOL, EvidenceBudgetError, EvidenceSettings,
+                               LowRankPredictor, check_method)
+from .evidence_silf import prediction_factor, predictive_variance_chunk, silf_evidence
 from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, run_start,
                        subsample_indices, unrefined_record)
 
@@ -71,8 +73,10 @@ class _Problem:
     from the previous one (clipped to the new box).
     """
 
-    def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter):
+    def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter,
+                 evidence=EvidenceSettings()):
         self.X, self.y = X, y
+        self.evidence = evidence
         self.kappa0, self.beta, self.ard = kappa0, beta, ard
         self.tol, self.max_iter = tol, max_iter
         d = X.shape[1]
@@ -107,7 +111,7 @@ class _Problem:
             nu[at_bound] = np.sign(self.nu[at_bound]) * C
         return nu
 
-    _NOT_STATE = ("X", "y", "cache", "last")
+    _NOT_STATE = ("X", "y", "cache", "last", "evidence")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -167,9 +171,18 @@ class _Problem:
         t0 = time.perf_counter()
         nu, f, bias, n_iter, vmax = self.solve(C, eps, cov)
         t1 = time.perf_counter()
-        ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad)
+        try:
+            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
+                               self.evidence)
+        except EvidenceBudgetError as err:
+            if not need_grad:  # a final evaluation: the fit cannot be made
+                raise
+            warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
+                          RuntimeWarning, stacklevel=2)
+            return np.inf, np.zeros(np.size(theta)), {"rejected": str(err), "smo_iter": n_iter,
+                                                      "smo_violation": vmax}
         t2 = time.perf_counter()
-        info = {"n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
+        info = {**ev.info(), "n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
                 "n_on_bound": int(ev.support.size - ev.off_bound.size),
                 # the index sets of (4.32)
                 "n_I0a": int(np.count_nonzero((nu > 0) & (nu < C))),
@@ -206,7 +219,7 @@ class _Problem:
         if best is not None and len(best) == 5 and np.array_equal(best[3], theta):
             _, nu, f, _, info = best  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
-            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False)
+            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence)
             self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
         self.reset(None if best is None else best[1])
@@ -297,6 +310,23 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         splits the log evidence was 22 nats lower on average (-1386 against
         -1364) and the test ASE 9.50 against 9.02. On large data it saves the
         last few evaluations (about 60 s of a 590 s start at 50,000 cases).
+    evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
+        How the off-bound block of the evidence (4.38)-(4.42) is handled:
+        ``"dense"`` factorises it (exact, O(m^3), 24 m^2 bytes);
+        ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on
+        what it leaves out, and a preconditioned stochastic Lanczos correction
+        with fixed probes when the rank budget stops it first
+        (:mod:`bsvm_scale.evidence_lowrank`); ``"auto"`` is dense up to
+        5,000 off-bound cases (when it fits ``evidence_mb``), matrix-free
+        beyond. ``evidence_method_`` and ``evidence_error_`` say what the fit used.
+    evidence_tol : float, default=0.05
+        Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
+    evidence_mb : float, default=1024
+        Memory budget (MiB) of the evidence arrays: the dense block, or
+        the ``m x r`` factor (its rank is capped to fit). A block that does
+        not fit is a rejected step during the search and an
+        :class:`~bsvm_scale.evidence_lowrank.EvidenceBudgetError` naming this
+        parameter at the final fit.
     init_subsample : int or None, default=4000
         Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
         every start is first optimised on a random subsample of
@@ -330,6 +360,15 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Standardised inputs of the SVs.
     n_iter_ : int
         SMO iterations of the final solve.
+    evidence_method_ : str
+        ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
+    evidence_error_ : float
+        Error estimate of ``log_evidence_`` (nats; 0 for dense).
+    cholesky_, predictor_ : ndarray or None, dict or None
+        What the predictive variance (4.46) reads: the dense Cholesky factor
+        of ``Sigma_M + 2 beta eps / C I``, or (matrix-free) the pivot inputs
+        ``X_S`` and the triangles ``L_K``, ``L_W``
+        (:class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
         Every start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
         ``success``, ``message`` and the ``trajectory`` (theta, -ln evidence,
@@ -345,10 +384,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
-                 optimizer_options=None, init_subsample=4000, ard_init="isotropic"):
+                 optimizer_options=None, init_subsample=4000, ard_init="isotropic",
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0):
         self.beta = beta
         self.ard = ard
         self.ard_init = ard_init
+        self.evidence_method = evidence_method
+        self.evidence_tol = evidence_tol
+        self.evidence_mb = evidence_mb
         self.n_starts = n_starts
         self.tol = tol
         self.cache_mb = cache_mb
@@ -366,10 +409,15 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.init_subsample = init_subsample
 
     # ------------------------------------------------------------------
+    def _evidence_settings(self):
+        return EvidenceSettings(self.evidence_method, float(self.evidence_tol),
+                                float(self.evidence_mb))
+
     def _check_params(self, n, d):
         beta = default_beta(n) if self.beta is None else check_beta(self.beta)
         check_positive("tol", self.tol)
         check_positive("cache_mb", self.cache_mb)
+        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
         for name in ("C", "epsilon", "kappa_b", "kappa0"):
             check_positive(name, getattr(self, name), allow_none=True)
         if self.kappa is not None:
@@ -486,7 +534,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         self._max_iter = max_iter
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
-                           float(self.cache_mb), max_iter)
+                           float(self.cache_mb), max_iter, self._evidence_settings())
         thetas = self._start_points(s, d, bounds)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
@@ -501,7 +549,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             final = problem.last
             self.starts_ = [_start_record(thetas[0], thetas[0], value, 0, True, "optimize=False",
                                           [])]
-        self._set_fitted(final, beta, kappa0, Xs)
+        self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
         return self
 
     def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta):
@@ -589,7 +637,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         idx = subsample_indices(n, m, self.random_state)
         sub = _Problem(np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]), kappa0,
                        beta, bool(self.ard), float(self.tol), float(self.cache_mb),
-                       max(10**6, 100 * int(m)))
+                       max(10**6, 100 * int(m)), self._evidence_settings())
         records = []
         for theta0 in thetas:
             sub.reset()
@@ -646,7 +694,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         best = best_start(results)
         return problem.evaluation_at(results[best].theta, problem.best)
 
-    def _set_fitted(self, final, beta, kappa0, X):
+    def _set_fitted(self, final, beta, kappa0, X, settings):
         theta, C, eps, cov, nu, ev, info = final[:7]
         if info["smo_violation"] > self.tol:
             hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
@@ -677,12 +725,30 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.support_vectors_ = X[ev.support].copy()
         self.off_bound_vectors_ = X[ev.off_bound].copy()
         self.cholesky_ = ev.L
+        self.predictor_ = None
+        if ev.method == "matrix_free":
+            p = prediction_factor(X, ev, cov, C, eps, beta, settings)
+            self.predictor_ = {"X_S": p.X_S, "L_K": p.L_K, "L_W": p.L_W}
+        self.evidence_method_ = ev.method
+        self.evidence_error_ = float(ev.error)
         self.jitter_ = float(ev.jitter)
         self.n_iter_ = int(info["smo_iter"])
         self.fit_info_ = dict(info)
         del self._scaler
 
     # ------------------------------------------------------------------
+    def _latent_variance(self, cov, Xs):
+        """``sigma_t^2`` (4.46): dense factor, or the matrix-free predictor."""
+        p = getattr(self, "predictor_", None)
+        if p is not None:
+            return LowRankPredictor(p["X_S"], p["L_K"], p["L_W"]).variance(cov, Xs)
+        var = np.empty(Xs.shape[0])
+        rows = max(1, _PRED_CHUNK_BYTES // (8 * max(1, self.off_bound_vectors_.shape[0])))
+        for a in range(0, Xs.shape[0], rows):
+            var[a:a + rows] = predictive_variance_chunk(cov, Xs[a:a + rows],
+                                                        self.off_bound_vectors_, self.cholesky_)
+        return var
+
     def _covariance(self):
         h = self.hyperparameters_
         return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
@@ -714,11 +780,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         mean = mean + self.intercept_
         if not return_std:
             return mean
-        var = np.empty(Xs.shape[0])
-        rows = max(1, _PRED_CHUNK_BYTES // (8 * max(1, self.off_bound_vectors_.shape[0])))
-        for a in range(0, Xs.shape[0], rows):
-            var[a:a + rows] = predictive_variance_chunk(cov, Xs[a:a + rows],
-                                                        self.off_bound_vectors_, self.cholesky_)
+        var = self._latent_variance(cov, Xs)
         if include_noise:
             var = var + self.noise_variance_
         return mean, np.sqrt(var)

@@ -36,6 +36,8 @@ from ._validation import (check_classification_data, check_positive, check_posit
                           check_predict_X)
 from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
+from .evidence_lowrank import (DEFAULT_TOL, EvidenceBudgetError, EvidenceSettings,
+                               LowRankPredictor, check_method)
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence, predictive_moments
 from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
                        subsample_indices, unrefined_record)
@@ -96,10 +98,8 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000):
             "status": int(status)}
 
 
-#: SV blocks larger than this are not factorised during the optimisation: the
-#: step is rejected instead (an O(m^3) evaluation at a trial point where
-#: almost every case is an SV would dominate the whole fit)
-MAX_SV_BLOCK = 15000
+#: default memory budget (MiB) of the evidence arrays (dense block or factor)
+EVIDENCE_MB = 1024.0
 
 
 class EvidenceObjective:
@@ -109,7 +109,8 @@ class EvidenceObjective:
     SMO solve at the next hyperparameters.
     """
 
-    def __init__(self, X, y, ard, cache_mb=256.0, tol=1e-3, max_iter=1_000_000):
+    def __init__(self, X, y, ard, cache_mb=256.0, tol=1e-3, max_iter=1_000_000,
+                 evidence=EvidenceSettings()):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
         self.ard = bool(ard)
@@ -121,7 +122,7 @@ class EvidenceObjective:
         self.smo_limit_hits = 0
         self.n_smo_iter = 0
         self.best = None  # (value, theta, alpha, smo_iter) of the lowest value seen
-        self.max_sv = MAX_SV_BLOCK
+        self.evidence = evidence
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -142,21 +143,28 @@ class EvidenceObjective:
         cov, sol = self.solve(theta)
         t_map = time.perf_counter() - t0
         m = int(np.count_nonzero(sol["alpha"] > 0.0))
-        if m > self.max_sv and not keep_factor:
-            warnings.warn(f"{m} SVs at the trial point {np.round(theta, 3)} exceed the "
-                          f"evidence block limit {self.max_sv}; the step is rejected.",
+        try:
+            method, max_rank = self.evidence.plan(m)
+        except EvidenceBudgetError as err:
+            if keep_factor:
+                raise
+            warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
                           RuntimeWarning, stacklevel=2)
             return np.inf, np.zeros(np.size(theta)), {"n_sv": m, "jitter": 0.0,
                                                       "smo_iter": sol["n_iter"],
                                                       "smo_violation": sol["max_violation"],
-                                                      "map_s": t_map, "evidence_s": 0.0}
+                                                      "map_s": t_map, "evidence_s": 0.0,
+                                                      "rejected": str(err)}
         if m >= SMALL_BLOCK:
             # the cached rows are dropped at the next hyperparameters anyway:
-            # give their memory to the m x m evidence block
+            # give their memory to the evidence arrays
             self.release()
         t1 = time.perf_counter()
-        value, grad, info = neg_log_evidence(cov, self.X, self.y, sol["alpha"],
-                                             with_grad=with_grad, keep_factor=keep_factor)
+        value, grad, info = neg_log_evidence(
+            cov, self.X, self.y, sol["alpha"], with_grad=with_grad, keep_factor=keep_factor,
+            method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank)
+        info.setdefault("method", "dense")
+        info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)
         info["map_s"] = t_map
         info["evidence_s"] = time.perf_counter() - t1
@@ -309,6 +317,23 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``n_starts``; used e.g. to run one start per Dask task.
     max_iter : int, optional
         SMO iteration limit per MAP solve (default ``max(10**6, 100 n)``).
+    evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
+        How the SV block of the evidence (5.35)-(5.37) is handled:
+        ``"dense"`` factorises it (exact, O(m^3), 8 m^2 bytes);
+        ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on what
+        it leaves out, and a preconditioned stochastic Lanczos correction
+        with fixed probes when the rank budget stops it first
+        (:mod:`bsvm_scale.evidence_lowrank`); ``"auto"`` is dense up to 5,000
+        SVs (when it fits ``evidence_mb``), matrix-free beyond.
+        ``evidence_method_`` and ``evidence_error_`` say what the fit used.
+    evidence_tol : float, default=0.05
+        Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
+    evidence_mb : float, default=1024
+        Memory budget (MiB) of the evidence arrays: the dense block, or the
+        ``m x r`` factor (its rank is capped to fit). A block that does not
+        fit is a rejected step during the search and an
+        :class:`~bsvm_scale.evidence_lowrank.EvidenceBudgetError` naming this
+        parameter at the final fit.
     init_subsample : int or None, default=4000
         Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
         every start is first optimised on a random subsample of
@@ -352,11 +377,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Standardised inputs of the support vectors (binary).
     dual_coef_ : ndarray
         ``v_M = y_M alpha_M`` (5.32) of the support vectors (binary).
-    cholesky_ : ndarray
-        Lower Cholesky factor of ``I + Lambda^1/2 Sigma_M Lambda^1/2``
-        (binary), used for the predictive variance (5.41).
-    lam_sqrt_ : ndarray
-        ``Lambda_M^1/2`` (binary).
+    cholesky_, lam_sqrt_ : ndarray or None
+        Dense path: lower Cholesky factor of ``I + Lambda^1/2 Sigma_M
+        Lambda^1/2`` and ``Lambda_M^1/2`` (binary), read by the predictive
+        variance (5.41); None on the matrix-free path.
+    predictor_ : dict or None
+        Matrix-free path: pivot inputs ``X_S`` and the triangles ``L_K``,
+        ``L_W`` of :class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`
+        (O(r^2), never the ``m x m`` factor).
+    evidence_method_ : str
+        ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
+    evidence_error_ : float
+        Error estimate of ``log_evidence_`` (nats; 0 for dense).
     x_mean_, x_scale_ : ndarray
         Training statistics used to standardise inputs.
     n_iter_ : int or ndarray
@@ -384,7 +416,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
-                 max_iter=None, optimizer_options=None, init_subsample=4000):
+                 max_iter=None, optimizer_options=None, init_subsample=4000,
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB):
         self.ard = ard
         self.n_starts = n_starts
         self.tol = tol
@@ -398,6 +431,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.optimizer_options = optimizer_options
         self.init_subsample = init_subsample
+        self.evidence_method = evidence_method
+        self.evidence_tol = evidence_tol
+        self.evidence_mb = evidence_mb
 
     # -- helpers ---------------------------------------------------------------
     def _check_params(self, d):
@@ -406,6 +442,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_positive_int("max_iter", self.max_iter, allow_none=True)
         check_positive_int("n_starts", self.n_starts, allow_none=True)
         check_positive_int("init_subsample", self.init_subsample, allow_none=True)
+        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
         kappa = check_positive("kappa", self.kappa, allow_none=True)
         if kappa is not None and np.ndim(kappa) == 1:
             if not self.ard:
@@ -457,6 +494,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 rng = resolve_rng(self.random_state)
                 k0s += list(10.0 ** rng.uniform(-1.0, 2.0, size=n - len(KAPPA0_STARTS)))
         return [self._theta_from(d, k0, self.kappa, kb) for k0 in k0s]
+
+    def _evidence_settings(self):
+        return {"evidence": EvidenceSettings(self.evidence_method, float(self.evidence_tol),
+                                             float(self.evidence_mb))}
 
     def _bounds(self, d):
         return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
@@ -548,7 +589,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                 "n_sv": int(r["info"].get("n_sv", -1)),
                                 "smo_iter": int(r["info"].get("smo_iter", -1)),
                                 "map_s": float(r["info"].get("map_s", np.nan)),
-                                "evidence_s": float(r["info"].get("evidence_s", np.nan))}
+                                "evidence_s": float(r["info"].get("evidence_s", np.nan)),
+                                "evidence_error": float(r["info"].get("error", 0.0))}
                                for r in res.trajectory]}
 
     def _run_start(self, obj, k, theta0, bounds, callback, init, max_step=None):
@@ -594,7 +636,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         records, alphas = [], []
         for k, theta0 in enumerate(thetas):
             obj = EvidenceObjective(Xm, ym, self.ard, self.cache_mb, self.tol,
-                                    max(10**6, 100 * int(m)))
+                                    max(10**6, 100 * int(m)), **self._evidence_settings())
             res = self._run_start(obj, k, theta0, bounds, None, None)
             records.append(dict(self._start_record(res), n_samples=int(m)))
             alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
@@ -639,7 +681,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                     init["alpha"] = alpha0
                 max_step = FINE_MAX_STEP
             for k, theta0 in enumerate(thetas):
-                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
+                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
+                                        **self._evidence_settings())
                 res = self._run_start(obj, k, theta0, bounds, callback, init, max_step)
                 results.append(res)
                 objectives.append(obj)
@@ -658,7 +701,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter)
+            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
+                                        **self._evidence_settings())
             best = 0
             n_iter = 0
             smo_iter = 0
@@ -686,8 +730,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.support_ = np.asarray(info["support"], dtype=np.int64)
         self.support_vectors_ = np.ascontiguousarray(Xs[self.support_])
         self.dual_coef_ = np.asarray(info["dual_coef"], dtype=np.float64)
-        self.cholesky_ = info["chol"]
-        self.lam_sqrt_ = info["lam_sqrt"]
+        self.evidence_method_ = info["method"]
+        self.evidence_error_ = float(info["error"])
+        self.cholesky_ = info.get("chol")
+        self.lam_sqrt_ = info.get("lam_sqrt")
+        self.predictor_ = None
+        if "predictor" in info:
+            p = info["predictor"]
+            self.predictor_ = {"X_S": p.X_S, "L_K": p.L_K, "L_W": p.L_W}
         self.jitter_ = float(info["jitter"])
         self.n_iter_ = int(smo_iter)
         self.n_opt_iter_ = n_iter
@@ -702,7 +752,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _latent(self, X):
         Xs = (X - self.x_mean_) / self.x_scale_
         Xs = np.ascontiguousarray(Xs, dtype=np.float64)
-        mu, var = predictive_moments(self._covariance(), self.support_vectors_, self.dual_coef_,
+        cov = self._covariance()
+        if getattr(self, "predictor_", None) is not None:
+            p = self.predictor_
+            mu = (cov.cross_matvec(Xs, self.support_vectors_, self.dual_coef_)
+                  if self.dual_coef_.size else np.zeros(Xs.shape[0]))
+            var = LowRankPredictor(p["X_S"], p["L_K"], p["L_W"]).variance(cov, Xs)
+            return mu, np.sqrt(var)
+        mu, var = predictive_moments(cov, self.support_vectors_, self.dual_coef_,
                                      self.cholesky_, self.lam_sqrt_, Xs)
         return mu, np.sqrt(var)
 

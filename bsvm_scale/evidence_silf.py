@@ -35,6 +35,7 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from . import losses
 from ._threads import blas_threads
+from .evidence_lowrank import PREDICT_TOL_RATIO, BlockEvidence, EvidenceSettings, factorize
 
 __all__ = ["EvidenceResult", "stable_cholesky", "silf_evidence"]
 
@@ -42,9 +43,16 @@ _JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 
 
 class EvidenceResult:
-    """Value, gradient and the pieces kept for prediction."""
+    """Value, gradient and the pieces kept for prediction.
 
-    def __init__(self, value, grad, L, jitter, off_bound, support, f):
+    ``L`` is the dense Cholesky factor (``None`` on the matrix-free path,
+    which keeps ``block``, its :class:`~bsvm_scale.evidence_lowrank.BlockEvidence`);
+    ``method`` and ``error`` (nats of ``-ln evidence``) say how the block
+    was handled.
+    """
+
+    def __init__(self, value, grad, L, jitter, off_bound, support, f, method="dense",
+                 error=0.0, block=None):
         self.value = value
         self.grad = grad
         self.L = L
@@ -52,6 +60,15 @@ class EvidenceResult:
         self.off_bound = off_bound
         self.support = support
         self.f = f
+        self.method = method
+        self.error = error
+        self.block = block
+
+    def info(self):
+        """Diagnostics of the block for the objective's ``info``."""
+        if self.block is None:
+            return {"method": self.method, "error": float(self.error), "rank": 0}
+        return self.block.info()
 
 
 def stable_cholesky(A):
@@ -76,7 +93,8 @@ def stable_cholesky(A):
     )
 
 
-def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True):
+def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
+                  settings=EvidenceSettings()):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
@@ -95,6 +113,10 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True):
         Loss hyperparameters.
     need_grad : bool
         Compute the gradient too.
+    settings : EvidenceSettings
+        Dense or matrix-free block (:func:`bsvm_scale.evidence_lowrank.plan_block`,
+        which raises :class:`~bsvm_scale.evidence_lowrank.EvidenceBudgetError`
+        when the block does not fit the budget).
 
     Returns
     -------
@@ -105,6 +127,10 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True):
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
     off = np.flatnonzero((absnu > 0.0) & (absnu < C))
+    method, max_rank = settings.plan(off.size, dense_arrays=3)
+    if method == "matrix_free":
+        return _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off,
+                            settings.tol, max_rank)
     # multithreaded BLAS only pays on large blocks; on small ones its thread
     # start-up dominates and oversubscribes cores shared with other workers
     with blas_threads(off.size < 1500):
@@ -131,19 +157,57 @@ def _value(X, y, nu, f, cov, C, epsilon, beta, off):
     return value, L, jitter, Binv, resid, loss
 
 
-def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
-    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
-    n, m = nu.shape[0], off.shape[0]
-    tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
+def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank):
+    """(4.38)-(4.42) through :class:`~bsvm_scale.evidence_lowrank.BlockEvidence`
+    with ``Lambda = C / (2 beta eps)``: ``ln|I + C/(2 beta eps) Sigma_M| =
+    ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
+    d ln|B|`` for ``B_s = Sigma_M + (2 beta eps / C) I``."""
+    n, m = y.shape[0], off.shape[0]
+    resid = y - f
+    loss = losses.silf(resid, epsilon, beta)
+    lnZ = float(losses.silf_log_normalizer(C, epsilon, beta))
+    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    block = BlockEvidence(cov, X[off], sl, tol, max_rank)
+    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * block.logdet + n * lnZ
+    grad = None
+    if need_grad:
+        tr_BS = m - float(np.sum(block.diag_inv()))
+        g_trace = block.dlogdet() if m else np.zeros(cov.theta.shape[0])
+        grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+    return EvidenceResult(value, grad, None, 0.0, off, support, f, "matrix_free",
+                          0.5 * block.error, block)
+
+
+def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace):
+    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)`` and ``tr(B_s^-1 dSigma_p)``."""
+    n = nu.shape[0]
     dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
     g_lnC = C * float(loss.sum()) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
     dl_deps = losses.silf_d_epsilon(resid, epsilon, beta)
     g_lneps = C * epsilon * float(dl_deps.sum()) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
     p = cov.theta.shape[0]
-    g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(p)
     g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
     g_cov = 0.5 * g_trace - 0.5 * g_quad
     return np.concatenate(([g_lnC, g_lneps], g_cov[1:]))
+
+
+def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
+    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
+    n, m = nu.shape[0], off.shape[0]
+    tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
+    g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(cov.theta.shape[0])
+    return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+
+
+def prediction_factor(X, ev, cov, C, epsilon, beta, settings):
+    """The :class:`~bsvm_scale.evidence_lowrank.LowRankPredictor` of a
+    matrix-free evaluation ``ev``, computed to ``PREDICT_TOL_RATIO`` of the
+    evidence tolerance."""
+    m = ev.off_bound.size
+    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    _, max_rank = settings.plan(m, dense_arrays=3)
+    return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
+                     max_rank).predictor()
 
 
 def predictive_variance_chunk(cov, Xtest, Xoff, L):

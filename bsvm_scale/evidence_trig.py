@@ -46,6 +46,8 @@ from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dsymv
 from scipy.linalg.lapack import dpotrf, dpotri
 from ._threads import blas_threads
+from .evidence_lowrank import (DEFAULT_TOL, N_PROBES, PREDICT_TOL_RATIO, BlockEvidence,
+                               LowRankPredictor, factorize)
 from .gp import _zero_upper
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter"]
@@ -115,10 +117,70 @@ def chol_with_jitter(make_B):
     raise np.linalg.LinAlgError("Cholesky failed even with jitter 1e-2 * mean(diag).")
 
 
-def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
-    """Negative log evidence (5.35) and gradient (5.36); see :func:`_neg_log_evidence`."""
-    with _blas_limit(int(np.count_nonzero(alpha > 0.0))):
-        return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor)
+def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method="dense",
+                     f=None, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES):
+    """Negative log evidence (5.35) and gradient (5.36).
+
+    ``method="dense"`` factorises the SV block (:func:`_neg_log_evidence`);
+    ``"lowrank"`` uses the matrix-free factor of
+    :mod:`bsvm_scale.evidence_lowrank` (:func:`_neg_log_evidence_lowrank`,
+    which also needs ``f``, the MAP function at the training points, and
+    takes ``tol`` and ``max_rank``).
+    """
+    m = int(np.count_nonzero(alpha > 0.0))
+    with _blas_limit(m):
+        if method == "dense":
+            return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor)
+        if f is None:
+            f = cov.cross_matvec(X, X[alpha > 0.0], (y * alpha)[alpha > 0.0])
+        return _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor,
+                                         tol, max_rank, n_probes)
+
+
+def _sv_terms(X, y, alpha, f):
+    """SV indices, ``v_M``, inputs, ``f_MP`` on the SVs, loss and ``Lambda``."""
+    idx = np.flatnonzero(alpha > 0.0)
+    v = y[idx] * alpha[idx]
+    fM = f[idx]
+    loss, lam = trig_slack_terms(1.0 - y[idx] * fM)
+    return idx, v, np.ascontiguousarray(X[idx]), fM, loss, lam
+
+
+def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, max_rank,
+                              n_probes):
+    """(5.35)-(5.37) through the pivoted-Cholesky factor of ``B``.
+
+    ``ln|B|`` is replaced by ``ln|P|`` (error in ``[0, bound]``, reported as
+    ``info["error"] = bound / 2`` nats of ``-ln evidence``); the trace term
+    is ``d ln|P|`` and ``A`` in ``w`` and ``u = A w`` is
+    ``Lambda^1/2 P^-1 Lambda^1/2`` (see the module docstring for ``w``).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    idx, v, XM, fM, loss, lam = _sv_terms(X, y, alpha, np.asarray(f, dtype=np.float64))
+    m = idx.size
+    n_theta = cov.theta.size
+    info = {"n_sv": int(m), "jitter": 0.0, "method": "matrix_free", "rank": 0, "error": 0.0,
+            "probes": 0, "cg_iter": 0}
+    if m == 0:
+        if keep_factor:
+            info.update(support=idx, dual_coef=np.zeros(0),
+                        predictor=LowRankPredictor(np.zeros((0, X.shape[1])),
+                                                   np.zeros((0, 0)), np.zeros((0, 0))))
+        return 0.0, (np.zeros(n_theta) if with_grad else None), info
+    sl = np.sqrt(lam)
+    E = BlockEvidence(cov, XM, sl, tol, max_rank, n_probes)
+    info.update(E.info())
+    value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * E.logdet
+    if keep_factor:
+        info.update(support=idx, dual_coef=v,
+                    predictor=factorize(cov, XM, sl, tol * PREDICT_TOL_RATIO, max_rank).predictor())
+    if not with_grad:
+        return value, None, info
+    diag_a = lam * E.diag_inv()
+    w = v * (1.0 - diag_a / lam) / lam
+    u = sl * E.solve(sl * w)
+    G = cov.matvec_grad(X, idx, v)
+    return value, 0.5 * E.dlogdet() - 0.5 * ((v + u) @ G), info
 
 
 def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):

@@ -277,9 +277,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         message = (f"STOP: the best value improved by less than stall_rtol={stall[0]:g} "
                    f"(relative) over the last {stall[1]} evaluations")
     if state["best"] is None:
+        reasons = [r["info"]["rejected"] for r in state["trajectory"]
+                   if isinstance(r.get("info"), dict) and "rejected" in r["info"]]
+        why = (f" The last point was rejected because {reasons[-1][:1].lower()}{reasons[-1][1:]}"
+               if reasons else " Check the data and the starting values.")
         raise FloatingPointError(
             "the evidence was not finite at any point tried from theta0="
-            f"{np.array2string(theta0, precision=4)}; check the data and the starting values."
+            f"{np.array2string(theta0, precision=4)}.{why}"
         )
     theta, value, grad, info = state["best"]
     if state["nonfinite"]:
