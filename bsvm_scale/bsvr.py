@@ -319,7 +319,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         (:mod:`bsvm_scale.evidence_lowrank`); ``"auto"`` is dense up to
         5,000 off-bound cases (when it fits ``evidence_mb``), matrix-free
         beyond. ``evidence_method_`` and ``evidence_error_`` say what the fit used.
-    evidence_tol : float, default=0.05
+    evidence_tol : float, default=0.01
         Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
     evidence_mb : float, default=1024
         Memory budget (MiB) of the evidence arrays: the dense block, or
@@ -367,7 +367,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     cholesky_, predictor_ : ndarray or None, dict or None
         What the predictive variance (4.46) reads: the dense Cholesky factor
         of ``Sigma_M + 2 beta eps / C I``, or (matrix-free) the pivot inputs
-        ``X_S`` and the triangles ``L_K``, ``L_W``
+        ``X_S``, their weights ``sl_S`` and the triangles ``L_S``, ``L_C``
         (:class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
         Every start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
@@ -724,11 +724,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.intercept_ = float(info["bias"])
         self.support_vectors_ = X[ev.support].copy()
         self.off_bound_vectors_ = X[ev.off_bound].copy()
-        self.cholesky_ = ev.L
-        self.predictor_ = None
+        for name in ("cholesky_", "predictor_"):  # from an earlier fit
+            self.__dict__.pop(name, None)
         if ev.method == "matrix_free":
             p = prediction_factor(X, ev, cov, C, eps, beta, settings)
-            self.predictor_ = {"X_S": p.X_S, "L_K": p.L_K, "L_W": p.L_W}
+            self.predictor_ = p.as_dict()
+        else:
+            self.cholesky_ = ev.L
         self.evidence_method_ = ev.method
         self.evidence_error_ = float(ev.error)
         self.jitter_ = float(ev.jitter)
@@ -741,7 +743,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         """``sigma_t^2`` (4.46): dense factor, or the matrix-free predictor."""
         p = getattr(self, "predictor_", None)
         if p is not None:
-            return LowRankPredictor(p["X_S"], p["L_K"], p["L_W"]).variance(cov, Xs)
+            return LowRankPredictor.from_dict(p).variance(cov, Xs)
         var = np.empty(Xs.shape[0])
         rows = max(1, _PRED_CHUNK_BYTES // (8 * max(1, self.off_bound_vectors_.shape[0])))
         for a in range(0, Xs.shape[0], rows):

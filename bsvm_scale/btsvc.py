@@ -326,7 +326,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         (:mod:`bsvm_scale.evidence_lowrank`); ``"auto"`` is dense up to 5,000
         SVs (when it fits ``evidence_mb``), matrix-free beyond.
         ``evidence_method_`` and ``evidence_error_`` say what the fit used.
-    evidence_tol : float, default=0.05
+    evidence_tol : float, default=0.01
         Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
     evidence_mb : float, default=1024
         Memory budget (MiB) of the evidence arrays: the dense block, or the
@@ -382,8 +382,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Lambda^1/2`` and ``Lambda_M^1/2`` (binary), read by the predictive
         variance (5.41); None on the matrix-free path.
     predictor_ : dict or None
-        Matrix-free path: pivot inputs ``X_S`` and the triangles ``L_K``,
-        ``L_W`` of :class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`
+        Matrix-free path: pivot inputs ``X_S``, their weights ``sl_S`` and the
+        triangles ``L_S``, ``L_C`` of :class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`
         (O(r^2), never the ``m x m`` factor).
     evidence_method_ : str
         ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
@@ -732,12 +732,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.dual_coef_ = np.asarray(info["dual_coef"], dtype=np.float64)
         self.evidence_method_ = info["method"]
         self.evidence_error_ = float(info["error"])
-        self.cholesky_ = info.get("chol")
-        self.lam_sqrt_ = info.get("lam_sqrt")
-        self.predictor_ = None
+        for name in ("cholesky_", "lam_sqrt_", "predictor_"):  # from an earlier fit
+            self.__dict__.pop(name, None)
         if "predictor" in info:
             p = info["predictor"]
-            self.predictor_ = {"X_S": p.X_S, "L_K": p.L_K, "L_W": p.L_W}
+            self.predictor_ = p.as_dict()
+        else:
+            self.cholesky_ = info["chol"]
+            self.lam_sqrt_ = info["lam_sqrt"]
         self.jitter_ = float(info["jitter"])
         self.n_iter_ = int(smo_iter)
         self.n_opt_iter_ = n_iter
@@ -757,7 +759,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             p = self.predictor_
             mu = (cov.cross_matvec(Xs, self.support_vectors_, self.dual_coef_)
                   if self.dual_coef_.size else np.zeros(Xs.shape[0]))
-            var = LowRankPredictor(p["X_S"], p["L_K"], p["L_W"]).variance(cov, Xs)
+            var = LowRankPredictor.from_dict(p).variance(cov, Xs)
             return mu, np.sqrt(var)
         mu, var = predictive_moments(cov, self.support_vectors_, self.dual_coef_,
                                      self.cholesky_, self.lam_sqrt_, Xs)

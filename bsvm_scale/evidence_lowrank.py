@@ -14,15 +14,16 @@ products ``A x``:
   I)^-1 = A``.
 
 The dense path factorises ``B`` (O(m^3) time, 8 m^2 bytes). This module
-replaces ``K~`` by the rank-``r`` factor of a greedy pivoted Cholesky
+replaces ``K~`` by the rank-``r`` factor ``G`` of a greedy pivoted Cholesky
 factorisation (:func:`bsvm_scale._lowrank_kernels.pivoted_cholesky`) with
-pivot set ``S``: ``K~ = Q~ K_SS^-1 Q~^T + E`` where ``Q~ = Lambda^1/2
-Sigma_MS`` and ``E`` is positive semi-definite. With ``P = I + Q~ K_SS^-1
-Q~^T`` and ``W = K_SS + Q~^T Q~ = L_W L_W^T`` (matrix determinant lemma and
-Woodbury)::
+pivot set ``S``: ``K~ = G G^T + E`` with ``G G^T = K~_MS K~_SS^-1 K~_SM``
+(Nystrom over the pivots) and ``E`` positive semi-definite. With ``P = I + G
+G^T`` and ``C = I + G^T G = L_C L_C^T`` (matrix determinant lemma and
+Woodbury; ``C`` has eigenvalues >= 1, so nothing ill-conditioned is
+factorised)::
 
-    ln|P|   = ln|W| - ln|K_SS|
-    P^-1 x  = x - R R^T x,            R = Q~ L_W^-T   (m x r)
+    ln|P|   = ln|C|
+    P^-1 x  = x - R R^T x,            R = G L_C^-T   (m x r)
     diag P^-1 = 1 - rowsum(R o R)
 
 and ``0 <= ln|B| - ln|P| <= tr E`` (``B = P + E``, ``P >= I``), so ``tr E``
@@ -33,10 +34,11 @@ ln|B|``) or until its rank reaches the memory budget. Everything is
 deterministic: the same inputs give the same value and gradient bit for bit.
 
 The trace terms are the exact derivative of ``ln|P|`` with ``Lambda`` and the
-pivots held fixed::
+pivots held fixed (``K~_SS = L_S L_S^T``, ``dK~ = Lambda^1/2 dSigma
+Lambda^1/2``)::
 
-    d ln|P| / d ln theta_p = 2 tr(W^-1 Q~^T Lambda^1/2 dSigma_MS)
-                             - tr((K_SS^-1 - W^-1) dSigma_SS)
+    d ln|P| / d ln theta_p = 2 tr(G C^-1 L_S^-1 dK~_SM)
+                             - tr(L_S^-T (I - C^-1) L_S^-1 dK~_SS)
 
 contracted on the fly by :func:`bsvm_scale._lowrank_kernels.dcov_contract`
 (O(m r d) time), so the value and the gradient are consistent with each
@@ -44,10 +46,11 @@ other. Memory: ``O(m r)``; no ``m x m`` array exists.
 
 The predictive variance of ``f`` at a test point (4.46)/(5.41),
 ``Cov(x, x) - k~^T B^-1 k~`` with ``k~ = Lambda^1/2 k_M(x)``, is evaluated
-through the same factor: with ``k~`` replaced by its projection on the
-pivots, ``k~^T P^-1 k~ = k_S^T (K_SS^-1 - W^-1) k_S``, so
+through the same factor: with ``k~`` replaced by its projection ``G L_S^-1
+a~`` on the pivots (``a~ = Lambda_S^1/2 k_S(x)``) and ``G^T P^-1 G = I -
+C^-1``::
 
-    sigma^2(x) = Cov(x, x) - ||L_K^-1 k_S||^2 + ||L_W^-1 k_S||^2
+    a = L_S^-1 a~,    sigma^2(x) = Cov(x, x) - ||a||^2 + ||L_C^-1 a||^2
 
 which needs only the ``r`` pivot inputs and two ``r x r`` triangles
 (:class:`LowRankPredictor`), O(r d + r^2) per test point whatever ``m``.
@@ -66,15 +69,13 @@ __all__ = ["LowRankFactor", "LowRankPredictor", "BlockEvidence", "Correction", "
            "max_rank_for", "plan_block", "EvidenceSettings", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
-DEFAULT_TOL = 0.05
+DEFAULT_TOL = 0.01
 #: the factor kept for prediction is computed to this fraction of the
 #: evidence tolerance (its projection error drives that of the predictive
 #: standard deviation: 1e-4 nats gave 8e-5 relative on the 2-D C2 data)
-PREDICT_TOL_RATIO = 2e-3
+PREDICT_TOL_RATIO = 1e-2
 #: arrays of m x r float64 alive at once (pivot buffer, then Q~ and R)
 _ARRAYS = 3
-#: relative diagonal jitter tried on K_SS / W when a Cholesky fails
-_JITTERS = (0.0, 1e-12, 1e-10, 1e-8, 1e-6)
 
 
 def max_rank_for(m, budget_bytes):
@@ -82,31 +83,26 @@ def max_rank_for(m, budget_bytes):
     return int(budget_bytes // (8 * _ARRAYS * max(int(m), 1)))
 
 
-def _chol(A, what):
-    """Lower Cholesky factor of ``A`` with relative jitter if needed."""
-    scale = float(np.mean(np.diag(A))) if A.shape[0] else 1.0
-    for eps in _JITTERS:
-        try:
-            return np.linalg.cholesky(A + (eps * scale) * np.eye(A.shape[0]) if eps else A)
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError(f"the {what} matrix ({A.shape[0]} x {A.shape[0]}) of the "
-                                "low-rank evidence is not positive definite.")
-
-
 class LowRankFactor:
     """Rank-``r`` factor of ``B = I + Lambda^1/2 Sigma_M Lambda^1/2``.
+
+    The pivoted Cholesky factor ``G`` (m x r) gives ``P = I + G G^T`` with
+    ``G G^T = K~_MS K~_SS^-1 K~_SM`` (the Nystrom form over the pivots
+    ``S``) and ``K~_SS = L_S L_S^T`` (``L_S``: the rows of ``G`` at the
+    pivots). Everything is computed through the well-conditioned ``C = I +
+    G^T G = L_C L_C^T`` (eigenvalues >= 1), never through ``K_SS^-1`` alone:
+    ``ln|P| = ln|C|`` and ``P^-1 = I - R R^T`` with ``R = G L_C^-T``.
 
     Attributes
     ----------
     rank : int
     pivots : ndarray of shape (rank,)
         Positions (within the block) of the pivot cases ``S``.
-    X_S : ndarray of shape (rank, d)
-    L_K, L_W : ndarray of shape (rank, rank)
-        Lower Cholesky factors of ``K_SS`` and ``W = K_SS + Q~^T Q~``.
-    R : ndarray of shape (m, rank)
-        ``Q~ L_W^-T``.
+    X_S, sl_S : ndarray
+        Pivot inputs and their weights ``Lambda_S^1/2``.
+    L_S, L_C : ndarray of shape (rank, rank)
+        Lower triangles with ``K~_SS = L_S L_S^T`` and ``C = L_C L_C^T``.
+    G, R : ndarray of shape (m, rank)
     logdet : float
         ``ln |P|`` (a lower bound of ``ln |B|``).
     bound : float
@@ -119,24 +115,23 @@ class LowRankFactor:
         m = XM.shape[0]
         r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
         w = cov.weights(XM.shape[1])
-        G = np.empty((m, r_max))
+        buf = np.zeros((m, r_max))
         floor = 1e-13 * float(np.max(self.sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
-        rank, piv, resid = _lk.pivoted_cholesky(XM, self.sl, w, cov.kappa0, cov.kappa_b, G,
+        rank, piv, resid = _lk.pivoted_cholesky(XM, self.sl, w, cov.kappa0, cov.kappa_b, buf,
                                                 float(tol), floor)
-        del G
         self.rank = int(rank)
+        self.G = np.ascontiguousarray(buf[:, :rank])
+        del buf
         self.pivots = piv[:rank].copy()
         self.bound = float(resid.sum())
         self.X_S = np.ascontiguousarray(XM[self.pivots])
-        self.L_K = _chol(cov.cross(self.X_S, self.X_S), "K_SS")
-        Qt = cov.cross(XM, self.X_S)
-        Qt *= self.sl[:, None]
-        self.L_W = _chol(cov.cross(self.X_S, self.X_S) + Qt.T @ Qt, "W")
-        # R = Q~ L_W^-T, formed in the memory of Q~
-        self.R = solve_triangular(self.L_W, Qt.T, lower=True, check_finite=False).T
-        del Qt
-        self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L_W))) -
-                                  np.sum(np.log(np.diag(self.L_K))))
+        self.sl_S = self.sl[self.pivots].copy()
+        self.L_S = np.tril(self.G[self.pivots])
+        C = self.G.T @ self.G
+        C[np.diag_indices_from(C)] += 1.0
+        self.L_C = np.linalg.cholesky(C)
+        self.R = solve_triangular(self.L_C, self.G.T, lower=True, check_finite=False).T
+        self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L_C))))
 
     def diag_inv(self):
         """``diag P^-1`` (the diagonal of ``B^-1`` up to the factor's error)."""
@@ -146,51 +141,75 @@ class LowRankFactor:
         """``P^-1 x``."""
         return x - self.R @ (self.R.T @ x)
 
+    def _right_LS_inv(self, Y):
+        """``Y L_S^-1`` for an ``k x r`` array ``Y``."""
+        return solve_triangular(self.L_S, Y.T, lower=True, trans="T", check_finite=False).T
+
+    def _contract(self, cov, XM, W, V):
+        """``sum W o dSigma_MS - sum V o dSigma_SS`` with ``W``, ``V`` given in
+        the weighted (``K~``) space; full ARD layout."""
+        w = cov.weights(XM.shape[1])
+        W = np.ascontiguousarray(W * self.sl[:, None] * self.sl_S[None, :])
+        V = np.ascontiguousarray(V * self.sl_S[:, None] * self.sl_S[None, :])
+        g = _lk.dcov_contract(np.ascontiguousarray(XM), self.X_S, W, w, cov.kappa0, cov.kappa_b)
+        return g - _lk.dcov_contract(self.X_S, self.X_S, V, w, cov.kappa0, cov.kappa_b)
+
     def dlogdet(self, cov, XM):
         """``d ln|P| / d ln theta_p`` with ``Lambda`` and the pivots fixed
-        (layout of ``cov.theta``; the full ARD layout is collapsed for an
-        isotropic covariance)."""
-        w = cov.weights(XM.shape[1])
-        # Q~ W^-1 = R L_W^-1
-        QW = solve_triangular(self.L_W, self.R.T, lower=True, trans="T", check_finite=False).T
-        QW *= 2.0 * self.sl[:, None]
-        g = _lk.dcov_contract(np.ascontiguousarray(XM), self.X_S, np.ascontiguousarray(QW),
-                              w, cov.kappa0, cov.kappa_b)
-        del QW
-        eye = np.eye(self.rank)
-        D = cho_solve((self.L_K, True), eye) - cho_solve((self.L_W, True), eye)
-        g -= _lk.dcov_contract(self.X_S, self.X_S, np.ascontiguousarray(D), w,
-                               cov.kappa0, cov.kappa_b)
-        return cov._collapse(g)
+        (layout of ``cov.theta``)::
 
-    def bilinear(self, cov, XM, Pz):
-        """``sum_k Pz[:, k]^T (dP/d ln theta_p) Pz[:, k]`` (full ARD layout)."""
-        w = cov.weights(XM.shape[1])
-        a = cho_solve((self.L_K, True), self.L_W @ (self.R.T @ Pz))   # K^-1 Q~^T p
-        W = 2.0 * (self.sl[:, None] * Pz) @ a.T
-        g = _lk.dcov_contract(np.ascontiguousarray(XM), self.X_S, np.ascontiguousarray(W), w,
-                              cov.kappa0, cov.kappa_b)
-        g -= _lk.dcov_contract(self.X_S, self.X_S, np.ascontiguousarray(a @ a.T), w,
-                               cov.kappa0, cov.kappa_b)
-        return g
+            d ln|P| = 2 tr(G C^-1 L_S^-1 dK~_SM) - tr(L_S^-T (I - C^-1) L_S^-1 dK~_SS)
+        """
+        if self.rank == 0:
+            return np.zeros(cov.theta.shape[0])
+        GC = solve_triangular(self.L_C, self.R.T, lower=True, trans="T", check_finite=False).T
+        W = 2.0 * self._right_LS_inv(GC)
+        del GC
+        eye = np.eye(self.rank)
+        Mi = eye - cho_solve((self.L_C, True), eye)
+        V = self._right_LS_inv(solve_triangular(self.L_S, Mi, lower=True, trans="T",
+                                                check_finite=False))
+        return cov._collapse(self._contract(cov, XM, W, V))
+
+    def bilinear(self, cov, XM, A):
+        """``sum_k A[:, k]^T (dP/d ln theta_p) A[:, k]`` (full ARD layout)."""
+        if self.rank == 0:
+            return np.zeros(XM.shape[1] + 2)
+        a = solve_triangular(self.L_S, self.G.T @ A, lower=True, trans="T", check_finite=False)
+        return self._contract(cov, XM, 2.0 * A @ a.T, a @ a.T)
+
+    def sample(self, rng, n_probes):
+        """``n_probes`` columns ``z ~ N(0, P)``: ``eps1 + G eps2``."""
+        e1 = rng.standard_normal((self.G.shape[0], n_probes))
+        e2 = rng.standard_normal((self.rank, n_probes))
+        return e1 + self.G @ e2
 
     def predictor(self):
         """The O(r^2) part of the factor that prediction needs."""
-        return LowRankPredictor(self.X_S, self.L_K, self.L_W)
-
-    @property
-    def nbytes(self):
-        return self.R.nbytes + self.L_K.nbytes + self.L_W.nbytes + self.X_S.nbytes
+        return LowRankPredictor(self.X_S, self.sl_S, self.L_S, self.L_C)
 
 
 class LowRankPredictor:
-    """Predictive variance ``Cov(x,x) - ||L_K^-1 k_S||^2 + ||L_W^-1 k_S||^2``
-    (see the module docstring) from the pivot inputs and two triangles."""
+    """Latent predictive variance from the pivots of a factor::
 
-    def __init__(self, X_S, L_K, L_W):
+        a = L_S^-1 (Lambda_S^1/2 k_S(x)),   sigma^2 = Cov(x, x) - ||a||^2 + ||L_C^-1 a||^2
+
+    (``Cov(x,x) - ||a||^2`` is the Nystrom residual of ``x``; see the module
+    docstring)."""
+
+    def __init__(self, X_S, sl_S, L_S, L_C):
         self.X_S = np.ascontiguousarray(X_S, dtype=np.float64)
-        self.L_K = np.ascontiguousarray(L_K, dtype=np.float64)
-        self.L_W = np.ascontiguousarray(L_W, dtype=np.float64)
+        self.sl_S = np.ascontiguousarray(sl_S, dtype=np.float64)
+        self.L_S = np.ascontiguousarray(L_S, dtype=np.float64)
+        self.L_C = np.ascontiguousarray(L_C, dtype=np.float64)
+
+    def as_dict(self):
+        """Plain arrays (HDF5-storable); :meth:`from_dict` inverts it."""
+        return {"X_S": self.X_S, "sl_S": self.sl_S, "L_S": self.L_S, "L_C": self.L_C}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["X_S"], d["sl_S"], d["L_S"], d["L_C"])
 
     def variance(self, cov, Xt, chunk_bytes=32 * 2**20):
         """Latent predictive variance at the rows of ``Xt`` (chunked; every
@@ -204,8 +223,9 @@ class LowRankPredictor:
         for s in range(0, nt, rows):
             e = min(nt, s + rows)
             Ks = cov.cross(self.X_S, Xt[s:e])                  # r x t
-            a = solve_triangular(self.L_K, Ks, lower=True, check_finite=False)
-            b = solve_triangular(self.L_W, Ks, lower=True, check_finite=False)
+            Ks *= self.sl_S[:, None]
+            a = solve_triangular(self.L_S, Ks, lower=True, check_finite=False)
+            b = solve_triangular(self.L_C, a, lower=True, check_finite=False)
             var[s:e] -= np.einsum("ij,ij->j", a, a) - np.einsum("ij,ij->j", b, b)
         return np.maximum(var, 0.0)
 
@@ -326,13 +346,7 @@ class Correction:
     """
 
     def __init__(self, cov, XM, F, n_probes=N_PROBES, seed=PROBE_SEED):
-        m, r = XM.shape[0], F.rank
-        rng = np.random.default_rng(seed)
-        e1 = rng.standard_normal((m, n_probes))
-        e2 = rng.standard_normal((r, n_probes))
-        # z = eps1 + Q~ L_K^-T eps2 with Q~ = R L_W^T
-        lk = solve_triangular(F.L_K, e2, lower=True, trans="T", check_finite=False)
-        Z = e1 + F.R @ (F.L_W.T @ lk)
+        Z = F.sample(np.random.default_rng(seed), n_probes)
         sl = F.sl[:, None]
         self._apply_B = lambda V: V + sl * block_matvec(cov, XM, sl * V)
         X, alphas, betas, self.n_iter, rel = pcg(self._apply_B, F.solve, Z)
