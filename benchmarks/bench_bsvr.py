@@ -94,6 +94,10 @@ print(json.dumps({{"n": n, "beta": h["beta"], "fit_s": el,
     "evaluations": sum(len(s["trajectory"]) for s in m.starts_),
     "subsample_evaluations": sum(len(s["subsample"]["trajectory"]) for s in m.starts_
                                  if "subsample" in s),
+    "evidence_method": m.evidence_method_, "evidence_error": m.evidence_error_,
+    "full_data_map_s": [round(r["info"].get("map_s", 0.0), 2) for r in m.starts_[0]["trajectory"]],
+    "full_data_evidence_s": [round(r["info"].get("evidence_s", 0.0), 2)
+                             for r in m.starts_[0]["trajectory"]],
     "warnings": [str(x.message)[:120] for x in w]}}))
 """
 

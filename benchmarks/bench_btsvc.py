@@ -237,7 +237,8 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
             for r in rows]
 
 
-def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
+def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None,
+                evidence_method="auto"):
     import psutil
 
     from bsvm_scale import BayesianSVC
@@ -265,7 +266,8 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
     th = threading.Thread(target=sampler, daemon=True)
     th.start()
     t = time.perf_counter()
-    clf = BayesianSVC(n_starts=n_starts, cache_mb=cache_mb).fit(X, y)
+    clf = BayesianSVC(n_starts=n_starts, cache_mb=cache_mb,
+                      evidence_method=evidence_method).fit(X, y)
     t_fit = time.perf_counter() - t
     t = time.perf_counter()
     err = float(np.mean(clf.predict(Xt) != yt))
@@ -284,10 +286,16 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None):
                                        if "subsample" in s),
                "bayes_err": _bayes_error(name, Xt, yt),
                "kappa0": h["kappa0"], "kappa": h["kappa"], "kappa_b": h["kappa_b"],
-               "log_evidence": clf.log_evidence_})
+               "log_evidence": clf.log_evidence_, "evidence_method": clf.evidence_method_,
+               "message": clf.starts_[0]["message"],
+               "full_data_values": [round(float(r["fun"]), 3) for r in clf.starts_[0]["trajectory"]],
+               "evidence_error": clf.evidence_error_,
+               "map_s": [round(float(r.get("map_s", 0.0)), 2) for r in clf.starts_[0]["trajectory"]],
+               "evidence_s": [round(float(r.get("evidence_s", 0.0)), 2)
+                              for r in clf.starts_[0]["trajectory"]]})
 
 
-def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None):
+def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None, evidence_method="auto"):
     ctx = mp.get_context("spawn")
     out = []
     print(f"\nFull fit (L-BFGS-B on ln kappa0, ln kappa, ln kappa_b; n_starts={n_starts}, "
@@ -298,11 +306,15 @@ def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None):
         "kappa0", "kappa", "kappa_b", "ln evid"), flush=True)
     for name in datasets:
         q = ctx.Queue()
-        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q, cache_mb, n_starts))
+        p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q, cache_mb, n_starts,
+                                                  evidence_method))
         p.start()
         r = q.get()
         p.join()
         out.append(dict(r, bench="btsvc_fit", cache_mb=cache_mb))
+        print(f"  {r['data']}: evidence {r['evidence_method']} (error {r['evidence_error']:.3g} "
+              f"nats); full-data evaluations: MAP solve s {r['map_s']}, evidence s "
+              f"{r['evidence_s']}", flush=True)
         print("%9s %7d %6d %5d %9s %9.1f %9.2f %10.0f %8.4f %8.4f %9.3g %9.3g %9.3g %11.2f" % (
             r["data"], r["n"], r["n_sv"], r["n_iter"],
             f"{r['n_eval']}+{r['n_eval_subsample']}", r["fit_s"], r["pred_s"],
@@ -329,6 +341,8 @@ def main(argv=None):
                          "while a large evidence block exists")
     ap.add_argument("--n-starts", type=int, default=None,
                     help="starts of the full fits (default: the estimator's, 2)")
+    ap.add_argument("--evidence-method", default="auto", choices=["auto", "dense", "matrix_free"],
+                    help="evidence_method of the full fits")
     ap.add_argument("--out", help="write the rows (both parts) as JSON here")
     args = ap.parse_args(argv)
     rows = []
@@ -338,7 +352,7 @@ def main(argv=None):
         rows += bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
     if args.part in ("fit", "all"):
         rows += bench_fit(args.datasets, args.fit_n, args.test_n, args.seed, args.cache_mb,
-                          args.n_starts)
+                          args.n_starts, args.evidence_method)
     if args.out:
         info = {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}
         with open(args.out, "w") as fh:

@@ -58,8 +58,56 @@ _GL_HALF_WIDTH = 9.0  # integrate the Gaussian over mu +- 9 sigma (tail < 1e-18)
 
 
 # -- MAP solve ---------------------------------------------------------------------
-def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000):
-    """Solve the BTSVC dual (5.29) by SMO.
+#: a case at ``alpha = 0`` whose dual gradient ``y f - 1`` exceeds this is left
+#: out of the SMO working problem (shrunk) until the check after the solve
+SHRINK_MARGIN = 0.25
+#: below this fraction of cases outside the working problem SMO runs on all
+SHRINK_MIN_FRACTION = 0.05
+#: rounds of shrunk solves before the last one runs on every case
+SHRINK_ROUNDS = 8
+
+
+def _gradient_pass(cov, X, y, alpha, idx):
+    """Dual gradient ``g_i = y_i f_i - 1 + phi'(alpha_i)`` (5.23) at the cases
+    ``idx``, ``f = Sigma v`` summed over the SVs by the parallel cross-covariance
+    pass (O(|idx| m d), outside the row cache)."""
+    sv = np.flatnonzero(alpha > 0.0)
+    f = (cov.cross_matvec(np.ascontiguousarray(X[idx]), np.ascontiguousarray(X[sv]),
+                          y[sv] * alpha[sv]) if sv.size else np.zeros(idx.size))
+    g = np.empty(idx.size)
+    gradient_from_f(y[idx], np.ascontiguousarray(alpha[idx]), f, g)
+    return g
+
+
+def _working_set(alpha, g):
+    """Cases of the working problem: every SV and every case at ``alpha = 0``
+    whose gradient is within :data:`SHRINK_MARGIN` of violating."""
+    return np.flatnonzero((alpha > 0.0) | (g < SHRINK_MARGIN))
+
+
+def _smo_on(cache, y, alpha, g, idx, tol, max_iter):
+    """SMO on the cases ``idx`` (every case when ``idx`` is None), in place on
+    ``alpha`` and ``g``; a sub-problem gets its own row cache over its cases,
+    so rows have the working problem's length."""
+    if idx is None:
+        return smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter))
+    sub = RowCache(np.ascontiguousarray(cache.X[idx]), cache.covariance, cache.cache_mb)
+    a, gs = np.ascontiguousarray(alpha[idx]), np.ascontiguousarray(g[idx])
+    out = smo_loop(*sub.args, np.ascontiguousarray(y[idx]), a, gs, float(tol), int(max_iter))
+    alpha[idx], g[idx] = a, gs
+    return out
+
+
+def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True):
+    """Solve the BTSVC dual (5.29) by SMO with shrinking.
+
+    The dual has no upper bound: a shrunk case sits at ``alpha = 0`` and
+    adds nothing to ``f = Sigma v``, so no LIBSVM-style ``G_bar`` is needed.
+    Cases at ``alpha = 0`` with ``y f - 1 >= SHRINK_MARGIN`` are left out,
+    SMO runs on the rest (rows of the working problem's length), then the
+    gradient of the left-out cases is rebuilt by one parallel pass over the
+    SVs and any that violates (5.31) joins the next round. The result
+    satisfies (5.31) on every case.
 
     Parameters
     ----------
@@ -73,29 +121,51 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000):
     tol : float
         Tolerance ``tau`` of the stopping rule (5.31).
     max_iter : int
-        SMO iteration limit.
+        SMO iteration limit (over all rounds).
+    shrink : bool, default=True
+        Use the working problem; False runs SMO on every case.
 
     Returns
     -------
     dict
         ``alpha``, ``f`` (``f_MP`` at every training point, 5.32),
-        ``n_iter``, ``max_violation`` and ``status`` (0 converged,
-        1 iteration limit, 2 stalled).
+        ``n_iter``, ``max_violation``, ``status`` (0 converged,
+        1 iteration limit, 2 stalled) and ``n_active`` (cases in the last
+        working problem).
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     n = y.shape[0]
     alpha = np.zeros(n) if alpha0 is None else np.maximum(np.array(alpha0, dtype=np.float64), 0.0)
-    sv = np.flatnonzero(alpha > 0.0)
-    if sv.size:
-        f = cache.covariance.cross_matvec(cache.X, cache.X[sv], y[sv] * alpha[sv])
-    else:
-        f = np.zeros(n)
-    g = np.empty(n)
-    gradient_from_f(y, alpha, f, g)
-    n_iter, vmax, status = smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter))
+    cov = cache.covariance
+    g = _gradient_pass(cov, cache.X, y, alpha, np.arange(n))
+    n_iter, vmax, status, n_active = 0, 0.0, 1, n
+    for rnd in range(SHRINK_ROUNDS + 1):
+        last = not shrink or rnd == SHRINK_ROUNDS
+        idx = None if last else _working_set(alpha, g)
+        if idx is not None and n - idx.size < SHRINK_MIN_FRACTION * n:
+            idx = None
+        n_active = n if idx is None else idx.size
+        # every case in play (a cold start): a bounded number of iterations,
+        # after which g (kept for every case) tells which can be shrunk
+        budget = max_iter - n_iter if idx is not None or last else min(max_iter - n_iter, n)
+        it, vmax, status = _smo_on(cache, y, alpha, g, idx, tol, budget)
+        n_iter += int(it)
+        if status == 2 or n_iter >= max_iter:
+            break
+        if idx is None:
+            if status == 0:
+                break
+            continue
+        out = np.ones(n, dtype=bool)
+        out[idx] = False
+        out = np.flatnonzero(out)
+        g[out] = _gradient_pass(cov, cache.X, y, alpha, out)
+        if status == 0 and not np.any(g[out] < -tol):
+            break
+    f = np.empty(n)
     f_from_gradient(y, alpha, g, f)
     return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
-            "status": int(status)}
+            "status": int(status), "n_active": int(n_active)}
 
 
 #: default memory budget (MiB) of the evidence arrays (dense block or factor)

@@ -74,13 +74,23 @@ DEFAULT_TOL = 0.01
 #: evidence tolerance (its projection error drives that of the predictive
 #: standard deviation: 1e-4 nats gave 8e-5 relative on the 2-D C2 data)
 PREDICT_TOL_RATIO = 1e-2
-#: arrays of m x r float64 alive at once (pivot buffer, then Q~ and R)
-_ARRAYS = 3
+#: arrays of m x r float64 alive at once (the factor, and one temporary of
+#: the gradient or a trimmed copy of the pivot buffer)
+_ARRAYS = 2
 
 
 def max_rank_for(m, budget_bytes):
     """Largest rank whose ``m x r`` arrays fit in ``budget_bytes``."""
     return int(budget_bytes // (8 * _ARRAYS * max(int(m), 1)))
+
+
+def _right_solve(L, Y, trans="T"):
+    """``Y L^-1`` (``trans="T"``) or ``Y L^-T`` (``"N"``) for a C-ordered
+    ``k x r`` array ``Y``, in its memory (LAPACK works on the F-ordered
+    ``Y^T``)."""
+    out = solve_triangular(L, Y.T, lower=True, trans=trans, overwrite_b=True,
+                           check_finite=False)
+    return out.T
 
 
 class LowRankFactor:
@@ -102,7 +112,8 @@ class LowRankFactor:
         Pivot inputs and their weights ``Lambda_S^1/2``.
     L_S, L_C : ndarray of shape (rank, rank)
         Lower triangles with ``K~_SS = L_S L_S^T`` and ``C = L_C L_C^T``.
-    G, R : ndarray of shape (m, rank)
+    R : ndarray of shape (m, rank)
+        ``G L_C^-T`` (formed in the memory of ``G``).
     logdet : float
         ``ln |P|`` (a lower bound of ``ln |B|``).
     bound : float
@@ -115,22 +126,23 @@ class LowRankFactor:
         m = XM.shape[0]
         r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
         w = cov.weights(XM.shape[1])
-        buf = np.zeros((m, r_max))
+        G = np.zeros((m, r_max))
         floor = 1e-13 * float(np.max(self.sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
-        rank, piv, resid = _lk.pivoted_cholesky(XM, self.sl, w, cov.kappa0, cov.kappa_b, buf,
+        rank, piv, resid = _lk.pivoted_cholesky(XM, self.sl, w, cov.kappa0, cov.kappa_b, G,
                                                 float(tol), floor)
         self.rank = int(rank)
-        self.G = np.ascontiguousarray(buf[:, :rank])
-        del buf
+        if rank < r_max:
+            G = np.ascontiguousarray(G[:, :rank])
         self.pivots = piv[:rank].copy()
         self.bound = float(resid.sum())
         self.X_S = np.ascontiguousarray(XM[self.pivots])
         self.sl_S = self.sl[self.pivots].copy()
-        self.L_S = np.tril(self.G[self.pivots])
-        C = self.G.T @ self.G
+        self.L_S = np.tril(G[self.pivots])
+        C = G.T @ G
         C[np.diag_indices_from(C)] += 1.0
         self.L_C = np.linalg.cholesky(C)
-        self.R = solve_triangular(self.L_C, self.G.T, lower=True, check_finite=False).T
+        # R = G L_C^-T, in the memory of G (G^T is its F-ordered transpose)
+        self.R = _right_solve(self.L_C, G, trans="N")
         self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L_C))))
 
     def diag_inv(self):
@@ -141,15 +153,13 @@ class LowRankFactor:
         """``P^-1 x``."""
         return x - self.R @ (self.R.T @ x)
 
-    def _right_LS_inv(self, Y):
-        """``Y L_S^-1`` for an ``k x r`` array ``Y``."""
-        return solve_triangular(self.L_S, Y.T, lower=True, trans="T", check_finite=False).T
-
     def _contract(self, cov, XM, W, V):
-        """``sum W o dSigma_MS - sum V o dSigma_SS`` with ``W``, ``V`` given in
-        the weighted (``K~``) space; full ARD layout."""
+        """``sum W o dSigma_MS - sum V o dSigma_SS`` with ``W`` (m x r,
+        C-ordered, scaled in place) and ``V`` given in the weighted (``K~``)
+        space; full ARD layout."""
         w = cov.weights(XM.shape[1])
-        W = np.ascontiguousarray(W * self.sl[:, None] * self.sl_S[None, :])
+        W *= self.sl[:, None]
+        W *= self.sl_S[None, :]
         V = np.ascontiguousarray(V * self.sl_S[:, None] * self.sl_S[None, :])
         g = _lk.dcov_contract(np.ascontiguousarray(XM), self.X_S, W, w, cov.kappa0, cov.kappa_b)
         return g - _lk.dcov_contract(self.X_S, self.X_S, V, w, cov.kappa0, cov.kappa_b)
@@ -162,27 +172,28 @@ class LowRankFactor:
         """
         if self.rank == 0:
             return np.zeros(cov.theta.shape[0])
-        GC = solve_triangular(self.L_C, self.R.T, lower=True, trans="T", check_finite=False).T
-        W = 2.0 * self._right_LS_inv(GC)
-        del GC
+        # W = 2 G C^-1 L_S^-1 = 2 R L_C^-1 L_S^-1: one m x r array, solved in place
+        W = _right_solve(self.L_S, _right_solve(self.L_C, 2.0 * self.R))
         eye = np.eye(self.rank)
         Mi = eye - cho_solve((self.L_C, True), eye)
-        V = self._right_LS_inv(solve_triangular(self.L_S, Mi, lower=True, trans="T",
-                                                check_finite=False))
+        V = _right_solve(self.L_S, solve_triangular(self.L_S, Mi, lower=True, trans="T",
+                                                    check_finite=False))
         return cov._collapse(self._contract(cov, XM, W, V))
 
     def bilinear(self, cov, XM, A):
         """``sum_k A[:, k]^T (dP/d ln theta_p) A[:, k]`` (full ARD layout)."""
         if self.rank == 0:
             return np.zeros(XM.shape[1] + 2)
-        a = solve_triangular(self.L_S, self.G.T @ A, lower=True, trans="T", check_finite=False)
+        # G^T A = L_C R^T A
+        a = solve_triangular(self.L_S, self.L_C @ (self.R.T @ A), lower=True, trans="T",
+                             check_finite=False)
         return self._contract(cov, XM, 2.0 * A @ a.T, a @ a.T)
 
     def sample(self, rng, n_probes):
-        """``n_probes`` columns ``z ~ N(0, P)``: ``eps1 + G eps2``."""
-        e1 = rng.standard_normal((self.G.shape[0], n_probes))
+        """``n_probes`` columns ``z ~ N(0, P)``: ``eps1 + G eps2`` with ``G = R L_C^T``."""
+        e1 = rng.standard_normal((self.R.shape[0], n_probes))
         e2 = rng.standard_normal((self.rank, n_probes))
-        return e1 + self.G @ e2
+        return e1 + self.R @ (self.L_C.T @ e2)
 
     def predictor(self):
         """The O(r^2) part of the factor that prediction needs."""
@@ -436,6 +447,10 @@ METHODS = ("auto", "dense", "matrix_free")
 AUTO_DENSE_MAX = 5000
 #: smallest useful rank of a matrix-free factor
 MIN_RANK = 16
+#: largest rank of a factor: building it costs O(m r^2), one CG step of the
+#: correction O(m^2 (d + probes)); beyond about a thousand pivots the factor
+#: costs more than the CG steps it saves
+MAX_RANK = 1024
 
 
 class EvidenceSettings(NamedTuple):
@@ -496,7 +511,7 @@ def plan_block(method, m, budget_mb, dense_arrays=1):
                 f"above evidence_mb={budget_mb:g}; use evidence_method='matrix_free' (or "
                 f"'auto'), or raise evidence_mb to at least {np.ceil(dense_bytes / 2**20):.0f}.")
         return "dense", None
-    r = min(m, max_rank_for(m, budget))
+    r = min(m, max_rank_for(m, budget), MAX_RANK)
     if r < min(MIN_RANK, m):
         need = 8.0 * _ARRAYS * m * min(MIN_RANK, m) / 2**20
         raise EvidenceBudgetError(

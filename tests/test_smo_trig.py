@@ -188,3 +188,38 @@ def test_single_subproblem_is_exact(a, g, k):
         assert abs(G) < 1e-9 * (1 + k)
     else:
         assert G >= -1e-12
+
+
+# -- shrinking -------------------------------------------------------------------------
+def test_shrunk_solve_meets_kkt_on_every_case_and_matches_the_full_solve():
+    """Warm start from other hyperparameters: cases left out of the working
+    problem must be re-checked (some become SVs) and the result must satisfy
+    (5.31) everywhere, as the solve without shrinking does."""
+    rng = np.random.default_rng(3)
+    X = np.r_[rng.normal(-1.5, 1.0, (300, 2)), rng.normal(1.5, 1.0, (300, 2))]
+    y = np.r_[-np.ones(300), np.ones(300)]
+    start = _solve(X, y, GaussianCovariance(1.0, 0.3, 1.0), 1e-8)["alpha"]
+    cov = GaussianCovariance(30.0, 2.0, 1.0)
+    S = dense_cov(X, 30.0, 2.0, 1.0)
+    shrunk = solve_dual(RowCache(X, cov, 64.0), y, start, 1e-8, 10 ** 6, shrink=True)
+    full = solve_dual(RowCache(X, cov, 64.0), y, start, 1e-8, 10 ** 6, shrink=False)
+    assert shrunk["status"] == 0 and shrunk["n_active"] < 600
+    assert dense_violation(shrunk["alpha"], y, S).max() <= 1e-8 * (1 + 1e-6)
+    np.testing.assert_allclose(shrunk["f"], S @ (y * shrunk["alpha"]), atol=1e-8)
+    np.testing.assert_allclose(shrunk["f"], full["f"], atol=1e-6)
+    # cases that were out of the first working problem and are SVs now
+    g0 = y * (S @ (y * start)) - 1.0
+    out0 = (start == 0) & (g0 >= 0.25)
+    assert np.any(out0 & (shrunk["alpha"] > 0))
+
+
+def test_cold_solve_shrinks_after_its_first_pass_and_meets_kkt_everywhere():
+    rng = np.random.default_rng(3)
+    X = np.r_[rng.normal(-1.5, 1.0, (500, 2)), rng.normal(1.5, 1.0, (500, 2))]
+    y = np.r_[-np.ones(500), np.ones(500)]
+    cov = GaussianCovariance(10.0, 1.0, 1.0)
+    S = dense_cov(X, 10.0, 1.0, 1.0)
+    sol = solve_dual(RowCache(X, cov, 64.0), y, None, 1e-8, 10 ** 6)
+    assert sol["status"] == 0 and sol["n_active"] < 1000
+    assert dense_violation(sol["alpha"], y, S).max() <= 1e-8 * (1 + 1e-6)
+    np.testing.assert_allclose(sol["f"], S @ (y * sol["alpha"]), atol=1e-8)
