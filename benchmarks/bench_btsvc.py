@@ -238,7 +238,7 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
 
 
 def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None,
-                evidence_method="auto"):
+                evidence_method="auto", evidence_mb=1024.0):
     import psutil
 
     from bsvm_scale import BayesianSVC
@@ -267,7 +267,7 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None,
     th.start()
     t = time.perf_counter()
     clf = BayesianSVC(n_starts=n_starts, cache_mb=cache_mb,
-                      evidence_method=evidence_method).fit(X, y)
+                      evidence_method=evidence_method, evidence_mb=evidence_mb).fit(X, y)
     t_fit = time.perf_counter() - t
     t = time.perf_counter()
     err = float(np.mean(clf.predict(Xt) != yt))
@@ -295,7 +295,8 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None,
                               for r in clf.starts_[0]["trajectory"]]})
 
 
-def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None, evidence_method="auto"):
+def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None, evidence_method="auto",
+              evidence_mb=1024.0):
     ctx = mp.get_context("spawn")
     out = []
     print(f"\nFull fit (L-BFGS-B on ln kappa0, ln kappa, ln kappa_b; n_starts={n_starts}, "
@@ -307,11 +308,11 @@ def bench_fit(datasets, n, n_test, seed, cache_mb=256.0, n_starts=None, evidence
     for name in datasets:
         q = ctx.Queue()
         p = ctx.Process(target=_fit_worker, args=(name, n, n_test, seed, q, cache_mb, n_starts,
-                                                  evidence_method))
+                                                  evidence_method, evidence_mb))
         p.start()
         r = q.get()
         p.join()
-        out.append(dict(r, bench="btsvc_fit", cache_mb=cache_mb))
+        out.append(dict(r, bench="btsvc_fit", cache_mb=cache_mb, evidence_mb=evidence_mb))
         print(f"  {r['data']}: evidence {r['evidence_method']} (error {r['evidence_error']:.3g} "
               f"nats); full-data evaluations: MAP solve s {r['map_s']}, evidence s "
               f"{r['evidence_s']}", flush=True)
@@ -343,6 +344,8 @@ def main(argv=None):
                     help="starts of the full fits (default: the estimator's, 2)")
     ap.add_argument("--evidence-method", default="auto", choices=["auto", "dense", "matrix_free"],
                     help="evidence_method of the full fits")
+    ap.add_argument("--evidence-mb", type=float, default=1024.0,
+                    help="evidence_mb of the full fits (the dense block needs 8 m^2 bytes)")
     ap.add_argument("--out", help="write the rows (both parts) as JSON here")
     args = ap.parse_args(argv)
     rows = []
@@ -352,7 +355,7 @@ def main(argv=None):
         rows += bench_evidence(args.sizes, args.gpc_max_n, args.repeat, args.seed)
     if args.part in ("fit", "all"):
         rows += bench_fit(args.datasets, args.fit_n, args.test_n, args.seed, args.cache_mb,
-                          args.n_starts, args.evidence_method)
+                          args.n_starts, args.evidence_method, args.evidence_mb)
     if args.out:
         info = {"load_avg": os.getloadavg(), "cpus": os.cpu_count()}
         with open(args.out, "w") as fh:
