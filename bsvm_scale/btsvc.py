@@ -232,7 +232,8 @@ class EvidenceObjective:
         t1 = time.perf_counter()
         value, grad, info = neg_log_evidence(
             cov, self.X, self.y, sol["alpha"], with_grad=with_grad, keep_factor=keep_factor,
-            method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank)
+            method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank,
+            predict_rank=self.evidence.predict_rank(m))
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)

@@ -451,6 +451,10 @@ MIN_RANK = 16
 #: correction O(m^2 (d + probes)); beyond about a thousand pivots the factor
 #: costs more than the CG steps it saves
 MAX_RANK = 1024
+#: largest rank of the factor kept for prediction (built once per fit): the
+#: predictive variance has no stochastic correction, so it takes every pivot
+#: the memory budget allows up to this many (O(m r^2) once, O(r^2) a test point)
+PREDICT_MAX_RANK = 4096
 
 
 class EvidenceSettings(NamedTuple):
@@ -463,6 +467,10 @@ class EvidenceSettings(NamedTuple):
     def plan(self, m, dense_arrays=1):
         """:func:`plan_block` for a block of ``m`` cases."""
         return plan_block(self.method, m, self.budget_mb, dense_arrays)
+
+    def predict_rank(self, m):
+        """Rank cap of the factor kept for prediction."""
+        return max(1, min(m, max_rank_for(m, self.budget_mb * 2**20), PREDICT_MAX_RANK))
 
 
 class EvidenceBudgetError(MemoryError, ValueError):

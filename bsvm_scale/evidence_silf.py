@@ -205,9 +205,8 @@ def prediction_factor(X, ev, cov, C, epsilon, beta, settings):
     evidence tolerance."""
     m = ev.off_bound.size
     sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
-    _, max_rank = settings.plan(m, dense_arrays=3)
     return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
-                     max_rank).predictor()
+                     settings.predict_rank(m)).predictor()
 
 
 def predictive_variance_chunk(cov, Xtest, Xoff, L):

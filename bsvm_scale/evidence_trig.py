@@ -118,14 +118,16 @@ def chol_with_jitter(make_B):
 
 
 def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method="dense",
-                     f=None, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES):
+                     f=None, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
+                     predict_rank=None):
     """Negative log evidence (5.35) and gradient (5.36).
 
     ``method="dense"`` factorises the SV block (:func:`_neg_log_evidence`);
-    ``"lowrank"`` uses the matrix-free factor of
-    :mod:`bsvm_scale.evidence_lowrank` (:func:`_neg_log_evidence_lowrank`,
-    which also needs ``f``, the MAP function at the training points, and
-    takes ``tol`` and ``max_rank``).
+    ``"matrix_free"`` uses :mod:`bsvm_scale.evidence_lowrank`
+    (:func:`_neg_log_evidence_lowrank`, which also takes ``f``, the MAP
+    function at the training points, ``tol``, the rank caps ``max_rank`` of
+    the evidence factor and ``predict_rank`` of the one kept with
+    ``keep_factor``, and ``n_probes``).
     """
     m = int(np.count_nonzero(alpha > 0.0))
     with _blas_limit(m):
@@ -134,7 +136,8 @@ def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method
         if f is None:
             f = cov.cross_matvec(X, X[alpha > 0.0], (y * alpha)[alpha > 0.0])
         return _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor,
-                                         tol, max_rank, n_probes)
+                                         tol, max_rank, n_probes,
+                                         max_rank if predict_rank is None else predict_rank)
 
 
 def _sv_terms(X, y, alpha, f):
@@ -147,7 +150,7 @@ def _sv_terms(X, y, alpha, f):
 
 
 def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, max_rank,
-                              n_probes):
+                              n_probes, predict_rank):
     """(5.35)-(5.37) through the pivoted-Cholesky factor of ``B``.
 
     ``ln|B|`` is replaced by ``ln|P|`` (error in ``[0, bound]``, reported as
@@ -173,7 +176,8 @@ def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, 
     value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * E.logdet
     if keep_factor:
         info.update(support=idx, dual_coef=v,
-                    predictor=factorize(cov, XM, sl, tol * PREDICT_TOL_RATIO, max_rank).predictor())
+                    predictor=factorize(cov, XM, sl, tol * PREDICT_TOL_RATIO,
+                                        predict_rank).predictor())
     if not with_grad:
         return value, None, info
     diag_a = lam * E.diag_inv()
