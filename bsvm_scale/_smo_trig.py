@@ -23,8 +23,9 @@ stopping rule (5.31), ``beta_up >= -tau`` and ``beta_low <= tau``, is exactly
 
 Every iteration (one function per step):
 
-1. :func:`max_violation`: the most violating variable ``i`` (first order);
-2. :func:`select_partner`: the partner ``j`` with the largest second-order
+1. the most violating variable ``i`` (first order; :func:`max_violation`,
+   then fused into the gradient update, :func:`update_and_violation`);
+2. :func:`select_partner_parallel`: the partner ``j`` with the largest second-order
    decrease of the two-variable Newton model (Appendix G's 2x2 Newton step),
    using the cached covariance row of ``i``;
 3. :func:`solve_pair` (or :func:`solve_single`): the two-variable
@@ -32,15 +33,17 @@ Every iteration (one function per step):
    convexity-based safeguard (line search on the directional derivative),
    which replaces the trust region of Appendix G (G.1-G.3) and converges for
    overlapping classes and (near-)duplicate points alike;
-4. :func:`update_gradient`: the cached gradient ``g`` updated in O(n) with the
-   two covariance rows taken from the LRU row cache
-   (:mod:`bsvm_scale._row_cache`).
+4. :func:`update_and_violation`: the cached gradient ``g`` updated in O(n) with
+   the two covariance rows taken from the LRU row cache
+   (:mod:`bsvm_scale._row_cache`), and the next most violating variable found
+   in the same pass. The O(n) scans run in parallel chunks reduced in index
+   order, so the iterates do not depend on the number of threads.
 
 No ``n x n`` matrix is formed anywhere.
 """
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit, prange
 
 from ._row_cache import get_row
 
@@ -111,7 +114,69 @@ def max_violation(alpha, g):
     return best, vmax
 
 
+@njit(cache=True, inline="always")
+def _better(v, k, best_v, best_k):
+    """Larger value wins, the lower index on a tie (the serial scan's order)."""
+    return v > best_v or (v == best_v and 0 <= k < best_k)
+
+
+@njit(cache=True)
+def _reduce_chunks(best_v, best_k):
+    """Winner over per-chunk ``(value, index)`` pairs (``index = -1``: none)."""
+    v, k = 0.0, -1
+    for c in range(best_k.shape[0]):
+        if best_k[c] >= 0 and (k < 0 or _better(best_v[c], best_k[c], v, k)):
+            v, k = best_v[c], best_k[c]
+    return k, v
+
+
+def chunks_for(n):
+    """Parallel chunks of the O(n) scans: one per thread, at least 4,096 cases each."""
+    return max(1, min(get_num_threads(), n // 4096))
+
+
 # -- working-set selection -----------------------------------------------------------
+@njit(cache=True, inline="always")
+def _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii):
+    """Model decrease of the pair ``(i, j)`` (0 when not admissible)."""
+    gj = g[j]
+    aj = alpha[j]
+    hjj = kdiag + dual_term_hess(aj)
+    hij = y[i] * y[j] * row_i[j]
+    det = hii * hjj - hij * hij
+    if det <= 1e-300:
+        return 0.0
+    di = -(hjj * gi - hij * gj)
+    dj = -(hii * gj - hij * gi)
+    if (aj <= 0.0 and dj <= 0.0) or (ai <= 0.0 and di <= 0.0):
+        return 0.0
+    return 0.5 * (hjj * gi * gi - 2.0 * hij * gi * gj + hii * gj * gj) / det
+
+
+@njit(cache=True, parallel=True)
+def select_partner_parallel(i, alpha, g, y, row_i, kdiag, n_chunks):
+    """:func:`select_partner` over ``n_chunks`` contiguous chunks in parallel,
+    reduced in index order: the same partner as the serial scan."""
+    n = alpha.shape[0]
+    gi = g[i]
+    ai = alpha[i]
+    hii = kdiag + dual_term_hess(ai)
+    floor = 0.5 * gi * gi / hii  # single-variable decrease
+    best_v = np.zeros(n_chunks)
+    best_k = np.full(n_chunks, -1, dtype=np.int64)
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        bv, bk = floor, -1
+        for j in range(c * size, min(n, (c + 1) * size)):
+            if j == i:
+                continue
+            gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii)
+            if gain > bv:
+                bv, bk = gain, j
+        best_v[c], best_k[c] = bv, bk
+    return _reduce_chunks(best_v, best_k)[0]
+
+
 @njit(cache=True)
 def select_partner(i, alpha, g, y, row_i, kdiag):
     """Second-order choice of the partner ``j`` of the most violating ``i``.
@@ -296,6 +361,30 @@ def update_gradient(g, y, row_i, ci, row_j, cj):
         g[k] += y[k] * (ci * row_i[k] + cj * row_j[k])
 
 
+@njit(cache=True, parallel=True)
+def update_and_violation(g, y, alpha, row_i, ci, row_j, cj, n_chunks):
+    """:func:`update_gradient` (``cj = 0`` and ``row_j = row_i`` for one
+    variable) fused with :func:`max_violation` over the updated gradient, in
+    ``n_chunks`` parallel chunks reduced in index order. ``alpha`` and the
+    ``phi'`` terms of ``g`` at the moved variables must already be updated.
+    Returns ``(index, violation)`` as :func:`max_violation`."""
+    n = g.shape[0]
+    best_v = np.zeros(n_chunks)
+    best_k = np.full(n_chunks, -1, dtype=np.int64)
+    size = (n + n_chunks - 1) // n_chunks
+    for c in prange(n_chunks):
+        bv, bk = 0.0, -1
+        for k in range(c * size, min(n, (c + 1) * size)):
+            gk = g[k] + y[k] * (ci * row_i[k] + cj * row_j[k])
+            g[k] = gk
+            v = violation(alpha[k], gk)
+            if v > bv:
+                bv, bk = v, k
+        best_v[c], best_k[c] = bv, bk
+    k, v = _reduce_chunks(best_v, best_k)
+    return k, v
+
+
 @njit(cache=True)
 def update_gradient_single(g, y, row_i, ci):
     """``g_k += y_k ci Cov_ik`` for every k."""
@@ -309,11 +398,14 @@ def update_gradient_single(g, y, row_i, ci):
 # from the Numba cache (Numba 0.68), so this one is compiled per process.
 @njit(cache=False)
 def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
-             y, alpha, g, tau, max_iter):
+             y, alpha, g, tau, max_iter, n_threads=1):
     """Run SMO on (5.29) in place on ``alpha`` and the cached gradient ``g``.
 
     ``g`` must hold the dual gradient for the starting ``alpha`` (warm start
-    allowed). The first ten arguments are :attr:`RowCache.args`.
+    allowed). The first ten arguments are :attr:`RowCache.args`;
+    ``n_threads`` is the number of chunks of the partner search and of the
+    fused gradient update + violation scan (:func:`chunks_for`); any value
+    gives the same iterates.
 
     Returns
     -------
@@ -326,16 +418,16 @@ def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
     """
     kdiag = kappa0 + kappa_b
     eps = min(1e-12, 1e-3 * tau)
+    n_chunks = n_threads
     it = 0
     status = 1
-    vmax = 0.0
+    i, vmax = max_violation(alpha, g)
     while it < max_iter:
-        i, vmax = max_violation(alpha, g)
         if vmax <= tau:
             status = 0
             break
         row_i = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
-        j = select_partner(i, alpha, g, y, row_i, kdiag)
+        j = select_partner_parallel(i, alpha, g, y, row_i, kdiag, n_chunks)
         ai = alpha[i]
         moved = False
         if j >= 0:
@@ -346,11 +438,12 @@ def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
             if di != 0.0 or dj != 0.0:
                 nai = max(ai + di, 0.0)
                 naj = max(aj + dj, 0.0)
-                update_gradient(g, y, row_i, y[i] * (nai - ai), row_j, y[j] * (naj - aj))
                 g[i] += dual_term_grad(nai) - dual_term_grad(ai)
                 g[j] += dual_term_grad(naj) - dual_term_grad(aj)
                 alpha[i] = nai
                 alpha[j] = naj
+                i, vmax = update_and_violation(g, y, alpha, row_i, y[i] * (nai - ai), row_j,
+                                               y[j] * (naj - aj), n_chunks)
                 moved = True
         if not moved:
             d = solve_single(ai, g[i], row_i[i], eps)
@@ -358,9 +451,10 @@ def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
             if nai == ai:
                 status = 2
                 break
-            update_gradient_single(g, y, row_i, y[i] * (nai - ai))
             g[i] += dual_term_grad(nai) - dual_term_grad(ai)
             alpha[i] = nai
+            i, vmax = update_and_violation(g, y, alpha, row_i, y[i] * (nai - ai), row_i, 0.0,
+                                           n_chunks)
         it += 1
     if status == 1:
         i, vmax = max_violation(alpha, g)

@@ -34,7 +34,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._base import Standardizer, resolve_rng
 from ._validation import (check_classification_data, check_positive, check_positive_int,
                           check_predict_X)
-from ._smo_trig import f_from_gradient, gradient_from_f, smo_loop
+from ._smo_trig import chunks_for, f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import (DEFAULT_TOL, EvidenceBudgetError, EvidenceSettings,
                                LowRankPredictor, check_method)
@@ -90,10 +90,12 @@ def _smo_on(cache, y, alpha, g, idx, tol, max_iter):
     ``alpha`` and ``g``; a sub-problem gets its own row cache over its cases,
     so rows have the working problem's length."""
     if idx is None:
-        return smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter))
+        return smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter),
+                        chunks_for(y.shape[0]))
     sub = RowCache(np.ascontiguousarray(cache.X[idx]), cache.covariance, cache.cache_mb)
     a, gs = np.ascontiguousarray(alpha[idx]), np.ascontiguousarray(g[idx])
-    out = smo_loop(*sub.args, np.ascontiguousarray(y[idx]), a, gs, float(tol), int(max_iter))
+    out = smo_loop(*sub.args, np.ascontiguousarray(y[idx]), a, gs, float(tol), int(max_iter),
+                   chunks_for(idx.size))
     alpha[idx], g[idx] = a, gs
     return out
 

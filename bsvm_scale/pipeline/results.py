@@ -883,8 +883,8 @@ def _c2_contours(run, ds, out):
             panels.append((m, model.predict_proba(G)[:, col]))
     if len(panels) == 1:
         return [f"(No contour plot: the models of {ds} were trained on more than "
-                f"{MAX_MODEL_TRAIN:,} cases and are not loaded; their files hold the m x m "
-                "Cholesky factor of the SV block.)", ""]
+                f"{MAX_MODEL_TRAIN:,} cases, and the page loads and exports only models "
+                "trained on fewer.)", ""]
     plt = _plt()
     fig, ax = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 4), squeeze=False)
     for a, (name, p) in zip(ax[0], panels):
@@ -1049,8 +1049,9 @@ MODELS_READ = {"c1": ("btsvc", "gpc"), "c2": ("btsvc", "gpc"), "c3": ("BTSVC",),
                "c4": ("btsvc",)}
 #: protocols whose section loads models of the largest training size only (C2's contours)
 MODELS_AT_LARGEST_SIZE = {"c2"}
-#: models trained on more cases are not loaded (nor exported): a BTSVC model keeps the
-#: Cholesky factor of its SV block for the error bars, 1.4 GB at C2's 20,000 cases
+#: models trained on more cases are not loaded (nor exported): a model fitted on the
+#: dense evidence path keeps the m x m Cholesky factor of its SV block for the error bars
+#: (1.4 GB at C2's 20,000 cases before the matrix-free path existed)
 MAX_MODEL_TRAIN = 5000
 
 SECTIONS = {"r1": section_r1, "r2": section_r2, "r3": section_r3, "r4": section_r4,
