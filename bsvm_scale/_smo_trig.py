@@ -195,18 +195,7 @@ def select_partner(i, alpha, g, y, row_i, kdiag):
     for j in range(alpha.shape[0]):
         if j == i:
             continue
-        gj = g[j]
-        aj = alpha[j]
-        hjj = kdiag + dual_term_hess(aj)
-        hij = y[i] * y[j] * row_i[j]
-        det = hii * hjj - hij * hij
-        if det <= 1e-300:
-            continue
-        di = -(hjj * gi - hij * gj)
-        dj = -(hii * gj - hij * gi)
-        if (aj <= 0.0 and dj <= 0.0) or (ai <= 0.0 and di <= 0.0):
-            continue
-        gain = 0.5 * (hjj * gi * gi - 2.0 * hij * gi * gj + hii * gj * gj) / det
+        gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii)
         if gain > best_gain:
             best_gain = gain
             best = j
