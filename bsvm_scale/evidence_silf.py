@@ -193,7 +193,7 @@ def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_
 
 def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
     """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
-    n, m = nu.shape[0], off.shape[0]
+    m = off.shape[0]
     tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
     g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(cov.theta.shape[0])
     return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
