@@ -11,9 +11,9 @@
 # regenerated exactly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-names=(repro_r1 repro_r1_large repro_r2 repro_r3 repro_r4 repro_r5
+names=(repro_r1 repro_r1_large repro_r1_xl repro_r2 repro_r3 repro_r4 repro_r5
        repro_r5_diamonds_reduced repro_c1 repro_c2 repro_c2_large repro_c3
-       repro_c3_large repro_c4)
+       repro_c3_large repro_c3_xl repro_c4)
 if [[ "${1:-}" == "--export" ]]; then
   present=()
   for n in "${names[@]}"; do [[ -f "runs/$n/run.h5" ]] && present+=("runs/$n"); done
