@@ -436,7 +436,8 @@ class BlockEvidence:
         """Diagnostics for the evidence ``info`` dict (error in nats of
         ``-ln evidence``, which carries ``1/2 ln|B|``)."""
         return {"method": "matrix_free", "rank": int(self.rank), "error": 0.5 * self.error,
-                "probes": self.probes, "cg_iter": self.cg_iter}
+                "probes": self.probes, "cg_iter": self.cg_iter,
+                "cg_residual": 0.0 if self.corr is None else self.corr.rel_res}
 
 
 # -- choice of method and memory budget ---------------------------------------------

@@ -163,7 +163,7 @@ def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, 
     m = idx.size
     n_theta = cov.theta.size
     info = {"n_sv": int(m), "jitter": 0.0, "method": "matrix_free", "rank": 0, "error": 0.0,
-            "probes": 0, "cg_iter": 0}
+            "probes": 0, "cg_iter": 0, "cg_residual": 0.0}
     if m == 0:
         if keep_factor:
             info.update(support=idx, dual_coef=np.zeros(0),
