@@ -144,9 +144,7 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
 def _value(X, y, nu, f, cov, C, epsilon, beta, off):
     """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``."""
     n, m = y.shape[0], off.shape[0]
-    resid = y - f
-    loss = losses.silf(resid, epsilon, beta)
-    lnZ = float(losses.silf_log_normalizer(C, epsilon, beta))
+    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
     ratio = 2.0 * beta * epsilon / C
     B = cov.subset(X, off)
     B[np.diag_indices_from(B)] += ratio
@@ -157,15 +155,20 @@ def _value(X, y, nu, f, cov, C, epsilon, beta, off):
     return value, L, jitter, Binv, resid, loss
 
 
+def _loss_terms(y, f, C, epsilon, beta):
+    """Residuals, SILF values (2.28) and the normaliser ``ln Z_S`` (2.32)."""
+    resid = y - f
+    return resid, losses.silf(resid, epsilon, beta), float(
+        losses.silf_log_normalizer(C, epsilon, beta))
+
+
 def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank):
     """(4.38)-(4.42) through :class:`~bsvm_scale.evidence_lowrank.BlockEvidence`
     with ``Lambda = C / (2 beta eps)``: ``ln|I + C/(2 beta eps) Sigma_M| =
     ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
     d ln|B|`` for ``B_s = Sigma_M + (2 beta eps / C) I``."""
     n, m = y.shape[0], off.shape[0]
-    resid = y - f
-    loss = losses.silf(resid, epsilon, beta)
-    lnZ = float(losses.silf_log_normalizer(C, epsilon, beta))
+    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
     sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
     block = BlockEvidence(cov, X[off], sl, tol, max_rank)
     value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * block.logdet + n * lnZ
