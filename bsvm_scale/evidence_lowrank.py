@@ -65,7 +65,7 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from . import _lowrank_kernels as _lk
 
-__all__ = ["LowRankFactor", "LowRankPredictor", "BlockEvidence", "Correction", "factorize",
+__all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "BlockEvidence", "Correction", "factorize",
            "max_rank_for", "plan_block", "EvidenceSettings", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
@@ -91,6 +91,22 @@ def _right_solve(L, Y, trans="T"):
     out = solve_triangular(L, Y.T, lower=True, trans=trans, overwrite_b=True,
                            check_finite=False)
     return out.T
+
+
+def pivoted_factor(cov, X, sl, tol, max_rank=None):
+    """Greedy pivoted Cholesky factor of ``diag(sl) Sigma diag(sl)`` over the
+    rows of ``X``: ``(G, pivots, resid)`` with ``G`` of shape ``(m, rank)``
+    (C-ordered), stopped once ``tr E = sum(resid) <= tol``, at ``max_rank``
+    columns, or when the largest residual is at rounding level."""
+    m = X.shape[0]
+    r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
+    G = np.zeros((m, r_max))
+    floor = 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
+    rank, piv, resid = _lk.pivoted_cholesky(X, sl, cov.weights(X.shape[1]), cov.kappa0,
+                                            cov.kappa_b, G, float(tol), floor)
+    if rank < r_max:
+        G = np.ascontiguousarray(G[:, :rank])
+    return G, piv[:rank].copy(), resid
 
 
 class LowRankFactor:
@@ -123,17 +139,9 @@ class LowRankFactor:
     def __init__(self, cov, XM, sl, tol=2 * DEFAULT_TOL, max_rank=None):
         XM = np.ascontiguousarray(XM, dtype=np.float64)
         self.sl = np.ascontiguousarray(sl, dtype=np.float64)
-        m = XM.shape[0]
-        r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
-        w = cov.weights(XM.shape[1])
-        G = np.zeros((m, r_max))
-        floor = 1e-13 * float(np.max(self.sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
-        rank, piv, resid = _lk.pivoted_cholesky(XM, self.sl, w, cov.kappa0, cov.kappa_b, G,
-                                                float(tol), floor)
-        self.rank = int(rank)
-        if rank < r_max:
-            G = np.ascontiguousarray(G[:, :rank])
-        self.pivots = piv[:rank].copy()
+        G, piv, resid = pivoted_factor(cov, XM, self.sl, tol, max_rank)
+        self.rank = G.shape[1]
+        self.pivots = piv
         self.bound = float(resid.sum())
         self.X_S = np.ascontiguousarray(XM[self.pivots])
         self.sl_S = self.sl[self.pivots].copy()

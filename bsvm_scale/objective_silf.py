@@ -18,6 +18,7 @@ from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
+from .map_lowrank import choose_start, silf_start
 
 __all__ = ["_Problem"]
 
@@ -48,6 +49,7 @@ class _Problem:
         self.slope = 0.0
         self.nu_C = None  # the C of the box self.nu was solved in
         self.best = None  # (value, nu, f, theta, info) of the lowest value seen
+        self.pinned = False  # start the next solve from self.nu as it is
 
     def restart(self, nu=None):
         """Start SMO afresh (or from ``nu``) for another optimiser run,
@@ -68,7 +70,17 @@ class _Problem:
             nu[at_bound] = np.sign(self.nu[at_bound]) * C
         return nu
 
-    _NOT_STATE = ("X", "y", "cache", "last", "evidence")
+    def _start(self, C, eps, cov):
+        """The SMO start, ``(nu0, how)``: the low-rank Newton solution or the
+        previous one in the new box (:func:`bsvm_scale.map_lowrank.choose_start`)."""
+        warm = self._warm_start(C)
+        if self.pinned:
+            return warm, "restored"
+        return choose_start(lambda r, exact: silf_start(cov, self.X, self.y, C, eps, self.beta,
+                                                        r, exact),
+                            warm, not np.any(self.nu))
+
+    _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -102,11 +114,13 @@ class _Problem:
         return C, eps, GaussianCovariance(self.kappa0, kappa, float(np.exp(theta[-1])))
 
     def solve(self, C, eps, cov):
-        """MAP solution of (4.25) at the given hyperparameters (warm start)."""
+        """MAP solution of (4.25) at the given hyperparameters: ``(nu, f,
+        bias, n_iter, max_violation, start)`` (``start`` says where SMO began)."""
         # the cache holds rows without the bias term; SMO handles kappa_b exactly
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
         X, w, k0, _, *state = self.cache.args
-        nu = self._warm_start(C)
+        nu, how = self._start(C, eps, cov)
+        self.pinned = False
         diag_add = 2.0 * self.beta * eps / C
         g, gbar = start_gradient(X, w, k0, nu, self.y, C, diag_add)
         slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, g, gbar, C, eps,
@@ -117,7 +131,7 @@ class _Problem:
         bias = cov.kappa_b * float(nu.sum())
         f = g + self.y - (2.0 * self.beta * eps / C) * nu
         self.nu = nu
-        return nu, f, float(bias), int(n_iter), float(vmax)
+        return nu, f, float(bias), int(n_iter), float(vmax), how
 
     def __call__(self, theta, need_grad=True):
         if self._repeat(theta, need_grad):  # L-BFGS-B re-evaluates points in line searches
@@ -126,7 +140,7 @@ class _Problem:
             return ev.value, ev.grad, info
         C, eps, cov = self.unpack(theta)
         t0 = time.perf_counter()
-        nu, f, bias, n_iter, vmax = self.solve(C, eps, cov)
+        nu, f, bias, n_iter, vmax, how = self.solve(C, eps, cov)
         t1 = time.perf_counter()
         try:
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
@@ -146,7 +160,8 @@ class _Problem:
                 "n_I0b": int(np.count_nonzero((nu < 0) & (nu > -C))),
                 "n_I1": int(np.count_nonzero(nu == 0)), "n_I2": int(np.count_nonzero(nu <= -C)),
                 "n_I3": int(np.count_nonzero(nu >= C)),
-                "smo_iter": n_iter, "smo_violation": vmax, "jitter": ev.jitter, "bias": bias,
+                "smo_iter": n_iter, "smo_violation": vmax, "smo_start": how,
+                "jitter": ev.jitter, "bias": bias,
                 # wall time of the MAP solve and of the evidence (+ gradient)
                 "map_s": t1 - t0, "evidence_s": t2 - t1}
         self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info, f)
@@ -180,6 +195,7 @@ class _Problem:
             self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
         self.reset(None if best is None else best[1])
+        self.pinned = best is not None
         self(theta, need_grad=False)
         return self.last
 

@@ -22,6 +22,7 @@ from ._smo_trig import chunks_for, f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
+from .map_lowrank import choose_start, trig_start
 
 __all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB"]
 
@@ -164,6 +165,18 @@ class EvidenceObjective:
         self.n_smo_iter = 0
         self.best = None  # (value, theta, alpha, smo_iter) of the lowest value seen
         self.evidence = evidence
+        self._pinned = False  # self.alpha was set by restore(): start from it
+
+    def start(self, cov):
+        """The SMO start at new hyperparameters, ``(alpha0, how)``: the
+        low-rank Newton solution or the previous one
+        (:func:`bsvm_scale.map_lowrank.choose_start`); after :meth:`restore`
+        the restored solution itself."""
+        cold = not np.any(self.alpha > 0.0)
+        if self._pinned:
+            return self.alpha, "restored"
+        return choose_start(lambda r, exact: trig_start(cov, self.X, self.y, r, exact),
+                            self.alpha, cold)
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -172,7 +185,10 @@ class EvidenceObjective:
             self.cache = RowCache(self.X, cov, self.cache_mb)
         else:
             self.cache.set_covariance(cov)
-        sol = solve_dual(self.cache, self.y, self.alpha, self.tol, self.max_iter)
+        alpha0, how = self.start(cov)
+        self._pinned = False
+        sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter)
+        sol["start"] = how
         if sol["status"] == 1:
             self.smo_limit_hits += 1
         self.alpha = sol["alpha"]
@@ -212,6 +228,7 @@ class EvidenceObjective:
         info["evidence_s"] = time.perf_counter() - t1
         info["smo_iter"] = sol["n_iter"]
         info["smo_violation"] = sol["max_violation"]
+        info["smo_start"] = sol["start"]
         if np.isfinite(value) and (self.best is None or value < self.best[0]):
             self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
                          int(sol["n_iter"]))
@@ -259,5 +276,6 @@ class EvidenceObjective:
         (the evidence jumps when a marginal SV enters or leaves the set)."""
         if self.best is not None and np.array_equal(self.best[1], np.asarray(theta, dtype=float)):
             self.alpha = self.best[2].copy()
+            self._pinned = True
             return self.best[3]
         return None

@@ -54,7 +54,7 @@ def test_smo_matches_dense_primal(kb, beta, C):
     X, y = _data(150, seed=3)
     eps, kappa = 0.1, 4.0
     p = _problem(X, y, beta)
-    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
     assert vmax <= 1e-7
     f_ref = _primal_reference(X, y, p.kappa0, kappa, kb, C, eps, beta)
     np.testing.assert_allclose(f, f_ref, atol=1e-6)
@@ -85,7 +85,7 @@ def test_kkt_conditions_hold_to_tau(tol):
     C, eps, beta, kb = 5.0, 0.1, 0.3, 100.0
     p = _problem(X, y, beta, tol=tol)
     cov = GaussianCovariance(p.kappa0, 1.5, kb)
-    nu, f, bias, n_iter, vmax = p.solve(C, eps, cov)
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, cov)
     assert np.all(np.abs(nu) <= C)
     S = dense_cov(X, X, p.kappa0, 1.5, 0.0)
     g = S @ nu + bias + (2 * beta * eps / C) * nu - y
@@ -112,7 +112,7 @@ def test_root_on_a_jump_of_theta(C, tol):
     y = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
     eps, beta, kappa, kb = 0.1, 0.3, 20.0, 1.0
     p = _problem(X, y, beta, tol=tol, kappa0=1.0)
-    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(1.0, kappa, kb))
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, GaussianCovariance(1.0, kappa, kb))
     assert vmax <= tol
     S = dense_cov(X, X, 1.0, kappa, 0.0)
     g = S @ nu + bias + (2 * beta * eps / C) * nu - y
@@ -127,9 +127,9 @@ def test_warm_start_equals_cold_start():
     X, y = _data(120, seed=7)
     p = _problem(X, y, 0.3)
     p.solve(10.0, 0.1, GaussianCovariance(p.kappa0, 2.0, 50.0))
-    _, f_warm, _, it_warm, _ = p.solve(12.0, 0.08, GaussianCovariance(p.kappa0, 2.5, 80.0))
+    _, f_warm, _, it_warm, _, _ = p.solve(12.0, 0.08, GaussianCovariance(p.kappa0, 2.5, 80.0))
     q = _problem(X, y, 0.3)
-    _, f_cold, _, it_cold, _ = q.solve(12.0, 0.08, GaussianCovariance(q.kappa0, 2.5, 80.0))
+    _, f_cold, _, it_cold, _, _ = q.solve(12.0, 0.08, GaussianCovariance(q.kappa0, 2.5, 80.0))
     np.testing.assert_allclose(f_warm, f_cold, atol=1e-7)
 
 
@@ -192,7 +192,7 @@ def test_tiny_cache_and_partial_rows_give_the_same_solution():
     for cache_mb in (64.0, 1e-6):
         p = _Problem(X, y, float(np.var(y)), 0.1, False, 1e-6, cache_mb, 10**7)
         cov = GaussianCovariance(p.kappa0, 2.0, 10.0)
-        nu, f, bias, n_iter, vmax = p.solve(10.0, 0.05, cov)
+        nu, f, bias, n_iter, vmax, _ = p.solve(10.0, 0.05, cov)
         assert vmax <= 1e-6
         sols.append(f)
         if cache_mb < 1:
@@ -210,7 +210,7 @@ def test_gradient_stays_exact_through_shrinking_and_warm_starts(cache_mb):
     for C, eps, kappa, kb in [(3.0, 0.02, 2.0, 10.0), (4.5, 0.03, 2.5, 10.0),
                               (2.0, 0.05, 1.5, 50.0)]:
         cov = GaussianCovariance(p.kappa0, kappa, kb)
-        nu, f, bias, n_iter, vmax = p.solve(C, eps, cov)
+        nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, cov)
         assert vmax <= 1e-5
         assert np.count_nonzero(np.abs(nu) >= C) > 100  # many bound SVs in G_bar
         f_dense = dense_cov(X, X, p.kappa0, kappa, kb) @ nu
@@ -228,7 +228,7 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
     nu0 = {"zero": np.zeros(150), "all_upper": np.full(150, C),
            "random_bounds": C * rng.choice([-1.0, 0.0, 1.0], size=150)}[start]
     p.reset(nu0)
-    nu, f, bias, n_iter, vmax = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
     assert vmax <= 1e-7
     f_ref = _primal_reference(X, y, p.kappa0, kappa, kb, C, eps, beta)
     np.testing.assert_allclose(f, f_ref, atol=1e-6)

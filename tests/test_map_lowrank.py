@@ -1,0 +1,171 @@
+"""Low-rank Newton starts of the MAP solves (bsvm_scale.map_lowrank)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from bsvm_scale import losses, map_lowrank
+from bsvm_scale.bsvr import _Problem
+from bsvm_scale.btsvc import EvidenceObjective, solve_dual
+from bsvm_scale.covariance import GaussianCovariance, RowCache
+from bsvm_scale.datasets import synthetic
+from bsvm_scale.map_lowrank import choose_start, low_rank_factor, newton, silf_start, trig_start
+
+from reference import dense_cov
+
+
+def _c2(n, seed=0):
+    d = synthetic.gauss2d(n, seed=seed)
+    X = (d.X - d.X.mean(0)) / d.X.std(0)
+    return np.ascontiguousarray(X), np.where(d.y > 0, 1.0, -1.0)
+
+
+def _sinc(n, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 1))
+    y = np.sinc(X[:, 0]) + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 1)
+    return X, y
+
+
+def test_factor_reproduces_the_covariance_when_exact():
+    X, _ = _c2(300)
+    cov = GaussianCovariance(10.0, 0.5, 100.0)
+    G, trace, exact = low_rank_factor(cov, X, max_rank=300)
+    assert exact and trace <= map_lowrank.TRACE_TOL * 300
+    S = dense_cov(X, X, 10.0, 0.5, 100.0)
+    assert np.abs(S - G @ G.T).max() <= np.sqrt(trace) + 1e-9
+    # a rank budget that stops the factor first is reported as not exact
+    _, trace_small, exact_small = low_rank_factor(cov, X, max_rank=3)
+    assert not exact_small and trace_small > trace
+
+
+def test_newton_matches_a_general_solver_on_the_low_rank_primal():
+    X, y = _c2(200, seed=1)
+    cov = GaussianCovariance(3.0, 1.0, 1.0)
+    G, _, _ = low_rank_factor(cov, X, max_rank=12)
+
+    def loss(f, order):
+        z = y * f
+        if order == 0:
+            return float(np.sum(losses.trig_loss(z)))
+        return y * losses.trig_loss_grad(z) if order == 1 else losses.trig_loss_hess(z)
+
+    f, it = newton(G, loss)
+    assert 0 < it < map_lowrank.NEWTON_MAX_ITER
+
+    def primal(w):
+        v = 0.5 * w @ w + loss(G @ w, 0)
+        return (v, w + G.T @ loss(G @ w, 1)) if np.isfinite(v) else (1e300, np.zeros_like(w))
+
+    ref = minimize(primal, np.zeros(G.shape[1]), jac=True, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-15, "maxiter": 5000})
+    np.testing.assert_allclose(f, G @ ref.x, atol=1e-5)
+    # Newton's point is at least as good as the general solver's
+    w = np.linalg.lstsq(G, f, rcond=None)[0]
+    assert primal(w)[0] <= ref.fun + 1e-9
+
+
+def test_trig_start_with_an_exact_factor_is_the_dual_solution():
+    X, y = _c2(400, seed=2)
+    cov = GaussianCovariance(10.0, 0.5, 100.0)
+    st = trig_start(cov, X, y, max_rank=400)
+    assert st.exact
+    ref = solve_dual(RowCache(X, cov, 64.0), y, tol=1e-10)
+    np.testing.assert_allclose(st.f, ref["f"], atol=1e-4)
+    # the SMO from the start has next to nothing left to do
+    warm = solve_dual(RowCache(X, cov, 64.0), y, st.dual, tol=1e-3)
+    cold = solve_dual(RowCache(X, cov, 64.0), y, tol=1e-3)
+    assert warm["status"] == 0 and warm["n_iter"] <= cold["n_iter"] // 20
+
+
+def test_trig_start_with_a_truncated_factor_is_finished_by_smo():
+    d = synthetic.ringnorm(1500, seed=3)
+    X = np.ascontiguousarray((d.X - d.X.mean(0)) / d.X.std(0))
+    y = np.where(d.y > 0, 1.0, -1.0)
+    cov = GaussianCovariance(5.0, 0.02, 100.0)
+    st = trig_start(cov, X, y, max_rank=32)
+    assert not st.exact
+    assert trig_start(cov, X, y, max_rank=32, require_exact=True) is None
+    assert np.all(np.isfinite(st.dual)) and np.all(st.dual >= 0) and np.all(y * st.f > -1)
+    warm = solve_dual(RowCache(X, cov, 64.0), y, st.dual, tol=1e-8)
+    cold = solve_dual(RowCache(X, cov, 64.0), y, tol=1e-8)
+    assert warm["status"] == 0 and warm["max_violation"] <= 1e-8
+    np.testing.assert_allclose(warm["f"], cold["f"], atol=1e-6)
+
+
+def test_silf_start_with_an_exact_factor_is_the_bsvr_dual_solution(monkeypatch):
+    monkeypatch.setattr(map_lowrank, "TRACE_TOL", 1e-14)  # the factor to rounding level
+    X, y = _sinc(400, seed=4)
+    C, eps, beta = 10.0, 0.1, 0.3
+    p = _Problem(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7)
+    cov = GaussianCovariance(1.0, 2.0, 1.0)
+    st = silf_start(cov, X, y, C, eps, beta, max_rank=400)
+    assert st.exact and np.all(np.abs(st.dual) <= C)
+    nu, f, *_ = p.solve(C, eps, cov)
+    np.testing.assert_allclose(st.f, f, atol=1e-6)
+    np.testing.assert_allclose(st.dual, nu, atol=1e-4 * C)
+
+
+def test_starts_are_deterministic():
+    X, y = _c2(3000, seed=5)
+    cov = GaussianCovariance(10.0, 0.5, 100.0)
+    a, b = trig_start(cov, X, y), trig_start(cov, X, y)
+    assert np.array_equal(a.dual, b.dual) and a.rank == b.rank
+
+
+def test_choose_start_rules(monkeypatch):
+    calls = []
+
+    def low_rank(exact_result):
+        def make(max_rank, require_exact):
+            calls.append((max_rank, require_exact))
+            if require_exact and not exact_result:
+                return None
+            return map_lowrank.LowRankStart(np.full(5, 7.0), np.zeros(5), 3, 0.0, exact_result, 2)
+        return make
+
+    warm = np.ones(5)
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 10)
+    assert choose_start(low_rank(True), warm, False)[1] == "warm" and not calls
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 5)
+    dual, how = choose_start(low_rank(False), np.zeros(5), True)
+    assert how == "lowrank3" and dual[0] == 7.0 and calls[-1] == (map_lowrank.MAX_RANK, False)
+    dual, how = choose_start(low_rank(False), warm, False)
+    assert how == "warm" and dual is warm and calls[-1] == (map_lowrank.WARM_RANK, True)
+    assert choose_start(low_rank(True), warm, False)[1] == "lowrank3"
+
+
+def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
+    X, y = _c2(600, seed=6)
+    obj = EvidenceObjective(X, y, False)
+    theta = np.log([10.0, 0.5, 100.0])
+    v1, _, info = obj(theta)
+    assert info["smo_start"].startswith("lowrank")
+    obj(theta + 0.1)
+    assert obj.restore(theta) is not None
+    v2, _, info2 = obj(theta)
+    assert info2["smo_start"] == "restored" and info2["smo_iter"] == 0 and v2 == v1
+
+
+@pytest.mark.parametrize("model", ["svc", "svr"])
+def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
+    from bsvm_scale import BayesianSVC, BayesianSVR
+
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
+    if model == "svc":
+        X, y = _c2(700, seed=7)
+        est = BayesianSVC(n_starts=1)
+    else:
+        X, y = _sinc(700, seed=7)
+        est = BayesianSVR(n_starts=1)
+    recs = []
+    full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)))
+    starts = [r[0]["info"].get("smo_start", "") for r in recs]
+    assert any(s.startswith("lowrank") for s in starts)
+    theta_full, ev_full = full.theta_.copy(), full.log_evidence_
+    cut = len(recs) // 2
+    resumed = est.fit(X, y, init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
+                                  "evaluations": [r for r, _ in recs[:cut]]})
+    assert np.array_equal(resumed.theta_, theta_full)
+    assert resumed.log_evidence_ == ev_full
