@@ -98,6 +98,9 @@ print(json.dumps({{"n": n, "beta": h["beta"], "fit_s": el,
     "full_data_map_s": [round(r["info"].get("map_s", 0.0), 2) for r in m.starts_[0]["trajectory"]],
     "full_data_evidence_s": [round(r["info"].get("evidence_s", 0.0), 2)
                              for r in m.starts_[0]["trajectory"]],
+    "full_data_smo_start": [r["info"].get("smo_start", "") for r in m.starts_[0]["trajectory"]],
+    "full_data_smo_iter": [r["info"].get("smo_iter", -1) for r in m.starts_[0]["trajectory"]],
+    "full_data_theta": [np.round(r["theta"], 3).tolist() for r in m.starts_[0]["trajectory"]],
     "warnings": [str(x.message)[:120] for x in w]}}))
 """
 

@@ -42,15 +42,12 @@ from .evidence_lowrank import pivoted_factor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "newton", "trig_start", "silf_start",
-           "choose_start", "TRACE_TOL", "MAX_RANK", "WARM_RANK", "LOWRANK_MIN_N"]
+           "choose_start", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
-TRACE_TOL = 1e-6
-#: default rank budget of the factor (a cold start)
+TRACE_TOL = 1e-8
+#: rank budget of the factor
 MAX_RANK = 256
-#: rank budget of the factor tried before a warm-started solve: the start
-#: replaces the warm one only when its factor is exact, so a cheap attempt
-WARM_RANK = 128
 #: below this many cases the SMO starts from the previous solution (or zero)
 LOWRANK_MIN_N = 3000
 #: Newton stops when half the Newton decrement is below this times n
@@ -180,7 +177,7 @@ def choose_start(low_rank, warm, cold):
     From :data:`LOWRANK_MIN_N` cases on, a cold solve starts from the
     low-rank Newton solution and a warm one replaces its previous solution
     ``warm`` by it when the factor is exact (``tr E <= TRACE_TOL n`` within
-    :data:`WARM_RANK` columns: smooth kernels on few inputs, where a warm SMO
+    :data:`MAX_RANK` columns: smooth kernels on few inputs, where a warm SMO
     would walk tens of thousands of pairs; otherwise the previous solution
     is the closer start). The choice depends only on the hyperparameters,
     the data and ``warm``, so resume and replay stay exact.
@@ -197,7 +194,7 @@ def choose_start(low_rank, warm, cold):
     """
     if warm.shape[0] < LOWRANK_MIN_N:
         return warm, "zero" if cold else "warm"
-    st = low_rank(MAX_RANK if cold else WARM_RANK, not cold)
+    st = low_rank(MAX_RANK, not cold)
     if st is None:
         return warm, "warm"
     return st.dual, f"lowrank{st.rank}"

@@ -131,7 +131,7 @@ def test_choose_start_rules(monkeypatch):
     dual, how = choose_start(low_rank(False), np.zeros(5), True)
     assert how == "lowrank3" and dual[0] == 7.0 and calls[-1] == (map_lowrank.MAX_RANK, False)
     dual, how = choose_start(low_rank(False), warm, False)
-    assert how == "warm" and dual is warm and calls[-1] == (map_lowrank.WARM_RANK, True)
+    assert how == "warm" and dual is warm and calls[-1] == (map_lowrank.MAX_RANK, True)
     assert choose_start(low_rank(True), warm, False)[1] == "lowrank3"
 
 
