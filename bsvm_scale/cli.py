@@ -9,11 +9,18 @@ Commands
     Generate (or, for a real set, load / subsample) a data set and write it in
     the bsvm_scale HDF5 format.  ``--param`` values are parsed as int, float,
     true/false/none, else kept as strings.
+``bsvm-scale datasets import FILE.csv|FILE.npy --target COLUMN [--task T] [--partitions K
+--n-train N [--n-test T] --seed S] --out NAME.h5``
+    Write user data in the bsvm_scale HDF5 format with provenance.
 ``bsvm-scale datasets info FILE.h5 [--json]``
     Validate a data set file and show its metadata.
 ``bsvm-scale run PIPELINE.toml [--scheduler ADDRESS] [--workers N] [--resume|--fresh]``
     Run (or resume) a pipeline (see :mod:`bsvm_scale.pipeline`), print a
     summary table and write the report.
+``bsvm-scale predict MODEL.h5 INPUT --out OUT.h5 [--scheduler ADDRESS | --workers N]
+[--chunk-size N] [--by-position]``
+    Score a data set, ``.npy`` or CSV file with a saved model, chunk by chunk
+    (:mod:`bsvm_scale.scoring`).
 ``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
     Write ``report.md`` and PNG plots of a run.
 ``bsvm-scale results RUN... [--out docs] [--bench FILE.json ...]``
@@ -123,13 +130,23 @@ def cmd_datasets_list(args) -> int:
 
 
 def cmd_datasets_generate(args) -> int:
-    from .datasets import generate, write_dataset
+    from .datasets import generate
 
     params = dict(parse_param(p) for p in (args.param or []))
     if args.splits and args.n_train is None:
         raise CLIError("--splits needs --n-train")
     ds = generate(args.name, args.n, args.seed, n_splits=args.splits or 0,
                   n_train=args.n_train, n_test=args.n_test, **params)
+    _write_out(ds, args)
+    print(f"wrote {args.out}: {ds.name} ({ds.task}), n={ds.n_samples}, d={ds.n_features}, "
+          f"splits={ds.n_splits}, seed={args.seed}")
+    return EXIT_OK
+
+
+def _write_out(ds, args):
+    """Write ``ds`` to ``--out`` (its directory made; ``--no-overwrite`` kept)."""
+    from .datasets import write_dataset
+
     out = Path(args.out)
     if out.exists() and out.is_dir():
         raise CLIError(f"--out {str(out)!r} is a directory; give a file name")
@@ -140,8 +157,20 @@ def cmd_datasets_generate(args) -> int:
     except OSError as exc:
         raise CLIError(f"cannot create directory {str(out.parent)!r}: {exc.strerror or exc}") from None
     write_dataset(ds, out)
-    print(f"wrote {out}: {ds.name} ({ds.task}), n={ds.n_samples}, d={ds.n_features}, "
-          f"splits={ds.n_splits}, seed={args.seed}")
+
+
+def cmd_datasets_import(args) -> int:
+    from .datasets import import_table
+
+    if args.partitions and args.n_train is None:
+        raise CLIError("--partitions needs --n-train")
+    ds = import_table(args.file, args.target, task=args.task, name=args.name,
+                      partitions=args.partitions, n_train=args.n_train, n_test=args.n_test,
+                      seed=args.seed)
+    _write_out(ds, args)
+    how = " (inferred)" if ds.provenance["task_inferred"] else ""
+    print(f"wrote {args.out}: {ds.name} ({ds.task}{how}), n={ds.n_samples}, d={ds.n_features}, "
+          f"target {ds.provenance['target']!r}, splits={ds.n_splits}")
     return EXIT_OK
 
 
@@ -205,6 +234,29 @@ def add_datasets_parser(subparsers) -> None:
     q.add_argument("--no-overwrite", action="store_true",
                    help="refuse to replace an existing file (by default it is replaced atomically)")
     q.set_defaults(func=cmd_datasets_generate)
+
+    q = sub.add_parser("import", help="a CSV (with header) or .npy file as a data set",
+                       description="Write a CSV file with a header row, or a .npy array, in "
+                                   "the project's data set format with provenance (the "
+                                   "source's SHA-256 and the options), so that a pipeline "
+                                   "file can name it.")
+    q.add_argument("file", metavar="FILE.csv|FILE.npy")
+    q.add_argument("--target", required=True, metavar="COLUMN",
+                   help="target column: header name (CSV) or index (.npy)")
+    q.add_argument("--task", choices=["regression", "classification"], default=None,
+                   help="default: integer targets with at most 20 values are classes")
+    q.add_argument("--name", default=None, help="data set name (default: the file's stem)")
+    q.add_argument("--partitions", type=_nonneg_int, default=0, metavar="K",
+                   help="attach K seeded random train/test partitions")
+    q.add_argument("--n-train", type=_positive_int, default=None, metavar="N",
+                   help="training cases per partition")
+    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
+                   help="test cases per partition (default: the rest)")
+    q.add_argument("--seed", type=_nonneg_int, default=0, help="partition seed (default 0)")
+    q.add_argument("--out", required=True, metavar="NAME.h5", help="output file")
+    q.add_argument("--no-overwrite", action="store_true",
+                   help="refuse to replace an existing file")
+    q.set_defaults(func=cmd_datasets_import)
 
     q = sub.add_parser("info", help="validate a data set file and show its metadata")
     q.add_argument("file", metavar="FILE.h5")
@@ -350,8 +402,45 @@ def add_export_parser(subparsers) -> None:
     p.set_defaults(func=cmd_export)
 
 
-COMMANDS = [add_datasets_parser, add_run_parser, add_report_parser, add_results_parser,
-            add_export_parser]
+def cmd_predict(args) -> int:
+    from .scoring import predict_file
+
+    out = predict_file(args.model, args.input, args.out, chunk_size=args.chunk_size,
+                       scheduler=args.scheduler, workers=args.workers,
+                       by_position=args.by_position, progress=not args.no_progress)
+    print(f"wrote {out['out']}: {out['n_rows']} rows ({', '.join(out['outputs'])}) in "
+          f"{out['seconds']:.1f} s")
+    return EXIT_OK
+
+
+def add_predict_parser(subparsers) -> None:
+    from .scoring import DEFAULT_CHUNK
+
+    p = subparsers.add_parser(
+        "predict", help="score new inputs with a saved model",
+        description="Apply a model file to a data set (.h5), a .npy array or a CSV file with a "
+                    "header, chunk by chunk, and write the predictions (mean and standard "
+                    "deviations, or classes, probabilities and the latent mean and sd) to an "
+                    "HDF5 file with the model's and the input's provenance. CSV columns are "
+                    "matched to the feature names stored in the model.")
+    p.add_argument("model", metavar="MODEL.h5")
+    p.add_argument("input", metavar="INPUT")
+    p.add_argument("--out", required=True, metavar="OUT.h5")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="address of a running dask scheduler (workers must see the files)")
+    g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="score on a LocalCluster of N worker processes")
+    p.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK, metavar="N",
+                   help=f"rows per chunk (default {DEFAULT_CHUNK})")
+    p.add_argument("--by-position", action="store_true",
+                   help="take the input columns by position, not by name")
+    p.add_argument("--no-progress", action="store_true", help="no progress line")
+    p.set_defaults(func=cmd_predict)
+
+
+COMMANDS = [add_datasets_parser, add_run_parser, add_predict_parser, add_report_parser,
+            add_results_parser, add_export_parser]
 
 
 # -------------------------------------------------------------------- main

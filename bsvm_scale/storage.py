@@ -48,7 +48,7 @@ import numpy as np
 
 from ._atomic import atomic_path
 
-__all__ = ["save_model", "load_model", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
+__all__ = ["save_model", "load_model", "model_feature_names", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
 
 FORMAT_VERSION = 2
@@ -369,11 +369,16 @@ def _read_estimator(g, where):
 
 
 # ----------------------------------------------------------------- public API
-def save_model(model, path):
+def save_model(model, path, *, feature_names=None):
     """Write the (fitted) ``model`` to ``path`` atomically; returns the path.
 
+    ``feature_names`` (one per input column, optional) are stored with the
+    model so that scoring (:mod:`bsvm_scale.scoring`) can match input
+    columns by name; :func:`model_feature_names` reads them back.
+
     Raises ``TypeError`` for an estimator class this module does not know or
-    an attribute that cannot be stored.
+    an attribute that cannot be stored, ``ValueError`` for feature names that
+    do not match the model's input count.
     """
     import h5py
 
@@ -386,6 +391,7 @@ def save_model(model, path):
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(f"cannot write model to {str(path)!r}: it is a directory")
+    names = _checked_names(model, feature_names)
     with atomic_path(path, what="model file") as tmp:
         with h5py.File(tmp, "w", track_order=True) as f:
             f.attrs["library"] = LIBRARY
@@ -395,7 +401,32 @@ def save_model(model, path):
             f.attrs["kind"] = "estimator"
             _write_estimator(f, model, name)
             f.attrs["params"] = f.attrs["params_json"]
+            if names is not None:
+                f.attrs["feature_names"] = json.dumps(names)
     return path
+
+
+def _checked_names(model, feature_names):
+    if feature_names is None:
+        return None
+    names = [str(v) for v in feature_names]
+    d = getattr(model, "n_features_in_", None)
+    if d is not None and len(names) != int(d):
+        raise ValueError(f"feature_names has {len(names)} entries; the model takes {d} inputs.")
+    if len(set(names)) != len(names):
+        raise ValueError(f"feature_names must be distinct; got {names}.")
+    return names
+
+
+def model_feature_names(path):
+    """The feature names stored with the model file at ``path``, or None."""
+    import h5py
+
+    with h5py.File(path, "r") as f:
+        text = f.attrs.get("feature_names")
+    if text is None:
+        return None
+    return list(json.loads(text.decode() if isinstance(text, bytes) else text))
 
 
 def load_model(path):

@@ -13,6 +13,7 @@
 * Shipped real data: :func:`load_real` (boston, pima, titanic,
   breast_cancer, digits, diamonds).
 * The registry: :func:`list_datasets`, :func:`generate`.
+* User data: :func:`import_table` (CSV with a header, or ``.npy``).
 """
 
 from ._dataset import TASKS, Dataset, make_seed_rng, ordered_split, random_splits
@@ -23,6 +24,7 @@ from .hdf5 import (
     read_dataset,
     write_dataset,
 )
+from .importing import import_table
 from .real import REAL_DATASETS, data_dir, load_real, real_path
 from .registry import DatasetEntry, dataset_params, generate, get_entry, list_datasets
 from .synthetic import (
@@ -59,6 +61,7 @@ __all__ = [
     "dataset_info",
     "read_dataset",
     "write_dataset",
+    "import_table",
     "REAL_DATASETS",
     "data_dir",
     "load_real",

@@ -9,6 +9,8 @@ licence and every transformation are in ``data/README.md`` and in each file's
 from __future__ import annotations
 
 import os
+import site
+import sys
 from pathlib import Path
 
 from .hdf5 import read_dataset
@@ -34,17 +36,34 @@ REAL_DATASETS = {
 ENV_VAR = "BSVM_SCALE_DATA_DIR"
 
 
+#: where a (non-editable) installation puts the data files, below its prefix
+#: (``[tool.setuptools.data-files]`` in pyproject.toml)
+INSTALLED_SUBDIR = ("share", "bsvm_scale", "data")
+
+
+def _candidates():
+    """Directories that may hold the shipped files, in the order searched."""
+    yield Path(__file__).resolve().parents[2] / "data"  # a source checkout
+    for prefix in dict.fromkeys((sys.prefix, sys.base_prefix, site.USER_BASE or "")):
+        if prefix:
+            yield Path(prefix).joinpath(*INSTALLED_SUBDIR)
+
+
 def data_dir() -> Path:
     """Directory of the shipped data files.
 
-    ``$BSVM_SCALE_DATA_DIR`` when set, otherwise ``data/`` beside the
-    ``bsvm_scale`` package in the source tree (the repository layout; the
-    package is installed editable).
+    ``$BSVM_SCALE_DATA_DIR`` when set; otherwise ``data/`` beside the
+    ``bsvm_scale`` package in a source checkout (an editable install), or
+    ``<prefix>/share/bsvm_scale/data`` of a regular installation (the
+    environment's, the base interpreter's or the user's prefix).
     """
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "data"
+    for d in _candidates():
+        if (d / "boston.h5").is_file():
+            return d
+    return next(_candidates())
 
 
 def real_path(name: str) -> Path:

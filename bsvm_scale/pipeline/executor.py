@@ -416,6 +416,21 @@ def _add_testing_hooks(specs):
             s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
 
 
+def _has_bokeh():
+    """The Dask dashboard needs bokeh (the ``cluster`` extra installs it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("bokeh") is not None
+
+
+def dashboard_line(client):
+    """One line naming the Dask dashboard address (or how to get one)."""
+    link = getattr(client, "dashboard_link", None) if _has_bokeh() else None
+    if link:
+        return f"dask dashboard: {link}"
+    return "dask dashboard: not available (pip install 'bsvm_scale[cluster]' adds bokeh)"
+
+
 def _start_client(scheduler, workers):
     """``(client, cluster)``: a client of ``scheduler``, or of a new LocalCluster."""
     from dask.distributed import Client, LocalCluster
@@ -423,7 +438,8 @@ def _start_client(scheduler, workers):
     if scheduler:
         return _connect(Client, scheduler), None
     cluster = LocalCluster(n_workers=int(workers or os.cpu_count() or 1), threads_per_worker=1,
-                           processes=True, dashboard_address=None, silence_logs=logging.ERROR,
+                           processes=True, dashboard_address=":0" if _has_bokeh() else None,
+                           silence_logs=logging.ERROR,
                            env=dict(WORKER_ENV))
     return Client(cluster), cluster
 
@@ -467,6 +483,8 @@ def _run_todo(run, todo, *, scheduler, workers, stream, progress):
     client, cluster = _start_client(scheduler, workers)
     futures = {}
     try:
+        if progress:
+            print(dashboard_line(client), file=stream or sys.stderr, flush=True)
         run.info["n_workers"] = len(client.nthreads())
         futures = _submit(run, todo, client)
         run.write("running")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfile import format_table, main_metric, read_run_file, summary_rows
+from .runfile import format_table, main_metric, read_run_file, summary_rows, sv_text
 
 __all__ = ["write_report", "paired_t_test"]
 
@@ -308,7 +308,7 @@ def write_report(run, out=None):
                 hp = ", ".join(f"{hk}={_fmt(hv)}" for hk, hv in e["hyperparameters"].items())
                 lines.append(f"| {m} | {k} | {e['best_start']} | "
                              f"{e['metrics'][main_metric(task)]:.4g} | {e['log_evidence']:.4g} | "
-                             f"{e['n_sv']} | {hp} |")
+                             f"{sv_text(e['n_sv'])} | {hp} |")
         lines.append("")
     if rec.get("failures"):
         lines += ["## Failed tasks", ""]

@@ -173,6 +173,13 @@ def summary_rows(record):
     return rows
 
 
+def sv_text(n_sv):
+    """An SV count for tables: ``-`` for models without support vectors (GPs),
+    which record -1."""
+    n = float(n_sv)
+    return "-" if not n >= 0 else f"{n:.0f}"
+
+
 def format_table(rows, markdown=False):
     head = ["dataset", "model", "parts", "metric", "mean +- sd", "2nd metric", "ln evidence",
             "SVs", "time [s]"]
@@ -185,7 +192,7 @@ def format_table(rows, markdown=False):
         if "committee" in r:
             main += f" (committee {r['committee'][0]:.4g})"
         lines.append([r["dataset"], r["model"], str(r["partitions"]), m1, main,
-                      f"{m2} {b[0]:.4g}", f"{r['log_evidence']:.4g}", f"{r['n_sv']:.0f}",
+                      f"{m2} {b[0]:.4g}", f"{r['log_evidence']:.4g}", sv_text(r["n_sv"]),
                       f"{r['time']:.1f}"])
     if markdown:
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]

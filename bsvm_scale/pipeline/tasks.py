@@ -121,6 +121,15 @@ def read_xy(source):
     return _DATA_CACHE[key]
 
 
+def _feature_names(source):
+    """Feature names of the data set file ``source`` (None for scattered data)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    from ..datasets import dataset_info
+
+    return dataset_info(source)["feature_names"]
+
+
 def n_starts_of(kind, params):
     """Number of optimiser starts of a BSVR / BTSVC parameter set."""
     if params.get("n_starts") is not None:
@@ -161,13 +170,13 @@ def classification_metrics(y, pred, proba=None, classes=None):
     return out
 
 
-def _model_bytes(model):
+def _model_bytes(model, feature_names=None):
     from ..storage import save_model
 
     fd, tmp = tempfile.mkstemp(suffix=".h5")
     os.close(fd)
     try:
-        save_model(model, tmp)
+        save_model(model, tmp, feature_names=feature_names)
         with open(tmp, "rb") as fh:
             return fh.read()
     finally:
@@ -450,7 +459,8 @@ def run_task(spec, *deps):
         "peak_rss_mb": peak_rss_bytes() / 2**20,
         "peak_rss_scope": peak_scope,
     }
-    model_h5 = external_model_bytes(model, kind) if kind in EXTERNAL_KINDS else _model_bytes(model)
+    model_h5 = (external_model_bytes(model, kind) if kind in EXTERNAL_KINDS
+                else _model_bytes(model, _feature_names(spec["data"])))
     # the result vouches for its model file: a model.h5 written by another task in
     # the same directory (an orphan of an earlier run) is not taken with this result
     result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()

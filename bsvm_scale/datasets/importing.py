@@ -1,0 +1,118 @@
+"""Bring user data in: a CSV file with a header or a ``.npy`` array becomes a
+data set of the project's HDF5 format, with provenance (the source file's
+SHA-256 and the import options) and optional seeded partitions, so that a
+pipeline file can name it (``path = "NAME.h5"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .._tables import TableError, read_csv
+from ._dataset import TASKS, Dataset, random_splits
+
+__all__ = ["import_table", "MAX_CLASSES"]
+
+#: a target of integers with at most this many distinct values is taken as
+#: class labels when the task is not given
+MAX_CLASSES = 20
+
+
+def _sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _read(path):
+    """``(column names, float64 array)`` of a CSV or ``.npy`` file."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return read_csv(path)
+    if suffix == ".npy":
+        a = np.load(path)
+        if a.ndim != 2 or a.dtype.kind not in "fiub":
+            raise TableError(f".npy file {str(path)!r} must hold a 2-D numeric array; got shape "
+                             f"{a.shape}, dtype {a.dtype}.")
+        return [f"x{k + 1}" for k in range(a.shape[1])], a.astype(np.float64)
+    raise TableError(f"cannot import {str(path)!r}: give a .csv file with a header or a .npy "
+                     "array.")
+
+
+def _target_column(columns, target, path):
+    if target in columns:
+        return columns.index(target)
+    try:
+        k = int(target)
+    except (TypeError, ValueError):
+        raise TableError(f"target {target!r} is not a column of {str(path)!r} (columns: "
+                         f"{columns[:10]}).") from None
+    if not -len(columns) <= k < len(columns):
+        raise TableError(f"target column {k} is outside the {len(columns)} columns of "
+                         f"{str(path)!r}.")
+    return k % len(columns)
+
+
+def _infer_task(y):
+    integral = np.all(np.equal(np.mod(y, 1.0), 0.0))
+    return "classification" if integral and np.unique(y).size <= MAX_CLASSES else "regression"
+
+
+def _check_finite(A, columns, path):
+    bad = ~np.isfinite(A)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise TableError(f"{str(path)!r} row {r + 1}, column {columns[c]!r}: {A[r, c]} (every "
+                         "value must be finite).")
+
+
+def import_table(path, target, *, task=None, name=None, partitions=0, n_train=None,
+                 n_test=None, seed=0):
+    """A :class:`Dataset` from a CSV file (header row) or a ``.npy`` array.
+
+    Parameters
+    ----------
+    path : str or Path
+    target : str or int
+        The target column: its header name, or its index (``.npy``).
+    task : {'regression', 'classification'}, optional
+        Inferred when omitted: integer targets with at most
+        :data:`MAX_CLASSES` distinct values are class labels.
+    name : str, optional
+        Data set name (default: the file's stem).
+    partitions, n_train, n_test, seed : int
+        ``partitions`` seeded random train/test splits of ``n_train``
+        training cases (``n_test`` test cases, default the rest).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"file {str(path)!r} does not exist")
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+    columns, A = _read(path)
+    _check_finite(A, columns, path)
+    k = _target_column(columns, target, path)
+    y = A[:, k]
+    inferred = task is None
+    task = _infer_task(y) if inferred else task
+    if task == "classification":
+        y = y.astype(np.int64)
+    prov = {"source": "import", "file": str(path.resolve()), "sha256": _sha256(path),
+            "target": columns[k], "task": task, "task_inferred": inferred,
+            "imported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    ds = Dataset(X=np.delete(A, k, axis=1), y=y, name=name or path.stem, task=task,
+                 feature_names=[c for j, c in enumerate(columns) if j != k], provenance=prov,
+                 description=f"imported from {path.name} (target {columns[k]!r})")
+    if partitions:
+        if n_train is None:
+            raise ValueError("partitions need n_train (training cases per partition).")
+        note = {"kind": "random", "n_splits": int(partitions), "n_train": int(n_train),
+                "n_test": None if n_test is None else int(n_test), "seed": seed}
+        ds = ds.with_splits(random_splits(ds.n_samples, n_train, partitions, seed, n_test), note)
+    return ds

@@ -1,0 +1,97 @@
+"""``bsvm-scale datasets import`` and :func:`bsvm_scale.datasets.import_table`."""
+
+import numpy as np
+import pytest
+
+from bsvm_scale._tables import TableError
+from bsvm_scale.cli import main
+from bsvm_scale.datasets import import_table, read_dataset
+
+
+def _csv(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_csv_becomes_a_data_set_with_provenance_and_partitions(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = X[:, 0] - X[:, 1]
+    lines = ["u,target,v"] + [f"{a!r},{t!r},{b!r}" for (a, b), t in zip(X.tolist(), y.tolist())]
+    src = _csv(tmp_path / "my data.csv", "\n".join(lines) + "\n")
+    assert main(["datasets", "import", str(src), "--target", "target", "--partitions", "3",
+                 "--n-train", "30", "--seed", "5", "--out", str(tmp_path / "d.h5")]) == 0
+    assert "regression (inferred)" in capsys.readouterr().out
+    ds = read_dataset(tmp_path / "d.h5")
+    np.testing.assert_array_equal(ds.X, X)
+    np.testing.assert_array_equal(ds.y, y)
+    assert ds.feature_names == ["u", "v"] and ds.task == "regression"
+    assert ds.provenance["target"] == "target" and len(ds.provenance["sha256"]) == 64
+    assert ds.n_splits == 3 and all(len(tr) == 30 and len(te) == 10 for tr, te in ds.splits)
+    again = import_table(src, "target", partitions=3, n_train=30, seed=5)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(again.splits, ds.splits))
+
+
+def test_npy_target_by_index_and_class_inference(tmp_path):
+    A = np.column_stack([np.arange(10.0), np.arange(10.0) ** 2, np.tile([0, 1], 5)])
+    np.save(tmp_path / "a.npy", A)
+    ds = import_table(tmp_path / "a.npy", "-1")
+    assert ds.task == "classification" and ds.y.dtype.kind == "i"
+    np.testing.assert_array_equal(ds.X, A[:, :2])
+    assert import_table(tmp_path / "a.npy", 2, task="regression").task == "regression"
+
+
+@pytest.mark.parametrize("text,target,match", [
+    ("a,b\n1,2\n", "c", "target 'c' is not a column"),
+    ("a,b\n1,x\n", "a", "line 2, column 'b': 'x' is not a number"),
+    ("a,b\n1,nan\n", "a", "row 1, column 'b': nan"),
+    ("a,a\n1,2\n", "a", "more than once"),
+    ("a,b\n", "a", "no rows"),
+])
+def test_bad_tables_get_one_clear_line(tmp_path, capsys, text, target, match):
+    src = _csv(tmp_path / "t.csv", text)
+    with pytest.raises(TableError, match=match):
+        import_table(src, target)
+    assert main(["datasets", "import", str(src), "--target", target, "--out",
+                 str(tmp_path / "o.h5")]) == 2
+    assert not (tmp_path / "o.h5").exists()
+    assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_shipped_data_found_below_an_installation_prefix(tmp_path, monkeypatch):
+    import shutil
+    import sys
+
+    from bsvm_scale.datasets import real
+
+    shipped = real.data_dir()
+    prefix = tmp_path / "prefix"
+    target = prefix.joinpath(*real.INSTALLED_SUBDIR)
+    target.mkdir(parents=True)
+    shutil.copy(shipped / "boston.h5", target)
+    # a regular install: no data/ beside the package
+    monkeypatch.setattr(real, "__file__", str(tmp_path / "site" / "bsvm_scale" / "datasets"
+                                              / "real.py"))
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    monkeypatch.delenv(real.ENV_VAR, raising=False)
+    assert real.data_dir() == target
+    assert real.load_real("boston").n_samples == 506
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_data_files_and_their_licence(tmp_path):
+    import subprocess
+    import sys
+    import zipfile
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "-q", "-w", str(tmp_path), str(root)], check=True)
+    wheel = next(tmp_path.glob("bsvm_scale-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    for f in ("boston.h5", "pima.h5", "titanic.h5", "breast_cancer.h5", "digits.h5",
+              "diamonds.h5", "README.md"):
+        assert any(n.endswith(f"data/share/bsvm_scale/data/{f}") for n in names), f
+    meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA")))
+    assert b"GPL" in meta and b"MIT" in meta and b"BSD-3-Clause" in meta
