@@ -325,6 +325,11 @@ def cmd_run(args) -> int:
               f"{len(pipeline.datasets)} data set(s), {len(pipeline.models)} model(s), "
               f"{n_tasks} (data set, model) pair(s)")
         return EXIT_OK
+    if args.job_script:
+        from .pipeline.cluster import job_script
+
+        print(job_script(pipeline.cluster), end="")
+        return EXIT_OK
     try:
         with _sigterm_interrupts():
             record = run_pipeline(pipeline, scheduler=args.scheduler, workers=args.workers,
@@ -361,6 +366,8 @@ def add_run_parser(subparsers) -> None:
     p.add_argument("--no-progress", action="store_true", help="no live progress line")
     p.add_argument("--no-report", action="store_true", help="do not write the report")
     p.add_argument("--check", action="store_true", help="only validate the pipeline file")
+    p.add_argument("--job-script", action="store_true",
+                   help="print the batch job script of the file's [cluster] table and exit")
     p.set_defaults(func=cmd_run)
 
 

@@ -22,6 +22,9 @@ or more ``[[models]]``::
     split_seed = 1             # default: seed
     max_partitions = 10        # with partitions = "stored": use the first ones only
 
+    [cluster]                  # optional: where to run (see bsvm_scale.pipeline.cluster)
+    kind = "local"             # local|address|slurm|pbs|sge|lsf|kubernetes
+
     [[models]]
     kind = "bsvr"              # bsvr|btsvc|svr|svc|tsvc|gpr|gpc|rvr|rvc
     name = "BSVR"              # label (default: kind)
@@ -48,6 +51,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cluster import ClusterSpec, parse_cluster
 from .variants import check_fix_from, expand_sizes, expand_sweep, resolve_groups
 
 __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeline",
@@ -177,6 +181,7 @@ class Pipeline:
     datasets: list
     models: list
     description: str = ""
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
 
     @property
     def digest(self):
@@ -193,8 +198,9 @@ def _header_lines(lines, table):
 
 def _line_of(lines, table, index, key=None):
     """1-based line of ``key`` in the ``index``-th ``[[table]]`` (or of its header)."""
-    if table == "run":
-        heads = [i for i, ln in enumerate(lines) if re.match(r"^\s*\[\s*run\s*\]", ln)]
+    if table in ("run", "cluster"):
+        heads = [i for i, ln in enumerate(lines)
+                 if re.match(r"^\s*\[\s*" + table + r"\s*\]", ln)]
     else:
         heads = _header_lines(lines, table)
     if index >= len(heads):
@@ -260,8 +266,9 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
         problems.append(f"{msg}" + (f" (line {line})" if line else ""))
 
     for key in doc:
-        if key not in ("run", "datasets", "models"):
-            bad(f"unknown top-level key {key!r}; allowed: run, datasets, models")
+        if key not in ("run", "datasets", "models", "cluster"):
+            bad(f"unknown top-level key {key!r}; allowed: run, datasets, models, cluster")
+    cluster = parse_cluster(doc.get("cluster"), lambda msg, key: bad(msg, "cluster", 0, key))
 
     # -- [run]
     run = doc.get("run", {})
@@ -338,7 +345,8 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
         out = (path.resolve().parent / out).resolve()
     return Pipeline(path=str(path), text=text, name=name, output=str(out),
                     run_dir=str(out / name), retries=int(retries), seed=int(seed),
-                    datasets=datasets, models=models, description=str(run.get("description", "")))
+                    datasets=datasets, models=models, description=str(run.get("description", "")),
+                    cluster=cluster)
 
 
 def _unique(spec, seen, bad, table, i):

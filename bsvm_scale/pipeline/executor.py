@@ -28,7 +28,6 @@ the run file (and tried again by the next run of the command).
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import shutil
 import socket
@@ -41,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
+from .cluster import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from .config import BAYES_KINDS, TASK_OF, Pipeline
 from .fingerprint import KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key, \
     reconcile_tasks, task_keys, write_key
@@ -56,9 +56,6 @@ __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WO
 RUNFILE_EVERY_S = 600.0
 #: start checkpoints of a task (checkpoint_c<i>.h5: class i of one-versus-rest)
 CHECKPOINTS = "checkpoint*.h5"
-
-WORKER_ENV = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
-              "MKL_NUM_THREADS": "1"}
 
 
 # --------------------------------------------------------------------- data
@@ -416,31 +413,24 @@ def _add_testing_hooks(specs):
             s["fail_once_marker"] = str(Path(fail_dir) / f"{s['task_id']}.failed")
 
 
-def _has_bokeh():
-    """The Dask dashboard needs bokeh (the ``cluster`` extra installs it)."""
-    import importlib.util
-
-    return importlib.util.find_spec("bokeh") is not None
-
-
 def dashboard_line(client):
     """One line naming the Dask dashboard address (or how to get one)."""
-    link = getattr(client, "dashboard_link", None) if _has_bokeh() else None
+    link = getattr(client, "dashboard_link", None) if has_bokeh() else None
     if link:
         return f"dask dashboard: {link}"
     return "dask dashboard: not available (pip install 'bsvm_scale[cluster]' adds bokeh)"
 
 
-def _start_client(scheduler, workers):
-    """``(client, cluster)``: a client of ``scheduler``, or of a new LocalCluster."""
-    from dask.distributed import Client, LocalCluster
+def _start_client(scheduler, workers, spec=None):
+    """``(client, cluster)``: a client of ``scheduler``, of a new LocalCluster of
+    ``workers`` processes, or of the cluster the ``[cluster]`` table ``spec``
+    describes (the command line's options win)."""
+    from dask.distributed import Client
 
-    if scheduler:
-        return _connect(Client, scheduler), None
-    cluster = LocalCluster(n_workers=int(workers or os.cpu_count() or 1), threads_per_worker=1,
-                           processes=True, dashboard_address=":0" if _has_bokeh() else None,
-                           silence_logs=logging.ERROR,
-                           env=dict(WORKER_ENV))
+    spec = spec or ClusterSpec()
+    if scheduler or (workers is None and spec.kind == "address"):
+        return _connect(Client, scheduler or spec.options["address"]), None
+    cluster = build_cluster(spec, workers)
     return Client(cluster), cluster
 
 
@@ -480,7 +470,7 @@ def _run_todo(run, todo, *, scheduler, workers, stream, progress):
     """
     from dask.distributed import as_completed
 
-    client, cluster = _start_client(scheduler, workers)
+    client, cluster = _start_client(scheduler, workers, run.pipeline.cluster)
     futures = {}
     try:
         if progress:
