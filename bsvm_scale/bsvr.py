@@ -33,6 +33,7 @@ from .covariance import GaussianCovariance
 from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, check_method
 from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
+from .warm_start import previous_model, previous_thetas
 from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, run_start,
                        subsample_indices, unrefined_record)
 
@@ -168,6 +169,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         full-data evaluations drop to a handful. ``None`` turns this off
         (every start is then optimised on the full data).
 
+    warm_start_from : estimator, str or path, optional
+        An earlier fit of this class (or its model file, which keeps the new
+        model file small) whose hyperparameters start a retraining: one start
+        from its ``theta_``, refined on the full data within the trust radius
+        :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
+        subsample phase, no isotropic first stage). Its inputs and ``ard`` must match
+        (:mod:`bsvm_scale.warm_start`). ``fit(init=...)`` keeps its resume
+        meaning and wins over this.
     Attributes
     ----------
     hyperparameters_ : dict
@@ -212,13 +221,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
                  optimizer_options=None, init_subsample=4000, ard_init="isotropic",
-                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0):
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
         self.beta = beta
         self.ard = ard
         self.ard_init = ard_init
         self.evidence_method = evidence_method
         self.evidence_tol = evidence_tol
         self.evidence_mb = evidence_mb
+        self.warm_start_from = warm_start_from
         self.n_starts = n_starts
         self.tol = tol
         self.cache_mb = cache_mb
@@ -363,6 +373,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
                            float(self.cache_mb), max_iter, self._evidence_settings())
         thetas = self._start_points(s, d, bounds)
+        prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
+        if prev is not None:
+            thetas = [np.clip(previous_thetas(prev), [b[0] for b in bounds],
+                              [b[1] for b in bounds])]
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
             problem.set_state(init["state"] if init.get("state") is not None
@@ -370,7 +384,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
-                                   (kappa0, beta))
+                                   (kappa0, beta), warm=prev is not None and init is None)
         else:
             value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last
@@ -379,15 +393,20 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
         return self
 
-    def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta):
+    def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
+                  warm=False):
         """Evidence maximisation from ``thetas``; the final evaluation.
 
         The plan of optimiser runs: every start (or, coarse-to-fine, the best
         subsample start refined on the full data); with the isotropic first
         stage (``ard_init``) also one ARD run from each start's isotropic
-        optimum, warm-started from its dual solution.
+        optimum, warm-started from its dual solution. ``warm``: one run from
+        ``thetas[0]`` (an earlier fit's optimum) within the trust radius.
         """
         replay = None if init is None else init.get("evaluations")
+        if warm:  # retraining from an earlier optimum (warm_start_from)
+            return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
+                                           callback, replay)
         coarse, best, nu0 = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         plan = [(theta, None, None) for theta in thetas]
         if coarse:  # refine the best subsample start on the full data

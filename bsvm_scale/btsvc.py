@@ -37,6 +37,7 @@ from .covariance import GaussianCovariance
 from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, check_method
 from .evidence_trig import predictive_moments
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
+from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
                        subsample_indices, unrefined_record)
 
@@ -191,6 +192,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         steps shorter than that in every log hyperparameter are not
         evaluated; ``None`` evaluates them).
 
+    warm_start_from : estimator, str or path, optional
+        An earlier fit of this class (or its model file, which keeps the new
+        model file small) whose hyperparameters start a retraining: one start
+        from its ``theta_``, refined on the full data within the trust radius
+        :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
+        subsample phase; one-versus-rest: the classes must match). Its inputs and ``ard`` must match
+        (:mod:`bsvm_scale.warm_start`). ``fit(init=...)`` keeps its resume
+        meaning and wins over this.
     Attributes
     ----------
     classes_ : ndarray
@@ -251,7 +260,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
-                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB):
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
+                 warm_start_from=None):
         self.ard = ard
         self.n_starts = n_starts
         self.tol = tol
@@ -268,6 +278,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.evidence_method = evidence_method
         self.evidence_tol = evidence_tol
         self.evidence_mb = evidence_mb
+        self.warm_start_from = warm_start_from
 
     # -- helpers ---------------------------------------------------------------
     def _check_params(self, d):
@@ -386,8 +397,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         X, y, classes, _ = check_classification_data(self, X, y)
         self._check_params(X.shape[1])
         self.classes_ = classes
+        prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard)
+        warm = None if prev is None else previous_thetas(prev, classes)
         if classes.size == 2:
-            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init)
+            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm)
             return self
         if init is None:
             init = [None] * classes.size
@@ -399,8 +412,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         for i, c in enumerate(classes):
             cb = None if callback is None else \
                 (lambda k, rec, state, i=i: callback((i, k), rec, state))
-            est = clone(self)
-            est.fit(X, (y == c).astype(np.int64), callback=cb, init=init[i])
+            est = clone(self).set_params(warm_start_from=None)
+            est._fit_binary_labels(X, (y == c).astype(np.int64), cb, init[i],
+                                   None if warm is None else warm[i])
             self.estimators_.append(est)
         self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
         self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
@@ -410,6 +424,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.support_ = [e.support_ for e in self.estimators_]
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
         return self
+
+    def _fit_binary_labels(self, X, y01, callback, init, warm):
+        """One-versus-rest member: a binary fit on 0/1 labels, warm-started
+        from the log hyperparameters ``warm`` (or None)."""
+        X, y01, classes, _ = check_classification_data(self, X, y01)
+        self.classes_ = classes
+        self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
 
     def _start_record(self, res):
         """Plain summary of one start (``starts_`` entry)."""
@@ -492,7 +513,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
-    def _fit_binary(self, X, yb, callback=None, init=None):
+    def _fit_binary(self, X, yb, callback=None, init=None, warm=None):
         d = X.shape[1]
         scaler = Standardizer.fit(X)
         Xs = scaler.transform(X)
@@ -506,8 +527,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             results = []
             bounds = self._bounds(d)
             thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
-            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
             max_step = None
+            if warm is not None and init is None:  # retraining: the earlier optimum only
+                thetas, max_step = [warm], FINE_MAX_STEP
+                coarse, sub_best, alpha0 = [], None, None
+            else:
+                coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
             if coarse:  # refine the best subsample start on the full data
                 thetas = [coarse[sub_best]["theta"]]
                 init = dict(init or {})

@@ -153,3 +153,33 @@ def test_cli_predict_writes_the_file(svr_file, tmp_path, capsys):
                  str(tmp_path / "o.h5"), "--chunk-size", "2", "--no-progress"]) == 0
     assert "5 rows" in capsys.readouterr().out
     assert _read(tmp_path / "o.h5")[0]["mean"].shape == (5,)
+
+
+def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch):
+    """README "Your own data": import a CSV, run pipelines/from_csv.toml, score a CSV."""
+    import shutil
+    from pathlib import Path
+
+    from bsvm_scale.storage import load_model
+
+    repo = Path(__file__).resolve().parents[1]
+    (tmp_path / "pipelines").mkdir()
+    text = (repo / "pipelines" / "from_csv.toml").read_text()
+    (tmp_path / "pipelines" / "from_csv.toml").write_text(
+        text.replace('search = { n_starts = 1 }',
+                     'search = { n_starts = 1 }\nsettings = { optimizer_options = { maxiter = 5 } }'))
+    shutil.copytree(repo / "data" / "examples", tmp_path / "data" / "examples")
+    monkeypatch.chdir(tmp_path)
+    assert main(["datasets", "import", "data/examples/friedman1_train.csv", "--target", "y",
+                 "--out", "runs/friedman1.h5"]) == 0
+    assert main(["run", "pipelines/from_csv.toml", "--no-progress", "--no-report",
+                 "--workers", "1"]) == 0
+    model = "runs/from_csv/models/friedman1__BSVR__p000.h5"
+    assert model_feature_names(model) == [f"x{k}" for k in range(1, 11)]
+    assert main(["predict", model, "data/examples/friedman1_new.csv", "--out", "scores.h5",
+                 "--no-progress"]) == 0
+    out, attrs = _read(tmp_path / "scores.h5")
+    new = np.loadtxt("data/examples/friedman1_new.csv", delimiter=",", skiprows=1)
+    mean, sd = load_model(model).predict(new[:, :10], return_std=True)
+    np.testing.assert_allclose(out["mean"], mean, rtol=1e-12, atol=1e-12)
+    assert np.all(out["std_y"] > out["std_f"]) and out["mean"].shape == (200,)

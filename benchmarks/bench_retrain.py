@@ -1,0 +1,82 @@
+"""Nightly retraining benchmark: a cold fit against a fit warm-started from the
+previous night's model (``warm_start_from``) after 5% of the cases were replaced.
+
+BSVR on sinc + SILF noise (beta 0.3) at 50,000 cases and BTSVC on C2 at 20,000:
+model A is fitted on cases ``[0, n)``; the next night's data are cases
+``[n/20, n + n/20)``. Reported: fit times, ``-ln evidence``, evaluations and the
+test error of the cold and the warm fit on the new data, and their ratios.
+
+    python3 benchmarks/bench_retrain.py [--bsvr-n 50000] [--btsvc-n 20000] [--out FILE.json]
+"""
+
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import numpy as np
+
+
+def _evaluations(model):
+    starts = model.starts_ if isinstance(model.starts_[0], dict) else \
+        [s for per_class in model.starts_ for s in per_class]
+    return sum(len(s["trajectory"]) + len(s.get("subsample", {}).get("trajectory", []))
+               for s in starts)
+
+
+def _case(name, make, est, n, test, metric):
+    from bsvm_scale.storage import save_model
+
+    X, y = make(n + n // 20)
+    new = slice(n // 20, n + n // 20)
+    a = est().fit(X[:n], y[:n])
+    path = os.path.join(tempfile.mkdtemp(prefix="retrain_"), "a.h5")
+    save_model(a, path)
+    row = {"model": name, "n": n, "new_fraction": 0.05}
+    for how, kw in (("cold", {}), ("warm", {"warm_start_from": path})):
+        t = time.perf_counter()
+        m = est(**kw).fit(X[new], y[new])
+        row[f"{how}_s"] = time.perf_counter() - t
+        row[f"{how}_neg_log_evidence"] = -float(m.log_evidence_)
+        row[f"{how}_evaluations"] = _evaluations(m)
+        row[f"{how}_{metric}"] = test(m)
+    row["time_ratio_warm_over_cold"] = row["warm_s"] / row["cold_s"]
+    row["evidence_gain_warm_minus_cold"] = row["cold_neg_log_evidence"] - row["warm_neg_log_evidence"]
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bsvr-n", type=int, default=50_000)
+    ap.add_argument("--btsvc-n", type=int, default=20_000)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+
+    from bsvm_scale import BayesianSVC, BayesianSVR
+    from bsvm_scale.datasets import generate, synthetic
+
+    BayesianSVR(n_starts=1, optimizer_options={"maxiter": 1}).fit(  # compile outside timings
+        *(lambda d: (d.X[:300], d.y[:300]))(generate("sinc_silf", n=300, seed=0)))
+    BayesianSVC(n_starts=1, optimizer_options={"maxiter": 1}).fit(
+        *(lambda d: (d.X, d.y))(synthetic.gauss2d(300, seed=0)))
+
+    sinc_test = generate("sinc_silf", n=3000, seed=2)
+    c2_test = synthetic.gauss2d(20000, seed=9)
+    rows = [
+        _case("BSVR beta 0.3, sinc", lambda n: (lambda d: (d.X, d.y))(
+            generate("sinc_silf", n=n, seed=1)), lambda **kw: BayesianSVR(beta=0.3, **kw),
+            args.bsvr_n, lambda m: float(np.mean((m.predict(sinc_test.X) - sinc_test.y) ** 2)),
+            "test_ase"),
+        _case("BTSVC, C2", lambda n: (lambda d: (d.X, d.y))(synthetic.gauss2d(n, seed=3)),
+              lambda **kw: BayesianSVC(**kw), args.btsvc_n,
+              lambda m: float(np.mean(m.predict(c2_test.X) != c2_test.y)), "test_error"),
+    ]
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(rows, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()

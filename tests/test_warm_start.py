@@ -1,0 +1,65 @@
+"""Retraining warm-started from an earlier fit (``warm_start_from``)."""
+
+import numpy as np
+import pytest
+
+from bsvm_scale import BayesianSVC, BayesianSVR
+from bsvm_scale.datasets import synthetic
+from bsvm_scale.storage import load_model, save_model
+
+
+def _evals(model):
+    return sum(len(s["trajectory"]) + len(s.get("subsample", {}).get("trajectory", []))
+               for s in model.starts_)
+
+
+@pytest.fixture(scope="module")
+def sinc():
+    d = synthetic.sinc_silf(1100, seed=0)
+    return d.X, d.y
+
+
+def test_bsvr_retraining_starts_from_the_earlier_optimum(sinc, tmp_path):
+    X, y = sinc
+    a = BayesianSVR().fit(X[:1000], y[:1000])
+    save_model(a, tmp_path / "a.h5")
+    Xb, yb = X[50:1050], y[50:1050]  # 5% of the cases replaced
+    cold = BayesianSVR().fit(Xb, yb)
+    for source in (a, str(tmp_path / "a.h5")):
+        warm = BayesianSVR(warm_start_from=source).fit(Xb, yb)
+        assert len(warm.starts_) == 1
+        np.testing.assert_array_equal(warm.starts_[0]["theta0"], a.theta_)
+        assert _evals(warm) < _evals(cold)
+        assert warm.log_evidence_ >= cold.log_evidence_ - 0.5
+    # the stored model keeps the path, not the earlier model
+    save_model(warm, tmp_path / "w.h5")
+    assert load_model(tmp_path / "w.h5").warm_start_from == str(tmp_path / "a.h5")
+
+
+def test_btsvc_one_versus_rest_retraining(tmp_path):
+    d = synthetic.waveform(700, seed=1)
+    y3 = d.extra["label3"]
+    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
+    warm = BayesianSVC(warm_start_from=a).fit(d.X[50:650], y3[50:650])
+    for est, prev in zip(warm.estimators_, a.estimators_):
+        assert est.warm_start_from is None and len(est.starts_) == 1
+        np.testing.assert_array_equal(est.starts_[0]["theta0"], prev.theta_)
+
+
+def test_bad_earlier_models_are_named(sinc):
+    X, y = sinc
+    a = BayesianSVR(optimize=False, C=1.0, epsilon=0.1, kappa=1.0, kappa_b=1.0).fit(X[:200],
+                                                                                   y[:200])
+    with pytest.raises(ValueError, match="fitted BayesianSVC"):
+        BayesianSVC(warm_start_from=a).fit(X[:200], (y[:200] > 0).astype(int))
+    with pytest.raises(ValueError, match="takes 1 inputs; the data has 2"):
+        BayesianSVR(warm_start_from=a).fit(np.column_stack([X[:200], X[:200]]), y[:200])
+    with pytest.raises(ValueError, match="ard=False, this fit ard=True"):
+        BayesianSVR(ard=True, warm_start_from=a).fit(X[:200], y[:200])
+    with pytest.raises(ValueError, match="not fitted"):
+        BayesianSVR(warm_start_from=BayesianSVR()).fit(X[:200], y[:200])
+    g = synthetic.waveform(300, seed=2)
+    three = BayesianSVC(n_starts=1, optimizer_options={"maxiter": 2}).fit(g.X,
+                                                                        g.extra["label3"])
+    with pytest.raises(ValueError, match="classes"):
+        BayesianSVC(warm_start_from=three).fit(g.X, g.y)
