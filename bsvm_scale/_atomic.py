@@ -12,12 +12,13 @@ and the target is untouched, so a reader -- or a run resumed after
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "target_mode"]
+__all__ = ["atomic_path", "target_mode", "file_sha256"]
 
 
 def target_mode(path):
@@ -56,3 +57,12 @@ def atomic_path(path, *, fsync=True, what="file"):
         except OSError:
             pass
         raise
+
+
+def file_sha256(path, block=1 << 20):
+    """SHA-256 hex digest of a file, read in blocks (provenance of inputs)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(block), b""):
+            h.update(chunk)
+    return h.hexdigest()

@@ -28,7 +28,6 @@ estimator, parameters, library version) and the input's SHA-256.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import os
@@ -39,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._atomic import atomic_path
+from ._atomic import atomic_path, file_sha256
 from ._tables import TableError, csv_count_rows, csv_header, csv_rows
 
 __all__ = ["ScoringError", "Inputs", "open_inputs", "read_rows", "score_rows", "predict_file",
@@ -57,15 +56,6 @@ _WINDOW_PER_WORKER = 2
 
 class ScoringError(TableError):
     """Input that cannot be scored (one line naming the problem)."""
-
-
-def file_sha256(path, block=1 << 20):
-    """SHA-256 hex digest of a file, read in blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(block), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 # -- inputs -----------------------------------------------------------------------

