@@ -172,15 +172,19 @@ def _start(cov, X, loss, dual_of, max_rank, require_exact):
 
 
 def choose_start(low_rank, warm, cold):
-    """The SMO start at new hyperparameters: ``(dual0, how)``.
+    """The SMO start at new hyperparameters: ``(dual0, how, exact)``.
 
-    From :data:`LOWRANK_MIN_N` cases on, a cold solve starts from the
-    low-rank Newton solution and a warm one replaces its previous solution
-    ``warm`` by it when the factor is exact (``tr E <= TRACE_TOL n`` within
-    :data:`MAX_RANK` columns: smooth kernels on few inputs, where a warm SMO
-    would walk tens of thousands of pairs; otherwise the previous solution
-    is the closer start). The choice depends only on the hyperparameters,
-    the data and ``warm``, so resume and replay stay exact.
+    From :data:`LOWRANK_MIN_N` cases on, the low-rank Newton solution
+    replaces the previous solution ``warm`` (or zero) when its factor is
+    exact (``tr E <= TRACE_TOL n`` within :data:`MAX_RANK` columns: smooth
+    kernels on few inputs, where the SMO would walk tens of thousands of
+    pairs and from the start has next to nothing left to do). A truncated
+    factor is not used: on 20 inputs its start was no better than the
+    previous solution, and its Newton steps cost more than the SMO saved.
+    ``exact`` is None when no factor was tried, else whether it was exact
+    (callers stop trying after a truncated one). The choice depends only on
+    the hyperparameters, the data and ``warm``, so resume and replay stay
+    exact.
 
     Parameters
     ----------
@@ -188,13 +192,14 @@ def choose_start(low_rank, warm, cold):
         ``low_rank(max_rank, require_exact)`` -> :class:`LowRankStart` or None
         (:func:`trig_start` or :func:`silf_start` with the problem bound).
     warm : ndarray of shape (n,)
-        The previous dual solution, moved into the current feasible set.
+        The previous solution, moved into the current feasible set.
     cold : bool
         True when there is no previous solution (``warm`` is zero).
     """
+    how = "zero" if cold else "warm"
     if warm.shape[0] < LOWRANK_MIN_N:
-        return warm, "zero" if cold else "warm"
-    st = low_rank(MAX_RANK, not cold)
+        return warm, how, None
+    st = low_rank(MAX_RANK, True)
     if st is None:
-        return warm, "warm"
-    return st.dual, f"lowrank{st.rank}"
+        return warm, how, False
+    return st.dual, f"lowrank{st.rank}", True

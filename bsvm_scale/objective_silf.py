@@ -50,6 +50,7 @@ class _Problem:
         self.nu_C = None  # the C of the box self.nu was solved in
         self.best = None  # (value, nu, f, theta, info) of the lowest value seen
         self.pinned = False  # start the next solve from self.nu as it is
+        self.lowrank_ok = True  # False once a factor was truncated: no more attempts
 
     def restart(self, nu=None):
         """Start SMO afresh (or from ``nu``) for another optimiser run,
@@ -71,14 +72,18 @@ class _Problem:
         return nu
 
     def _start(self, C, eps, cov):
-        """The SMO start, ``(nu0, how)``: the low-rank Newton solution or the
-        previous one in the new box (:func:`bsvm_scale.map_lowrank.choose_start`)."""
+        """The SMO start, ``(nu0, how)``: the low-rank Newton solution when its
+        factor is exact, else the previous one in the new box
+        (:func:`bsvm_scale.map_lowrank.choose_start`; no more attempts after
+        a truncated factor)."""
         warm = self._warm_start(C)
-        if self.pinned:
-            return warm, "restored"
-        return choose_start(lambda r, exact: silf_start(cov, self.X, self.y, C, eps, self.beta,
-                                                        r, exact),
-                            warm, not np.any(self.nu))
+        cold = not np.any(self.nu)
+        if self.pinned or not self.lowrank_ok:
+            return warm, "restored" if self.pinned else ("zero" if cold else "warm")
+        nu0, how, exact = choose_start(
+            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex), warm, cold)
+        self.lowrank_ok = exact is not False
+        return nu0, how
 
     _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned")
 

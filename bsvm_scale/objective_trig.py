@@ -166,17 +166,21 @@ class EvidenceObjective:
         self.best = None  # (value, theta, alpha, smo_iter) of the lowest value seen
         self.evidence = evidence
         self._pinned = False  # self.alpha was set by restore(): start from it
+        self.lowrank_ok = True  # False once a factor was truncated: no more attempts
 
     def start(self, cov):
         """The SMO start at new hyperparameters, ``(alpha0, how)``: the
-        low-rank Newton solution or the previous one
-        (:func:`bsvm_scale.map_lowrank.choose_start`); after :meth:`restore`
-        the restored solution itself."""
+        low-rank Newton solution when its factor is exact, else the previous
+        solution (:func:`bsvm_scale.map_lowrank.choose_start`); after
+        :meth:`restore` the restored solution itself. After one truncated
+        factor no more are tried (their cost is wasted on such data)."""
         cold = not np.any(self.alpha > 0.0)
-        if self._pinned:
-            return self.alpha, "restored"
-        return choose_start(lambda r, exact: trig_start(cov, self.X, self.y, r, exact),
-                            self.alpha, cold)
+        if self._pinned or not self.lowrank_ok:
+            return self.alpha, "restored" if self._pinned else ("zero" if cold else "warm")
+        alpha0, how, exact = choose_start(
+            lambda r, ex: trig_start(cov, self.X, self.y, r, ex), self.alpha, cold)
+        self.lowrank_ok = exact is not False
+        return alpha0, how
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -242,7 +246,7 @@ class EvidenceObjective:
         recorded one was.
         """
         state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
-                 "n_smo_iter": int(self.n_smo_iter)}
+                 "n_smo_iter": int(self.n_smo_iter), "lowrank_ok": bool(self.lowrank_ok)}
         if self.best is not None:
             state.update(best_value=self.best[0], best_theta=self.best[1].copy(),
                          best_alpha=self.best[2].copy(), best_smo_iter=self.best[3])
@@ -259,6 +263,7 @@ class EvidenceObjective:
         self.alpha = np.maximum(alpha, 0.0)
         self.smo_limit_hits = int(state.get("smo_limit_hits", 0))
         self.n_smo_iter = int(state.get("n_smo_iter", 0))
+        self.lowrank_ok = bool(state.get("lowrank_ok", True))
         self.best = None
         if "best_value" in state:
             self.best = (float(state["best_value"]),

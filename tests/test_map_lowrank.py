@@ -126,13 +126,26 @@ def test_choose_start_rules(monkeypatch):
 
     warm = np.ones(5)
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 10)
-    assert choose_start(low_rank(True), warm, False)[1] == "warm" and not calls
+    assert choose_start(low_rank(True), warm, False) == (warm, "warm", None) and not calls
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 5)
-    dual, how = choose_start(low_rank(False), np.zeros(5), True)
-    assert how == "lowrank3" and dual[0] == 7.0 and calls[-1] == (map_lowrank.MAX_RANK, False)
-    dual, how = choose_start(low_rank(False), warm, False)
-    assert how == "warm" and dual is warm and calls[-1] == (map_lowrank.MAX_RANK, True)
+    dual, how, exact = choose_start(low_rank(True), np.zeros(5), True)
+    assert how == "lowrank3" and dual[0] == 7.0 and exact
+    assert calls[-1] == (map_lowrank.MAX_RANK, True)
+    dual, how, exact = choose_start(low_rank(False), warm, False)
+    assert how == "warm" and dual is warm and exact is False
+    assert choose_start(low_rank(False), np.zeros(5), True)[1:] == ("zero", False)
     assert choose_start(low_rank(True), warm, False)[1] == "lowrank3"
+
+
+def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
+    monkeypatch.setattr(map_lowrank, "MAX_RANK", 4)  # every factor truncated
+    X, y = _c2(400, seed=8)
+    obj = EvidenceObjective(X, y, False)
+    theta = np.log([10.0, 0.5, 100.0])
+    assert obj(theta)[2]["smo_start"] == "zero" and not obj.lowrank_ok
+    assert obj.get_state()["lowrank_ok"] is False
+    assert obj(theta + 0.1)[2]["smo_start"] == "warm"
 
 
 def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
