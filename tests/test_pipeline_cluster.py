@@ -102,3 +102,34 @@ def test_dashboard_line_without_bokeh(monkeypatch):
 
     monkeypatch.setattr(executor, "has_bokeh", lambda: False)
     assert "pip install 'bsvm_scale[cluster]'" in dashboard_line(object())
+
+
+def _hog():
+    import time
+
+    import numpy as np
+
+    blocks = []
+    for _ in range(60):
+        blocks.append(np.ones(3_000_000))  # 24 MB each
+        time.sleep(0.05)
+    return len(blocks)
+
+
+def test_a_worker_killed_for_memory_is_named_as_such():
+    import logging
+
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    from bsvm_scale.pipeline.executor import death_reason
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MB",
+                         silence_logs=logging.CRITICAL, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        fut = client.submit(_hog, pure=False)
+        exc = fut.exception()
+        kind, text = death_reason(client, exc)
+        assert kind == "memory" and "restarted for memory" in text and "MiB" in text
+        assert death_reason(client, ValueError("bad"))[0] == "error"

@@ -482,7 +482,7 @@ def _run_todo(run, todo, *, scheduler, workers, stream, progress):
                        stream=stream, enabled=progress, already_done=run.info["n_skipped"]).start()
         try:
             for fut in as_completed(list(futures)):
-                bar.task_done(failed=not _collect(fut, futures.pop(fut), run))
+                bar.task_done(failed=not _collect(fut, futures.pop(fut), run, client))
                 fut.release()
                 if futures and time.time() - run.info["written"] >= RUNFILE_EVERY_S:
                     run.write("running")
@@ -496,13 +496,38 @@ def _run_todo(run, todo, *, scheduler, workers, stream, progress):
             cluster.close()
 
 
-def _collect(fut, s, run):
+def death_reason(client, exc):
+    """``(kind, message)`` of a failed task: ``"memory"`` when its last worker
+    was restarted by its nanny for exceeding the memory budget (the
+    scheduler's ``worker-restart-memory`` events), ``"worker died"`` for
+    another death of the worker (killed, walltime, crash), else ``"error"``."""
+    text = f"{type(exc).__name__}: {exc}"
+    if type(exc).__name__ != "KilledWorker" or client is None:
+        return "error", text
+    worker = getattr(exc.last_worker, "address", None)
+    limit = getattr(exc.last_worker, "memory_limit", 0) or 0
+    try:
+        events = client.get_events("worker-restart-memory")
+    except Exception:  # noqa: BLE001 -- an old scheduler without events
+        events = ()
+    rss = [e.get("rss", 0) for _, e in events if isinstance(e, dict) and e.get("worker") == worker]
+    if rss:
+        return "memory", (f"the worker running this task ({worker}) was restarted for memory: "
+                          f"{max(rss) / 2**20:.0f} MiB against a limit of {limit / 2**20:.0f} "
+                          f"MiB, {int(exc.allowed_failures) + 1} time(s). Give workers more "
+                          "memory (or fewer workers per node) or lower the model's cache_mb / "
+                          "evidence_mb. " + text)
+    return "worker died", text
+
+
+def _collect(fut, s, run, client=None):
     """Record one finished future (result files, or the failure); True on success."""
     tid = s["task_id"]
     task_dir = run.run_dir / "tasks" / tid
     if fut.status == "error":
         exc = fut.exception()
-        run.failures[tid] = {"task_id": tid, "error": f"{type(exc).__name__}: {exc}",
+        kind, text = death_reason(client, exc)
+        run.failures[tid] = {"task_id": tid, "error": text, "kind": kind,
                              "traceback": format_exception(exc),
                              "attempts": int(run.pipeline.retries) + 1, "time": time.time()}
         return False
