@@ -175,8 +175,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
         subsample phase, no isotropic first stage). Its inputs and ``ard`` must match
-        (:mod:`bsvm_scale.warm_start`). ``fit(init=...)`` keeps its resume
-        meaning and wins over this.
+        (:mod:`bsvm_scale.warm_start`). With ``fit(init=...)`` the start is
+        ``init["theta"]`` (resuming such a retraining).
     Attributes
     ----------
     hyperparameters_ : dict
@@ -384,7 +384,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
-                                   (kappa0, beta), warm=prev is not None and init is None)
+                                   (kappa0, beta), warm=prev is not None)
         else:
             value, _, _ = problem(thetas[0], need_grad=False)
             final = problem.last

@@ -198,8 +198,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
         subsample phase; one-versus-rest: the classes must match). Its inputs and ``ard`` must match
-        (:mod:`bsvm_scale.warm_start`). ``fit(init=...)`` keeps its resume
-        meaning and wins over this.
+        (:mod:`bsvm_scale.warm_start`). With ``fit(init=...)`` the start is
+        ``init["theta"]`` (resuming such a retraining).
     Attributes
     ----------
     classes_ : ndarray
@@ -528,8 +528,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             bounds = self._bounds(d)
             thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
             max_step = None
-            if warm is not None and init is None:  # retraining: the earlier optimum only
-                thetas, max_step = [warm], FINE_MAX_STEP
+            if warm is not None:  # retraining: one start (the earlier optimum), full data
+                thetas = [warm] if init is None else thetas
+                max_step = FINE_MAX_STEP
                 coarse, sub_best, alpha0 = [], None, None
             else:
                 coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)

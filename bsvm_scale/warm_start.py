@@ -6,7 +6,11 @@ the full data within the trust radius of the coarse-to-fine refinement
 (:data:`bsvm_scale.optimize.FINE_MAX_STEP`, first step
 :data:`bsvm_scale.optimize.FINE_FIRST_STEP`): no other starts, no subsample
 phase and no isotropic first stage. The MAP solves start as usual (the
-low-rank Newton start of :mod:`bsvm_scale.map_lowrank` when cold).
+low-rank Newton start of :mod:`bsvm_scale.map_lowrank` when its factor is
+exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
+a retraining as one task per partition and resume it like any start.
+Pipelines name the earlier run with ``warm_start = "RUN_DIR"`` in a model
+table (:func:`run_model_file` finds each partition's model there).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import os
 
 import numpy as np
 
-__all__ = ["previous_model", "previous_thetas"]
+__all__ = ["previous_model", "previous_thetas", "run_model_file"]
 
 
 def previous_model(value, cls, n_features, ard):
@@ -67,3 +71,12 @@ def previous_thetas(model, classes=None):
     if classes is None or len(classes) == 2:
         return np.asarray(model.theta_, dtype=float).copy()
     return [np.asarray(e.theta_, dtype=float).copy() for e in model.estimators_]
+
+
+def run_model_file(run_dir, dataset, model, partition):
+    """The model file an earlier pipeline run kept for ``(dataset, model,
+    partition)`` (``RUN_DIR/models/<dataset>__<model>__p<k>.h5``), or None."""
+    from pathlib import Path
+
+    path = Path(run_dir) / "models" / f"{dataset}__{model}__p{int(partition):03d}.h5"
+    return str(path) if path.is_file() else None

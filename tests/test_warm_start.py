@@ -63,3 +63,42 @@ def test_bad_earlier_models_are_named(sinc):
                                                                         g.extra["label3"])
     with pytest.raises(ValueError, match="classes"):
         BayesianSVC(warm_start_from=three).fit(g.X, g.y)
+
+
+def test_pipeline_retrains_from_an_earlier_run(tmp_path):
+    from bsvm_scale.pipeline.config import parse_pipeline
+    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data, run_pipeline
+
+    text = """
+[run]
+name = "{name}"
+output = "{out}"
+
+[[datasets]]
+name = "sinc"
+generator = "sinc_silf"
+n = 300
+seed = {seed}
+partitions = 2
+n_train = 200
+
+[[models]]
+kind = "bsvr"
+name = "BSVR"
+search = {{ n_starts = 2 }}
+{warm}
+"""
+    first = parse_pipeline(text.format(name="night1", out=tmp_path, seed=0, warm=""),
+                           tmp_path / "p.toml")
+    assert run_pipeline(first, workers=1, progress=False)["meta"]["n_failed"] == 0
+    second = parse_pipeline(text.format(name="night2", out=tmp_path, seed=1,
+                                        warm='warm_start = "night1"'), tmp_path / "p.toml")
+    assert second.models[0].warm_start == str(tmp_path / "night1")
+    specs = plan_tasks(second, prepare_data(second, tmp_path / "night2"), tmp_path / "night2")
+    assert len(specs) == 2 and all(s["n_starts"] == 1 for s in specs)
+    assert specs[1]["params"]["warm_start_from"].endswith("sinc__BSVR__p001.h5")
+    record = run_pipeline(second, workers=1, progress=False)
+    assert record["meta"]["n_failed"] == 0 and record["meta"]["n_done"] == 2
+    prev = load_model(tmp_path / "night1" / "models" / "sinc__BSVR__p000.h5")
+    new = load_model(tmp_path / "night2" / "models" / "sinc__BSVR__p000.h5")
+    np.testing.assert_array_equal(new.starts_[0]["theta0"], prev.theta_)

@@ -31,6 +31,7 @@ or more ``[[models]]``::
     datasets = ["sinc"]        # default: every data set of the model's task
     settings = { ard = false } # estimator parameters
     committee = false          # bsvr/btsvc: also an evidence-weighted committee of starts
+    warm_start = "runs/nightly-20261126"  # bsvr/btsvc: retrain from that run's models
     [models.search]            # bsvr/btsvc/gpr/gpc: n_starts, starts, bounds, beta, random_state
     n_starts = 2
     starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }]  # bsvr/btsvc
@@ -87,7 +88,7 @@ DATASET_KEYS = {"name": str, "generator": str, "path": str, "n": int, "seed": in
                 "params": dict, "partitions": (int, str), "n_train": (int, list), "n_test": int,
                 "split_seed": int, "max_partitions": int, "test": dict, "split": str}
 MODEL_KEYS = {"kind": str, "name": str, "datasets": list, "settings": dict, "search": dict,
-              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict}
+              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict, "warm_start": str}
 SEARCH_KEYS = {
     "bsvr": {"n_starts": int, "starts": list, "bounds": dict, "beta": (int, float),
              "random_state": int},
@@ -145,6 +146,7 @@ class ModelSpec:
     cv: dict | None = None
     committee: bool = False
     fix_from: dict | None = None      # protocol A: hyperparameters of another model (variants.py)
+    warm_start: str | None = None     # an earlier run's directory: retrain from its models
 
     @property
     def task(self):
@@ -343,6 +345,9 @@ def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
     out = Path(output)
     if not out.is_absolute():
         out = (path.resolve().parent / out).resolve()
+    for m in models:  # an earlier run's directory, relative to the pipeline file
+        if m.warm_start is not None and not Path(m.warm_start).is_absolute():
+            m.warm_start = str((path.resolve().parent / m.warm_start).resolve())
     return Pipeline(path=str(path), text=text, name=name, output=str(out),
                     run_dir=str(out / name), retries=int(retries), seed=int(seed),
                     datasets=datasets, models=models, description=str(run.get("description", "")),
@@ -604,6 +609,9 @@ def _model_spec(m, i, by_label, labels, bad):
                 elif key == "loo_below" and val < 2:
                     bad(f"{where}.cv.loo_below: must be >= 2; got {val!r}", "models", i, key)
                     ok = False
+    if m.get("warm_start") is not None and kind not in BAYES_KINDS:
+        bad(f"{where}.warm_start: only {', '.join(BAYES_KINDS)} retrain from an earlier run",
+            "models", i, "warm_start")
     committee = m.get("committee", False)
     if committee and kind not in BAYES_KINDS:
         bad(f"{where}.committee: only {', '.join(BAYES_KINDS)} form committees of starts",
@@ -633,4 +641,5 @@ def _model_spec(m, i, by_label, labels, bad):
         return None
     return ModelSpec(label=label, kind=kind, datasets=list(names), settings=settings,
                      search=search, cv=dict(cv) if cv is not None else None,
-                     committee=bool(committee), fix_from=m.get("fix_from"))
+                     committee=bool(committee), fix_from=m.get("fix_from"),
+                     warm_start=m.get("warm_start"))

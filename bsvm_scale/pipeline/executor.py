@@ -40,6 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
+from ..warm_start import run_model_file
 from .cluster import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from .config import BAYES_KINDS, TASK_OF, Pipeline
 from .fingerprint import KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key, \
@@ -114,10 +115,11 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
             params = m.estimator_params(n_features=data[ds.label]["d"])
             for p, (tr, te) in enumerate(data[ds.label]["partitions"]):
                 base = {"kind": m.kind, "model": m.label, "dataset": ds.label, "partition": p,
-                        "params": params, "cv": m.cv, "train": np.asarray(tr),
+                        "params": _retraining(params, m, ds.label, p), "cv": m.cv,
+                        "train": np.asarray(tr),
                         "test": np.asarray(te), "data": data[ds.label]["path"]}
                 if m.kind in BAYES_KINDS and m.fix_from is None:
-                    N = n_starts_of(m.kind, params)
+                    N = n_starts_of(m.kind, base["params"])
                     for k in range(N):
                         tid = f"{ds.label}__{m.label}__p{p:03d}__s{k:02d}"
                         specs.append({**base, "task_id": tid, "start": k, "n_starts": N})
@@ -130,9 +132,20 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
     return specs
 
 
+def _retraining(params, m, dataset, partition):
+    """``params`` with ``warm_start_from`` set to the earlier run's model of this
+    (data set, model, partition) when the model table names a run
+    (``warm_start``) that kept one; unchanged otherwise (a cold fit)."""
+    if m.warm_start is None:
+        return params
+    path = run_model_file(m.warm_start, dataset, m.label, partition)
+    return params if path is None else {**params, "warm_start_from": path}
+
+
 # --------------------------------------------------------------- numba warm-up
 def _tiny_params(kind, params):
     p = dict(params)
+    p.pop("warm_start_from", None)
     if kind == "bsvr":
         p.update(n_starts=1, optimizer_options={**(p.get("optimizer_options") or {}), "maxiter": 2})
     elif kind == "btsvc":

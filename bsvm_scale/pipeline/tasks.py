@@ -132,6 +132,8 @@ def _feature_names(source):
 
 def n_starts_of(kind, params):
     """Number of optimiser starts of a BSVR / BTSVC parameter set."""
+    if params.get("warm_start_from") is not None:  # retraining: the earlier optimum
+        return 1
     if params.get("n_starts") is not None:
         return int(params["n_starts"])
     if params.get("starts"):
@@ -276,7 +278,16 @@ def _record(evals, record):
 
 def _start_theta(kind, params, k, n_starts, Xtr, ytr):
     """Start point ``k`` of ``n_starts`` exactly as the estimator itself would
-    choose it from the partition's training data."""
+    choose it from the partition's training data; a retraining's
+    (``warm_start_from``) is the earlier model's optimum (one per class for
+    one-versus-rest: a list)."""
+    if params.get("warm_start_from") is not None:
+        from ..storage import load_model
+
+        prev = load_model(params["warm_start_from"])
+        if hasattr(prev, "estimators_"):
+            return [np.asarray(e.theta_, dtype=float) for e in prev.estimators_]
+        return np.asarray(prev.theta_, dtype=float)
     full = make_estimator(kind, {**params, "n_starts": n_starts})
     return np.asarray(full.start_points(Xtr, ytr)[k], dtype=float)
 
@@ -316,17 +327,19 @@ def _fit_bayes(spec, Xtr, ytr):
     from .checkpoint import load_checkpoint, save_checkpoint
 
     kind, params = spec["kind"], dict(spec["params"])
-    theta0 = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
-    extra = {"theta0": theta0, "resumed_from": -1}
+    start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
     n_classes = np.unique(ytr).size
     n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
+    thetas = start if isinstance(start, list) else [start] * n_models
+    theta0 = thetas[0]
+    extra = {"theta0": theta0, "resumed_from": -1}
     names = ["checkpoint.h5"] if n_models == 1 else [f"checkpoint_c{i}.h5" for i in range(n_models)]
     ckpts = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None for f in names]
-    prevs = [load_checkpoint(c, theta0, spec.get("key")) if c is not None else None
-             for c in ckpts]
+    prevs = [load_checkpoint(c, th, spec.get("key")) if c is not None else None
+             for c, th in zip(ckpts, thetas)]
     inits = []
-    for prev in prevs:
-        init = {"theta": theta0, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
+    for prev, th in zip(prevs, thetas):
+        init = {"theta": th, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
         if prev is not None:
             init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
         inits.append(init)
