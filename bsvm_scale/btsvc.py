@@ -657,7 +657,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         For more than two classes each one-versus-rest probability
         ``P(y = k | x)`` is computed by (5.42) and the row normalised.
         """
-        mu, sd = self.decision_function(X, return_std=True)
+        return self.proba_from_latent(*self.decision_function(X, return_std=True))
+
+    def proba_from_latent(self, mu, sd):
+        """Class probabilities (5.42) from the latent mean and standard
+        deviation that :meth:`decision_function` returns (so that a caller
+        wanting both computes the latent moments once)."""
         if self.classes_.size == 2:
             p1 = trig_class_probability(mu, sd)
             return np.column_stack([1.0 - p1, p1])

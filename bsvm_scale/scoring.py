@@ -182,6 +182,13 @@ def score_rows(model, X):
         if _accepts(model.predict, "include_noise"):
             out["std_y"] = model.predict(X, return_std=True, include_noise=True)[1]
         return out
+    if hasattr(model, "proba_from_latent"):  # BTSVC: the latent moments once
+        mu, sd = model.decision_function(X, return_std=True)
+        proba = model.proba_from_latent(mu, sd)
+        out = {"label": model.classes_[np.argmax(proba, axis=1)], "proba": proba}
+        if len(model.classes_) == 2:
+            out["latent_mean"], out["latent_std"] = mu, sd
+        return out
     out = {"label": np.asarray(model.predict(X))}
     if hasattr(model, "predict_proba"):
         out["proba"] = np.asarray(model.predict_proba(X), dtype=np.float64)

@@ -86,6 +86,7 @@ def test_classifier_outputs_do_not_depend_on_the_chunk_size(svc_file, tmp_path, 
     for key in res[0]:
         np.testing.assert_array_equal(res[0][key], res[1][key])
     np.testing.assert_allclose(res[0]["proba"], m.predict_proba(Xt), rtol=1e-10)
+    np.testing.assert_array_equal(res[0]["label"], m.predict(Xt))
     mu, sd = m.decision_function(Xt, return_std=True)
     np.testing.assert_allclose(res[0]["latent_std"], sd, rtol=1e-10)
 
