@@ -105,17 +105,12 @@ def _csv_to_npy(path, columns, out):
     del arr
 
 
-def _array_shape(path, kind):
-    if kind == "npy":
-        a = np.load(path, mmap_mode="r")
-        if a.ndim != 2 or a.dtype.kind not in "fiu":
-            raise ScoringError(f".npy input {str(path)!r} must be a 2-D numeric array; got "
-                               f"shape {a.shape}, dtype {a.dtype}.")
-        return a.shape
-    from .datasets import dataset_info
-
-    info = dataset_info(path)
-    return (info["n_samples"], info["n_features"]), info["feature_names"]
+def _npy_shape(path):
+    a = np.load(path, mmap_mode="r")
+    if a.ndim != 2 or a.dtype.kind not in "fiu":
+        raise ScoringError(f".npy input {str(path)!r} must be a 2-D numeric array; got "
+                           f"shape {a.shape}, dtype {a.dtype}.")
+    return a.shape
 
 
 def open_inputs(path, feature_names, n_features, by_position=False, workdir=None):
@@ -127,17 +122,20 @@ def open_inputs(path, feature_names, n_features, by_position=False, workdir=None
     suffix = p.suffix.lower()
     where = f"input {str(p)!r}"
     if suffix == ".npy":
-        shape = _array_shape(p, "npy")
+        shape = _npy_shape(p)
         columns, kind, array = [f"column {k}" for k in range(shape[1])], "npy", str(p)
         names = None  # an array has no names: by position
     elif suffix in (".h5", ".hdf5"):
-        shape, columns = _array_shape(p, "h5")
+        from .datasets import dataset_info
+
+        info = dataset_info(p)
+        shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
         kind, array, names = "dataset", str(p), feature_names
     elif suffix == ".csv":
         columns = csv_header(p)
         array = str(Path(workdir or tempfile.gettempdir()) / f".{p.name}.{os.getpid()}.npy")
         _csv_to_npy(p, columns, array)
-        shape, kind, names = (np.load(array, mmap_mode="r").shape), "csv", feature_names
+        shape, kind, names = _npy_shape(array), "csv", feature_names
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
                            "a .npy array or a .csv file with a header.")
