@@ -22,10 +22,10 @@ it is ``+inf`` at ``y f <= -1``). The dual variables follow from the
 optimality conditions of the duals, ``alpha_i = -L'(y_i f_i)`` (5.9) for
 BTSVC and ``nu_i = C SILF'(y_i - f_i)`` (2.29) for BSVR, and start the exact
 SMO, whose first step recomputes ``f = Sigma v`` with the exact covariance;
-the SMO then removes what the factor left out. When the factor reaches
-``tr E <= TRACE_TOL n`` the start is the exact solution up to that residual
-and the SMO has almost nothing left to do; otherwise it is still far closer
-than ``alpha = 0``.
+the SMO then removes what the factor left out. The start is used only when
+the factor reaches ``tr E <= TRACE_TOL n`` within :data:`MAX_RANK` columns
+(:func:`choose_start`): then it is the exact solution up to that residual and
+the SMO has almost nothing left to do.
 
 Everything is deterministic: the start is a function of the data and the
 hyperparameters alone.
