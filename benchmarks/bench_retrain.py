@@ -7,6 +7,8 @@ model A is fitted on cases ``[0, n)``; the next night's data are cases
 test error of the cold and the warm fit on the new data, and their ratios.
 
     python3 benchmarks/bench_retrain.py [--bsvr-n 50000] [--btsvc-n 20000] [--out FILE.json]
+
+(0 skips a model.)
 """
 
 import argparse
@@ -64,15 +66,18 @@ def main(argv=None):
 
     sinc_test = generate("sinc_silf", n=3000, seed=2)
     c2_test = synthetic.gauss2d(20000, seed=9)
-    rows = [
-        _case("BSVR beta 0.3, sinc", lambda n: (lambda d: (d.X, d.y))(
-            generate("sinc_silf", n=n, seed=1)), lambda **kw: BayesianSVR(beta=0.3, **kw),
+    rows = []
+    if args.bsvr_n:
+        rows.append(_case(
+            "BSVR beta 0.3, sinc", lambda n: (lambda d: (d.X, d.y))(
+                generate("sinc_silf", n=n, seed=1)), lambda **kw: BayesianSVR(beta=0.3, **kw),
             args.bsvr_n, lambda m: float(np.mean((m.predict(sinc_test.X) - sinc_test.y) ** 2)),
-            "test_ase"),
-        _case("BTSVC, C2", lambda n: (lambda d: (d.X, d.y))(synthetic.gauss2d(n, seed=3)),
-              lambda **kw: BayesianSVC(**kw), args.btsvc_n,
-              lambda m: float(np.mean(m.predict(c2_test.X) != c2_test.y)), "test_error"),
-    ]
+            "test_ase"))
+    if args.btsvc_n:
+        rows.append(_case(
+            "BTSVC, C2", lambda n: (lambda d: (d.X, d.y))(synthetic.gauss2d(n, seed=3)),
+            lambda **kw: BayesianSVC(**kw), args.btsvc_n,
+            lambda m: float(np.mean(m.predict(c2_test.X) != c2_test.y)), "test_error"))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)
