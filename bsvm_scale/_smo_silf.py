@@ -556,12 +556,7 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
                                    gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
-    # without a measured slope (only its lower bound kappa_b) the first step is
-    # a probe of at most one point's range: from a start near the optimum a
-    # residual of the tolerance's size would otherwise move s by psi / kappa_b;
-    # with a measured slope, as far as the free points allow (the cap doubles
-    # each time it binds)
-    cap = C * max(16.0, count_free(nu, C)) if slope > kappa_b else C
+    cap = C * max(16.0, count_free(nu, C))
     outer = 0
     while (off > half or tol_in > half) and total < max_iter and outer < 100:
         outer += 1
