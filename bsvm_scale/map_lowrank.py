@@ -42,7 +42,7 @@ from .evidence_lowrank import pivoted_factor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "newton", "trig_start", "silf_start",
-           "choose_start", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
+           "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
 TRACE_TOL = 1e-8
@@ -203,3 +203,19 @@ def choose_start(low_rank, warm, cold):
     if st is None:
         return warm, how, False
     return st.dual, f"lowrank{st.rank}", True
+
+
+def next_start(low_rank, warm, cold, pinned, enabled):
+    """The start policy both objectives share: ``(dual0, how, enabled)``.
+
+    ``pinned``: the previous solution was restored (re-evaluating the best
+    point must reproduce it), so it is the start. ``enabled`` False: a factor
+    was truncated before, no more are tried. Otherwise :func:`choose_start`,
+    and the returned ``enabled`` turns False after a truncated factor.
+    """
+    if pinned:
+        return warm, "restored", enabled
+    if not enabled:
+        return warm, "zero" if cold else "warm", enabled
+    dual0, how, exact = choose_start(low_rank, warm, cold)
+    return dual0, how, exact is not False

@@ -18,7 +18,7 @@ from ._smo_silf import smo_silf, start_gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
-from .map_lowrank import choose_start, silf_start
+from .map_lowrank import next_start, silf_start
 
 __all__ = ["_Problem"]
 
@@ -76,13 +76,9 @@ class _Problem:
         factor is exact, else the previous one in the new box
         (:func:`bsvm_scale.map_lowrank.choose_start`; no more attempts after
         a truncated factor)."""
-        warm = self._warm_start(C)
-        cold = not np.any(self.nu)
-        if self.pinned or not self.lowrank_ok:
-            return warm, "restored" if self.pinned else ("zero" if cold else "warm")
-        nu0, how, exact = choose_start(
-            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex), warm, cold)
-        self.lowrank_ok = exact is not False
+        nu0, how, self.lowrank_ok = next_start(
+            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex),
+            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
         return nu0, how
 
     _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned")

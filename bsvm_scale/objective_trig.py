@@ -22,7 +22,7 @@ from ._smo_trig import chunks_for, f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
-from .map_lowrank import choose_start, trig_start
+from .map_lowrank import next_start, trig_start
 
 __all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB"]
 
@@ -174,12 +174,9 @@ class EvidenceObjective:
         solution (:func:`bsvm_scale.map_lowrank.choose_start`); after
         :meth:`restore` the restored solution itself. After one truncated
         factor no more are tried (their cost is wasted on such data)."""
-        cold = not np.any(self.alpha > 0.0)
-        if self._pinned or not self.lowrank_ok:
-            return self.alpha, "restored" if self._pinned else ("zero" if cold else "warm")
-        alpha0, how, exact = choose_start(
-            lambda r, ex: trig_start(cov, self.X, self.y, r, ex), self.alpha, cold)
-        self.lowrank_ok = exact is not False
+        alpha0, how, self.lowrank_ok = next_start(
+            lambda r, ex: trig_start(cov, self.X, self.y, r, ex), self.alpha,
+            not np.any(self.alpha > 0.0), self._pinned, self.lowrank_ok)
         return alpha0, how
 
     def solve(self, theta):

@@ -182,3 +182,23 @@ def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
                                   "evaluations": [r for r, _ in recs[:cut]]})
     assert np.array_equal(resumed.theta_, theta_full)
     assert resumed.log_evidence_ == ev_full
+
+
+def test_next_start_policy(monkeypatch):
+    from bsvm_scale.map_lowrank import next_start
+
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 1)
+    warm = np.ones(4)
+
+    def exact(max_rank, require_exact):
+        return map_lowrank.LowRankStart(np.full(4, 2.0), np.zeros(4), 5, 0.0, True, 1)
+
+    def truncated(max_rank, require_exact):
+        return None
+
+    assert next_start(exact, warm, False, True, True) == (warm, "restored", True)
+    assert next_start(exact, warm, False, False, False) == (warm, "warm", False)
+    assert next_start(exact, np.zeros(4), True, False, False)[1:] == ("zero", False)
+    dual, how, ok = next_start(exact, warm, False, False, True)
+    assert how == "lowrank5" and dual[0] == 2.0 and ok
+    assert next_start(truncated, warm, False, False, True)[1:] == ("warm", False)
