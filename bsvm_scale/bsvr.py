@@ -34,8 +34,8 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
-from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, run_start,
-                       subsample_indices, unrefined_record)
+from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, fixed_record, run_start,
+                       start_record, subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -69,11 +69,6 @@ def _ard_theta(theta, d):
     return np.concatenate((theta[:2], np.full(d, theta[2]), theta[-1:]))
 
 
-def _start_record(theta0, theta, fun, n_iter, success, message, trajectory):
-    return {"theta0": theta0, "theta": theta, "neg_log_evidence": fun, "n_iter": n_iter,
-            "success": success, "message": message, "trajectory": trajectory}
-
-
 class BayesianSVR(RegressorMixin, BaseEstimator):
     """Bayesian support vector regression with the soft insensitive loss.
 
@@ -96,10 +91,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         evidence is then at least the isotropic optimum's. ``"start"``: the
         ARD optimisation begins at the start itself. The evidence (4.38)
         jumps where a case crosses between the loss's quadratic and linear
-        pieces, while the gradient (4.39)-(4.42) follows the smooth pieces;
-        with 13 or more ``kappa_l`` the line searches then stall near the
-        start (Boston, R5: 88 of 100 splits ended below the isotropic
-        evidence, by 49 nats on average).
+        pieces, while the gradient (4.39)-(4.42) follows the smooth pieces,
+        so that the path of the search, and where it ends, depends on the
+        start (with L-BFGS-B, 88 of 100 Boston splits ended below the
+        isotropic evidence from the start alone).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones
@@ -129,15 +124,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     max_iter : int, optional
         SMO iteration limit per solve (default ``max(10^6, 100 n)``).
     optimizer_options : dict, optional
-        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
-        ``gtol=1e-4``) and the stall rule of
-        :func:`bsvm_scale.optimize.run_start` (``stall_rtol``,
-        ``stall_evals``, ``min_step``; off by default). BTSVC's default
-        stall rule (``stall_rtol=1e-5, stall_evals=5``) cut a Boston ARD fit
-        from 1.7 to 1.0 s but ended ARD starts early: on the first 10 R5
-        splits the log evidence was 22 nats lower on average (-1386 against
-        -1364) and the test ASE 9.50 against 9.02. On large data it saves the
-        last few evaluations (about 60 s of a 590 s start at 50,000 cases).
+        Options of the trust-region search
+        (:class:`bsvm_scale.optimize.Options`; defaults
+        :data:`bsvm_scale.optimize.DEFAULT_OPTIONS`: ``maxiter=100``,
+        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
+        ``stall_rtol=1e-5, stall_evals=5``; ``stall_rtol=None,
+        stall_evals=None`` turns it off).
     evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
         How the off-bound block of the evidence (4.38)-(4.42) is handled:
         ``"dense"`` factorises it (exact, O(m^3), 24 m^2 bytes);
@@ -206,9 +198,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         ``X_S``, their weights ``sl_S`` and the triangles ``L_S``, ``L_C``
         (:class:`~bsvm_scale.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
-        Every start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
-        ``success``, ``message`` and the ``trajectory`` (theta, -ln evidence,
-        projected gradient norm, SV counts per evaluation). One record per
+        Every start, in the layout of
+        :func:`bsvm_scale.optimize.start_record` (the trajectory records
+        hold the SV counts and SMO diagnostics of each evaluation under
+        ``info``). One record per
         optimiser run, in order: the runs from the starts (coarse-to-fine:
         the one refined on the full data, with ``subsample``, that phase's
         own record); with the isotropic first stage (``ard_init``) one run
@@ -386,10 +379,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
                                    (kappa0, beta), warm=prev is not None)
         else:
-            value, _, _ = problem(thetas[0], need_grad=False)
+            value, _, info = problem(thetas[0], need_grad=False)
             final = problem.last
-            self.starts_ = [_start_record(thetas[0], thetas[0], value, 0, True, "optimize=False",
-                                          [])]
+            self.starts_ = [fixed_record(thetas[0], value, info)]
         self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
         return self
 
@@ -488,9 +480,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         for theta0 in thetas:
             sub.reset()
             res = run_start(sub, theta0, bounds, self.optimizer_options, precondition=True)
-            rec = _start_record(res.theta0, res.theta, res.fun, res.n_iter, res.success,
-                                res.message, res.trajectory)
-            rec["n_samples"] = int(m)
+            rec = start_record(res, n_samples=int(m))
             rec["best_nu"] = sub.best[1] if sub.best is not None else np.zeros(int(m))
             records.append(rec)
         best = int(np.argmin([r["neg_log_evidence"] for r in records]))
@@ -523,19 +513,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                 problem.restart(warm)
             cb = None if callback is None else \
                 (lambda rec, k=k: callback(k, rec, problem.get_state()))
-            # within a trust radius (the full-data phase) the first step is
-            # normalised to FINE_FIRST_STEP: a step beyond the radius would be
-            # rejected and the line search would then evaluate a near-copy of theta0
+            # within a trust radius (the full-data phase) the first radius is
+            # FINE_FIRST_STEP
             fine = max_step is not None
             res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
                             max_step=max_step, precondition=True, replay=replay[used:],
-                            normalize=fine, first_step=FINE_FIRST_STEP if fine else None)
+                            first_step=FINE_FIRST_STEP if fine else None)
             used += len(res.trajectory)
             results.append(res)
-            self.starts_.append(_start_record(res.theta0, res.theta, res.fun, res.n_iter,
-                                              res.success, res.message, res.trajectory))
-            if not res.success and "ITERATIONS" in res.message.upper():
-                warnings.warn(f"L-BFGS-B run {k} (starts_[{k}]) stopped at its iteration limit: "
+            self.starts_.append(start_record(res))
+            if res.hit_limit:
+                warnings.warn(f"optimiser run {k} (starts_[{k}]) stopped at its iteration limit: "
                               f"{res.message}", ConvergenceWarning, stacklevel=3)
         best = best_start(results)
         return problem.evaluation_at(results[best].theta, problem.best)

@@ -9,8 +9,8 @@ Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
    started from the previous solution whenever the hyperparameters change;
 2. the Laplace-approximated evidence (5.35) and its gradient (5.36)/(5.37)
    over the support-vector block (:mod:`bsvm_scale.evidence_trig`);
-3. L-BFGS-B on ``[ln kappa0, ln kappa (or ln kappa_l), ln kappa_b]`` within
-   a box prior, from one or several starts, keeping the start with the
+3. a trust-region quasi-Newton search on ``[ln kappa0, ln kappa (or ln
+   kappa_l), ln kappa_b]`` within a box prior, from one or several starts, keeping the start with the
    highest evidence (:mod:`bsvm_scale.optimize`).
 
 Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
@@ -38,8 +38,8 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_trig import predictive_moments
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
-from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, STALL_OPTIONS, best_start, run_start,
-                       subsample_indices, unrefined_record)
+from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, fixed_record,
+                       run_start, start_record, subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -183,14 +183,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         few.
         ``None`` always optimises every start on the full data.
     optimizer_options : dict, optional
-        Options for SciPy's L-BFGS-B (default ``maxiter=100``, ``ftol=1e-6``,
-        ``gtol=1e-4``) and the stall rule of
-        :func:`bsvm_scale.optimize.run_start` (default ``stall_rtol=1e-5``,
-        ``stall_evals=5``: stop once 5 evaluations in a row have not lowered
-        ``-ln P(D | theta)`` by ``1e-5`` relative; ``stall_rtol=None`` keeps
-        only SciPy's rules) and ``min_step`` (default ``1e-3``: line-search
-        steps shorter than that in every log hyperparameter are not
-        evaluated; ``None`` evaluates them).
+        Options of the trust-region search
+        (:class:`bsvm_scale.optimize.Options`; defaults
+        :data:`bsvm_scale.optimize.DEFAULT_OPTIONS`: ``maxiter=100``,
+        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
+        ``stall_rtol=1e-5, stall_evals=5``: stop once 5 evaluations in a row
+        have not lowered ``-ln P(D | theta)`` by ``1e-5`` relative;
+        ``stall_rtol=None, stall_evals=None`` turns it off).
 
     warm_start_from : estimator, str or path, optional
         An earlier fit of this class (or its model file, which keeps the new
@@ -238,15 +237,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         SMO iterations of the fit: summed over every MAP solve of the chosen
         start (its evidence search on the full data and the final solve).
     n_opt_iter_ : int or ndarray
-        L-BFGS-B iterations of the chosen start (0 when ``optimize=False``).
+        Trust-region iterations of the chosen start (0 when ``optimize=False``).
     starts_ : list of dict
-        Per start: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
-        ``n_eval``, ``success``, ``message`` and ``trajectory`` (records with
-        ``theta``, ``fun``, ``grad_norm``, ``n_sv``, ``smo_iter``, and ``map_s``
-        / ``evidence_s``, the seconds of the MAP solve and of the evidence +
-        gradient). With coarse-to-fine starts (``init_subsample``) the refined
-        start comes
-        first and holds its subsample phase under ``subsample`` (a start
+        Per start, in the layout of :func:`bsvm_scale.optimize.start_record`
+        (each trajectory record's ``info`` holds ``n_sv``, ``smo_iter``, and
+        ``map_s`` / ``evidence_s``, the seconds of the MAP solve and of the
+        evidence + gradient). With coarse-to-fine starts (``init_subsample``)
+        the refined start comes first and holds its subsample phase under ``subsample`` (a start
         record plus ``n_samples``); the other starts ran on the subsample
         only (empty ``trajectory``, their record under ``subsample``).
     best_start_ : int
@@ -432,31 +429,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
 
-    def _start_record(self, res):
-        """Plain summary of one start (``starts_`` entry)."""
-        return {"theta0": np.asarray(res.theta0, dtype=float),
-                "theta": np.asarray(res.theta, dtype=float),
-                "neg_log_evidence": float(res.fun),
-                "n_iter": int(res.n_iter), "n_eval": int(res.n_eval),
-                "success": bool(res.success), "message": str(res.message),
-                "trajectory": [{"theta": np.asarray(r["theta"], dtype=float),
-                                "fun": float(r["fun"]), "grad_norm": float(r["grad_norm"]),
-                                "n_sv": int(r["info"].get("n_sv", -1)),
-                                "smo_iter": int(r["info"].get("smo_iter", -1)),
-                                "map_s": float(r["info"].get("map_s", np.nan)),
-                                "evidence_s": float(r["info"].get("evidence_s", np.nan)),
-                                "evidence_error": float(r["info"].get("error", 0.0))}
-                               for r in res.trajectory]}
-
     def _run_start(self, obj, k, theta0, bounds, callback, init, max_step=None):
-        """One L-BFGS-B start on ``obj``, first step normalised by the starting
-        gradient (see ``normalize`` of :func:`run_start`), optionally resumed
-        from ``init`` (state restored, recorded evaluations replayed) and
-        within a trust radius ``max_step``."""
-        # and line-search steps below 1e-3 in the log hyperparameters are not
-        # evaluated: the evidence changes by less than the SMO tolerance moves it
-        opts = dict(DEFAULT_OPTIONS, **STALL_OPTIONS, min_step=1e-3)
-        opts.update(self.optimizer_options or {})
+        """One trust-region start on ``obj`` (:func:`run_start`), optionally
+        resumed from ``init`` (state restored, recorded evaluations replayed)
+        and within a trust radius ``max_step``."""
+        opts = dict(DEFAULT_OPTIONS, **(self.optimizer_options or {}))
         theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
         replay = None
         if init is not None:
@@ -464,10 +441,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           else {"alpha": init.get("alpha", obj.alpha)})
             replay = init.get("evaluations")
         cb = None if callback is None else (lambda rec: callback(k, rec, obj.get_state()))
-        res = run_start(obj, theta0, bounds, opts, cb, max_step=max_step, normalize=True,
-                        replay=replay)
-        if res.n_iter >= opts["maxiter"]:
-            warnings.warn(f"L-BFGS-B reached its iteration limit ({res.n_iter}) before the "
+        res = run_start(obj, theta0, bounds, opts, cb, max_step=max_step, replay=replay)
+        if res.hit_limit:
+            warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before the "
                           "evidence converged; increase optimizer_options['maxiter'].",
                           ConvergenceWarning, stacklevel=4)
         obj.release()  # one row cache alive at a time
@@ -493,7 +469,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             obj = EvidenceObjective(Xm, ym, self.ard, self.cache_mb, self.tol,
                                     max(10**6, 100 * int(m)), **self._evidence_settings())
             res = self._run_start(obj, k, theta0, bounds, None, None)
-            records.append(dict(self._start_record(res), n_samples=int(m)))
+            records.append(start_record(res, n_samples=int(m)))
             alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
         best = int(np.argmin([r["neg_log_evidence"] for r in records]))
         alpha0 = np.zeros(n)
@@ -546,7 +522,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 res = self._run_start(obj, k, theta0, bounds, callback, init, max_step)
                 results.append(res)
                 objectives.append(obj)
-                records.append(self._start_record(res))
+                records.append(start_record(res))
             if coarse:
                 records[0]["subsample"] = coarse[sub_best]
                 records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
@@ -573,12 +549,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",
                           ConvergenceWarning, stacklevel=3)
         if not self.optimize:
-            records.append({"theta0": theta.copy(), "theta": theta.copy(),
-                            "neg_log_evidence": float(value), "n_iter": 0, "n_eval": 1,
-                            "success": True, "message": "fixed hyperparameters",
-                            "trajectory": [{"theta": theta.copy(), "fun": float(value),
-                                            "grad_norm": float("nan"), "n_sv": info["n_sv"],
-                                            "smo_iter": info["smo_iter"]}]})
+            records.append(fixed_record(theta, value, info))
         cov = GaussianCovariance.from_theta(theta, self.ard)
         if not self.optimize:  # keep the user's values exactly
             cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)

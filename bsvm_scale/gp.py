@@ -36,7 +36,7 @@ GPC (Bishop 6.4.5-6.4.6; Rasmussen & Williams 2006, algorithms 3.1, 3.2, 5.1)
 Hyperparameters live in log space. The optimisation vector of GPR is
 ``[ln kappa0, ln kappa | ln kappa_1..ln kappa_d, ln kappa_b, ln sigma2]``; GPC
 has the same layout without ``ln sigma2``. Evidence maximisation uses
-:func:`bsvm_scale.optimize.run_start` (L-BFGS-B, several starts, best kept).
+:func:`bsvm_scale.optimize.run_start` (trust region, several starts, best kept).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from ._base import BinaryClassifierMixin, Standardizer, resolve_rng
 from ._validation import (check_classification_data, check_positive, check_positive_int,
                           check_predict_X, check_regression_data, warn_target_offset)
 from .covariance import GaussianCovariance
-from .optimize import best_start, run_start
+from .optimize import best_start, run_start, start_record
 
 __all__ = ["GPR", "GPC"]
 
@@ -113,31 +113,11 @@ def _start_points(theta0, bounds, n_starts, rng, spread=3.0):
     return pts
 
 
-def _start_record(r, shift=0.0):
-    """A :class:`StartResult` as a dict of plain arrays/floats/str (HDF5-friendly);
-    ``shift`` is added to the objective values (``fun``, ``trajectory_fun``)."""
-    traj = r.trajectory
-    return {
-        "theta0": np.asarray(r.theta0, dtype=float),
-        "theta": np.asarray(r.theta, dtype=float),
-        "fun": float(r.fun) + shift,
-        "n_iter": int(r.n_iter),
-        "n_eval": int(r.n_eval),
-        "success": bool(r.success),
-        "message": str(r.message),
-        "n_nonfinite": int(r.n_nonfinite),
-        "trajectory_theta": np.array([t["theta"] for t in traj], dtype=float),
-        "trajectory_fun": np.array([t["fun"] for t in traj], dtype=float) + shift,
-        "trajectory_grad_norm": np.array([t["grad_norm"] for t in traj], dtype=float),
-    }
-
-
 def _warn_iteration_limit(results, model):
-    hit = [i for i, r in enumerate(results)
-           if not r.success and "LIMIT" in str(r.message).upper()]
+    hit = [i for i, r in enumerate(results) if r.hit_limit]
     if hit:
-        warnings.warn(f"{model}: L-BFGS-B stopped at its iteration/evaluation limit in start(s) "
-                      f"{hit}; the evidence may not be maximised. Increase options['maxiter'].",
+        warnings.warn(f"{model}: the evidence search stopped at its iteration/evaluation "
+                      f"limit in start(s) {hit}; the evidence may not be maximised. Increase options['maxiter'].",
                       ConvergenceWarning, stacklevel=3)
 
 
@@ -200,7 +180,8 @@ class GPR(RegressorMixin, BaseEstimator):
     covariance 4.3 / ARD 4.42) and ``e ~ N(0, sigma2)``. The hyperparameters
     ``(kappa0, kappa, kappa_b, sigma2)`` are set by maximising the log
     evidence (Bishop 6.69) with its analytic gradient (Bishop 6.70) by
-    L-BFGS-B in log space from several starting points (thesis 3.2.5.1).
+    The trust-region search of :mod:`bsvm_scale.optimize` in log space from
+    several starting points (thesis 3.2.5.1).
 
     Parameters
     ----------
@@ -225,7 +206,7 @@ class GPR(RegressorMixin, BaseEstimator):
     bounds : (float, float), default=(1e-5, 1e5)
         Box prior applied to every hyperparameter (natural scale).
     options : dict, optional
-        L-BFGS-B options passed to :func:`bsvm_scale.optimize.run_start`.
+        Options of :func:`bsvm_scale.optimize.run_start` (:class:`bsvm_scale.optimize.Options`).
     center_y : bool, default=False
         If True the training mean of ``y`` is subtracted before fitting and
         added back to predictions. By default targets are used as given; the
@@ -268,9 +249,9 @@ class GPR(RegressorMixin, BaseEstimator):
     y_scale_ : float
         Target scale divided out (1 unless ``normalize_y``).
     starts_ : list of dict
-        Every optimiser start: ``theta0``, ``theta``, ``fun`` (negative log
-        evidence), iteration counts, message and the trajectory arrays
-        ``trajectory_theta``, ``trajectory_fun``, ``trajectory_grad_norm``.
+        Every optimiser start, in the layout of
+        :func:`bsvm_scale.optimize.start_record` (``neg_log_evidence`` and
+        the trajectory values are those of the given targets).
     best_start_ : int
         Index of the kept start.
     memory_estimate_mb_ : float
@@ -402,7 +383,7 @@ class GPR(RegressorMixin, BaseEstimator):
             _warn_iteration_limit(results, "GPR")
             theta = np.asarray(results[best].theta, dtype=float)
             # records of the evidence of the given targets (see normalize_y)
-            starts = [_start_record(r, shift=n * np.log(y_scale)) for r in results]
+            starts = [start_record(r, shift=n * np.log(y_scale)) for r in results]
         else:
             best = 0
             theta = theta0
@@ -713,7 +694,7 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
             best = best_start(results)
             _warn_iteration_limit(results, "GPC")
             theta = np.asarray(results[best].theta, dtype=float)
-            starts = [_start_record(r) for r in results]
+            starts = [start_record(r) for r in results]
         else:
             best = 0
             theta = theta0

@@ -135,7 +135,7 @@ class _Problem:
         return nu, f, float(bias), int(n_iter), float(vmax), how
 
     def __call__(self, theta, need_grad=True):
-        if self._repeat(theta, need_grad):  # L-BFGS-B re-evaluates points in line searches
+        if self._repeat(theta, need_grad):  # the point just evaluated (the final evaluation)
             nu, ev, info, f = self.last[4], self.last[5], self.last[6], self.last[7]
             self._keep_best(ev.value, nu, f, theta, info)
             return ev.value, ev.grad, info

@@ -3,48 +3,105 @@
 The models supply an objective ``theta -> (value, gradient, info)`` where
 ``theta`` is the vector of log hyperparameters (possibly with some entries
 reparametrised, see the models), ``value = -ln P(D | theta)`` and ``info`` a
-small dict of diagnostics (SV counts, jitter used, ...). This module runs
-SciPy's L-BFGS-B on it from one or several starting points, inside a box prior,
-keeps the trajectory of every start and returns the start with the highest
-evidence (thesis 4.3.2: several starts, the best evidence kept).
+small dict of diagnostics (SV counts, jitter used, ...). :func:`run_start`
+minimises it from one starting point inside the box prior by a
+quasi-Newton trust-region method (:mod:`bsvm_scale.trust_region`): one
+evaluation per iteration, every trial step judged by the ratio of the actual
+to the predicted decrease, the radius resized from that ratio. Several starts
+are run and the one with the highest evidence kept (thesis 4.3.2).
 
-Optimiser options are passed straight through to
-``scipy.optimize.minimize(method="L-BFGS-B", options=...)``.
+The driver is a loop over small pieces, each tested on its own:
 
-Non-finite objective values are never passed to the optimiser: the step is
-rejected by returning a value worse than every value seen so far (with a zero
-gradient), which makes the line search backtrack, and the event is counted
-and reported with a warning.
+- :class:`Recorder`: evaluates the objective or answers from a recorded run
+  (exact resume), keeps the trajectory, calls the callback, counts
+  non-finite values;
+- :func:`trust_region.model_step`, :func:`trust_region.bfgs_update`,
+  :func:`trust_region.next_radius`: the step, the model and the radius;
+- :class:`StallRule` and :func:`stop_reason`: when a start ends.
+
+A non-finite value (or gradient) is a rejected step: the radius shrinks and
+nothing else changes; the count is reported with a warning.
+
+Options (``options=``, every key optional; :class:`Options`): ``maxiter``
+(trust-region iterations, = evaluations after the first), ``maxfun``
+(evaluations), ``gtol`` (projected gradient, max-norm), ``ftol`` (relative
+decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
+relative decrease the model promises; 0 turns both rules off),
+``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
+``stall_rtol`` and ``stall_evals`` (:class:`StallRule`).
 """
 
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
-from scipy.optimize import minimize
 
-__all__ = ["StartResult", "run_start", "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS",
-           "FINE_MAX_STEP", "FINE_FIRST_STEP", "subsample_indices", "unrefined_record"]
+from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
+                           projected_gradient)
 
-DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4}
-#: BTSVC's default stall rule (see :func:`run_start`): stop once 5 evaluations
+__all__ = ["StartResult", "Options", "Recorder", "StallRule", "run_start", "stop_reason",
+           "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP",
+           "FINE_FIRST_STEP", "subsample_indices", "unrefined_record", "start_record", "fixed_record",
+           "trajectory_columns"]
+
+#: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
-#: and so the evidence, is known only to the SMO tolerance). Not BSVR's: it
-#: ended ARD starts early on Boston (22 nats lower on average)
+#: and so the evidence, is known only to the SMO tolerance; the search keeps
+#: the best point while it follows the gradients across jumps)
 STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
-#: largest move of any log hyperparameter in the first step of the full-data
-#: phase of coarse-to-fine starts: on diamonds the best point along that
-#: first direction lay 0.08 (20,000 cases) and 0.17 (50,000) from the
-#: subsample optimum, and a first trial at the trust radius (0.5) was worse
-#: than the start by 2,055 and 384 nats (one wasted full-data evaluation)
+DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
+#: initial trust radius (max-norm, log units) of the full-data phase of
+#: coarse-to-fine starts: on diamonds the best point along the first
+#: direction lay 0.08 (20,000 cases) and 0.17 (50,000) from the subsample
+#: optimum
 FINE_FIRST_STEP = 0.2
-#: trust radius (max-norm, log units) of the full-data phase of coarse-to-fine
-#: starts: it begins at the subsample optimum, which is close, and its first
-#: L-BFGS-B step (gradients about n / subsample size times larger than on the
-#: subsample) must not jump away from it
+#: largest trust radius of the full-data phase of coarse-to-fine starts and of
+#: retraining: it begins at the subsample (or earlier) optimum, which is close
 FINE_MAX_STEP = 0.5
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`run_start` (see the module docstring)."""
+
+    maxiter: int = 100
+    maxfun: int | None = None
+    gtol: float = 1e-4
+    ftol: float = 1e-6
+    radius: float = 1.0
+    min_radius: float = 1e-3
+    max_radius: float = np.inf
+    stall_rtol: float | None = None
+    stall_evals: int | None = None
+
+    @classmethod
+    def parse(cls, options=None, max_step=None, first_step=None):
+        """Options from a dict; ``max_step`` caps the radius and ``first_step``
+        (else ``min(1, max_step)``) sets the initial one."""
+        given = dict(options or {})
+        if "min_step" in given:  # the name under the former line-search driver
+            given.setdefault("min_radius", given.pop("min_step"))
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise ValueError(f"optimizer options {unknown} are not known; the trust-region "
+                             f"driver takes {sorted(names)}.")
+        if max_step is not None:
+            given["max_radius"] = min(float(max_step), float(given.get("max_radius", np.inf)))
+        if first_step is not None or max_step is not None:
+            given.setdefault("radius", float(first_step if first_step is not None
+                                             else min(1.0, max_step)))
+        opts = cls(**given)
+        for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius"):
+            v = getattr(opts, name)
+            if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
+                raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
+        if (opts.stall_rtol is None) != (opts.stall_evals is None):
+            raise ValueError("optimizer options stall_rtol and stall_evals go together; got "
+                             f"stall_rtol={opts.stall_rtol!r}, stall_evals={opts.stall_evals!r}.")
+        return opts
 
 
 @dataclass
@@ -54,7 +111,7 @@ class StartResult:
     Attributes
     ----------
     theta0, theta : ndarray
-        Starting and final optimisation variables.
+        Starting and final (best) optimisation variables.
     fun : float
         ``-ln P(D | theta)`` at ``theta``.
     grad : ndarray
@@ -62,19 +119,23 @@ class StartResult:
     info : dict
         Diagnostics returned by the objective at ``theta``.
     n_iter, n_eval : int
-        L-BFGS-B iterations and objective evaluations.
+        Trust-region iterations (trial steps) and objective evaluations.
     success : bool
-        SciPy's convergence flag.
+        False when a limit (``maxiter``, ``maxfun``) ended the start, or
+        non-finite values made the radius collapse away from a stationary
+        point.
     message : str
-        SciPy's message.
+        Why the start ended.
     trajectory : list of dict
         One record per objective evaluation: ``theta``, ``fun``, ``grad``,
-        ``grad_norm`` (projected onto the box), the objective's ``info`` and
-        ``replayed`` (answered from ``replay``).
+        ``grad_norm`` (projected onto the box), the objective's ``info``,
+        ``replayed`` (answered from ``replay``), ``accepted`` (the step
+        became the new incumbent) and ``radius`` (the trust radius it was
+        taken in; ``nan`` for the first point).
     n_nonfinite : int
         Evaluations whose value was not finite (rejected steps).
     n_rejected : int
-        Trial points outside the trust radius (not evaluated).
+        Trial steps rejected (agreement ratio at most ``ETA``, or not finite).
     n_replayed : int
         Evaluations answered from a recorded run (``replay``).
     """
@@ -93,21 +154,159 @@ class StartResult:
     n_rejected: int = 0
     n_replayed: int = 0
 
+    @property
+    def hit_limit(self):
+        """True when ``maxiter`` or ``maxfun`` ended the start."""
+        return self.message.startswith("STOP: max")
 
-def _projected_grad_norm(theta, grad, bounds):
-    """Infinity norm of the gradient projected onto the box (L-BFGS-B's pgtol)."""
-    g = np.array(grad, dtype=float)
-    if bounds is not None:
-        lo = np.array([b[0] if b[0] is not None else -np.inf for b in bounds])
-        hi = np.array([b[1] if b[1] is not None else np.inf for b in bounds])
-        g[(theta <= lo) & (g > 0)] = 0.0
-        g[(theta >= hi) & (g < 0)] = 0.0
-    return float(np.max(np.abs(g))) if g.size else 0.0
+
+def _box(bounds, size):
+    """Lower and upper bound arrays (infinite where a bound is None)."""
+    if bounds is None:
+        return np.full(size, -np.inf), np.full(size, np.inf)
+    lo = np.array([-np.inf if b[0] is None else float(b[0]) for b in bounds])
+    hi = np.array([np.inf if b[1] is None else float(b[1]) for b in bounds])
+    return lo, hi
+
+
+class Recorder:
+    """The evaluations of one start.
+
+    ``record = recorder(theta)`` evaluates the objective, or -- while the
+    requested points repeat the recorded run ``replay`` in order -- answers
+    from it without calling the objective (the driver is deterministic, so
+    a resumed start asks for the same points; the caller restores the
+    objective's own state to what it was after the last recorded
+    evaluation). Every record is appended to :attr:`trajectory` and given
+    to ``callback``.
+    """
+
+    def __init__(self, objective, lo, hi, replay=None, callback=None):
+        self.objective, self.lo, self.hi = objective, lo, hi
+        self.replay = list(replay or [])
+        self.callback = callback
+        self.trajectory = []
+        self.n_replayed = 0
+        self.n_nonfinite = 0
+
+    def _answer(self, theta):
+        i = self.n_replayed
+        if (i < len(self.replay) and len(self.trajectory) == i
+                and np.array_equal(theta, np.asarray(self.replay[i]["theta"], dtype=float))):
+            rec = self.replay[i]
+            self.n_replayed += 1
+            return float(rec["fun"]), np.array(rec["grad"], dtype=float), dict(rec["info"]), True
+        value, grad, info = self.objective(theta)
+        return value, grad, info, False
+
+    def __call__(self, theta, radius=np.nan):
+        value, grad, info, replayed = self._answer(theta)
+        grad = np.asarray(grad, dtype=float)
+        finite = bool(np.isfinite(value) and np.all(np.isfinite(grad)))
+        gnorm = (float(np.max(np.abs(projected_gradient(theta, grad, self.lo, self.hi)),
+                              initial=0.0)) if finite else np.inf)
+        record = {"theta": np.array(theta, dtype=float), "fun": float(value), "grad": grad.copy(),
+                  "grad_norm": gnorm, "info": dict(info), "replayed": replayed,
+                  "accepted": False, "radius": float(radius)}
+        self.trajectory.append(record)
+        self.n_nonfinite += not finite
+        if self.callback is not None:
+            self.callback(record)
+        return record
+
+
+class StallRule:
+    """Ends a start once ``n_evals`` consecutive finite values have not lowered
+    the best value by more than ``rtol * max(1, |best|)``.
+
+    The MAP solution, and so the evidence, is known only to the SMO
+    tolerance; past that resolution further evaluations cannot matter. The
+    rule sees only the sequence of values, so a replayed run stops where the
+    original did.
+    """
+
+    def __init__(self, rtol=None, n_evals=None):
+        self.rtol = None if rtol is None else float(rtol)
+        self.n_evals = None if n_evals is None else int(n_evals)
+        self.best, self.count = None, 0
+
+    def __call__(self, value):
+        """Take the next value; True when the start has stalled."""
+        if self.rtol is None or not np.isfinite(value):
+            return False
+        if self.best is None or value < self.best - self.rtol * max(1.0, abs(self.best)):
+            self.best, self.count = value, 0
+            return False
+        self.count += 1
+        return self.count >= self.n_evals
+
+
+def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicted=None):
+    """``(success, message)`` when the start should end, else None.
+
+    ``decrease``: relative decrease of the last accepted step when it lay
+    strictly inside the trust region (a step cut by the radius says the
+    radius is small, not that the evidence is flat). ``predicted``: the
+    relative decrease the quadratic model promises over the whole box (no
+    trust region): below ``ftol`` no step can gain more than the evidence's
+    resolution.
+    """
+    if grad_norm <= opts.gtol:
+        return True, f"CONVERGENCE: projected gradient {grad_norm:.3g} <= gtol={opts.gtol:g}"
+    if predicted is not None and opts.ftol > 0 and predicted <= opts.ftol:
+        return True, (f"CONVERGENCE: the model predicts a relative decrease {predicted:.3g} <= "
+                      f"ftol={opts.ftol:g}")
+    if decrease is not None and opts.ftol > 0 and decrease <= opts.ftol:
+        return True, (f"CONVERGENCE: relative decrease {decrease:.3g} <= ftol={opts.ftol:g} "
+                      "in a step inside the trust region")
+    if radius < opts.min_radius:
+        return True, (f"CONVERGENCE: trust radius {radius:.3g} below min_radius="
+                      f"{opts.min_radius:g}")
+    if n_iter >= opts.maxiter:
+        return False, f"STOP: maxiter={opts.maxiter} iterations reached"
+    if opts.maxfun is not None and n_eval >= opts.maxfun:
+        return False, f"STOP: maxfun={opts.maxfun} evaluations reached"
+    return None
+
+
+def _no_finite_start(theta0, record):
+    reason = record["info"].get("rejected") if isinstance(record.get("info"), dict) else None
+    why = (f" The point was rejected because {reason[:1].lower()}{reason[1:]}" if reason
+           else " Check the data and the starting values.")
+    return FloatingPointError("the evidence was not finite at the starting point theta0="
+                              f"{np.array2string(theta0, precision=4)}.{why}")
+
+
+def _promised(here, B, lo, hi):
+    """Relative decrease of the model's minimiser over the box (no trust region)."""
+    x = here["theta"]
+    _, pred = model_step(here["grad"], B, lo - x, hi - x)
+    return pred / max(abs(here["fun"]), 1.0)
+
+
+def _relative_decrease(old, new):
+    return (old - new) / max(abs(old), abs(new), 1.0)
+
+
+def agreement(here, trial, s, predicted):
+    """Agreement ratio of a trial step: the larger of the values' ratio
+    ``(f(x) - f(x + s)) / predicted`` and the gradients' ratio
+    ``-(g(x) + g(x + s))' s / (2 predicted)`` (the trapezoid rule for the
+    change of the smooth piece along ``s``; exact for a quadratic). The
+    evidence jumps where a case changes pieces of the loss while its
+    gradient follows the smooth piece: there the values disagree with the
+    model but the gradients agree, and the step is taken (the best point
+    seen is kept apart). ``nan`` for a non-finite trial."""
+    if not np.isfinite(trial["grad_norm"]):
+        return np.nan
+    by_value = (here["fun"] - trial["fun"]) / predicted
+    by_gradient = -0.5 * float((here["grad"] + trial["grad"]) @ s) / predicted
+    return max(by_value, by_gradient)
 
 
 def run_start(objective, theta0, bounds=None, options=None, callback=None, max_step=None,
-              precondition=False, normalize=False, replay=None, first_step=None):
-    """Minimise ``objective`` from ``theta0`` with L-BFGS-B.
+              precondition=False, replay=None, first_step=None):
+    """Minimise ``objective`` from ``theta0`` by the trust-region method.
 
     Parameters
     ----------
@@ -118,234 +317,98 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     bounds : sequence of (low, high) or None
         Box prior on the variables.
     options : dict, optional
-        Passed to SciPy's L-BFGS-B (defaults :data:`DEFAULT_OPTIONS`).
+        :class:`Options` (defaults :data:`DEFAULT_OPTIONS`).
     callback : callable, optional
-        Called as ``callback(record)`` after every evaluation (replayed ones
-        included, flagged ``record["replayed"]``), with the trajectory record
-        (used for checkpointing).
+        ``callback(record)`` after every evaluation (replayed ones included,
+        flagged ``record["replayed"]``), with the trajectory record (used for
+        checkpointing).
     max_step : float, optional
-        Trust radius: a trial point farther than ``max_step`` (max-norm) from
-        the best point so far is not evaluated; it gets a value worse than any
-        seen (zero gradient), so the line search backtracks towards the best
-        point. Guards against wild first steps when one gradient component
-        dominates (the ln C remark of thesis 4.3.3).
+        Largest trust radius (max-norm) around the current point.
     precondition : bool, default=False
-        Optimise ``u_i = s_i theta_i`` with ``s_i = max(1, sqrt(|g_i|))`` from
-        the gradient at ``theta0``, which evens out the gradient components
-        (the ln C gradient is usually far larger than the others, thesis
-        4.3.3) so that L-BFGS-B's first steps do not run along ln C alone.
-        Values, gradients and trajectories are reported in ``theta``.
-    normalize : bool, default=False
-        Divide the objective (and ``gtol``) by ``max(1, |g(theta0)|_inf)``
-        (by ``|g(theta0)|_inf / max_step`` with a trust radius below 1):
-        L-BFGS-B's first step is ``-g`` (unit initial Hessian), which for a
-        steep start throws the variables to a corner of the box; scaled, the
-        first step moves no variable by more than one unit (or ``max_step``
-        or ``first_step`` when smaller: a first step beyond the trust radius
-        would be rejected, and the line search then backtracks to a
-        vanishing step). With ``precondition`` the bound applies to the
-        preconditioned step ``g_i / s_i^2``. The evaluation
-        at ``theta0`` is made once and reused (as every point L-BFGS-B asks
-        for twice in a row). Values, gradients and trajectories are reported
-        unscaled.
-    first_step : float, optional
-        With ``normalize``: the largest move of any variable in the first
-        step, when smaller than 1 and ``max_step``.
+        Diagonal first model Hessian from the gradient at ``theta0``
+        (:func:`trust_region.initial_hessian`).
     replay : sequence of dict, optional
-        Evaluations recorded by ``callback`` in an interrupted run of the same
-        start (keys ``theta``, ``fun``, ``grad``, ``info``). L-BFGS-B is
-        deterministic, so it asks for the recorded points again in order;
-        they are answered from the record without calling ``objective``,
-        and the run continues exactly as the uninterrupted one would (exact
-        resume). The caller restores the objective's own state (e.g. the SMO
-        warm start) to what it was after the last recorded evaluation. Should
-        a requested point differ from the record, replay stops there and the
-        objective is evaluated.
-
-    ``options`` may also hold ``min_step``: a trial point closer than
-    ``min_step`` (max-norm, but not equal) to the best point so far is not
-    evaluated; it gets the best point's value and gradient, so a line search
-    that keeps shrinking its step (as it does on an objective that is only
-    piecewise smooth or known to a tolerance) fails at once and L-BFGS-B
-    ends, instead of paying full evaluations for steps that cannot matter.
-
-    Besides SciPy's options, ``options`` may hold ``stall_rtol`` and
-    ``stall_evals``: the start stops (successfully) once ``stall_evals``
-    consecutive finite evaluations have not lowered the best value by more
-    than ``stall_rtol * max(1, |best|)``. When the objective is only
-    piecewise smooth (a MAP solution to a tolerance, a support set that
-    changes with ``theta``) L-BFGS-B's line search otherwise spends up to
-    ``maxls`` evaluations per iteration on changes far below any meaningful
-    difference in evidence. The rule depends only on the sequence of values,
-    so it is replayed exactly.
+        Evaluations recorded by ``callback`` in an interrupted run of the
+        same start (keys ``theta``, ``fun``, ``grad``, ``info``), answered
+        without calling ``objective`` (:class:`Recorder`), so that the run
+        continues exactly as the uninterrupted one would.
+    first_step : float, optional
+        Initial trust radius (default ``min(1, max_step)``, or 1).
 
     Returns
     -------
     StartResult
+        At the best point evaluated.
     """
+    opts = Options.parse({**DEFAULT_OPTIONS, **(options or {})}, max_step, first_step)
     theta0 = np.asarray(theta0, dtype=float).copy()
-    if bounds is not None:
-        lo = [b[0] for b in bounds]
-        hi = [b[1] for b in bounds]
-        theta0 = np.clip(theta0, lo, hi)
-    opts = dict(DEFAULT_OPTIONS)
-    opts.update(options or {})
-    gtol = float(opts["gtol"])
-    stall = (opts.pop("stall_rtol", None), opts.pop("stall_evals", None))
-    stall = None if None in stall else (float(stall[0]), int(stall[1]))
-    min_step = opts.pop("min_step", None)
-    min_step = None if min_step is None else float(min_step)
-    replay = list(replay or [])
-    state = {"best": None, "trajectory": [], "nonfinite": 0, "rejected": 0, "replayed": 0,
-             "stall_best": None, "stall_count": 0, "nit": 0}
-
-    def worse():
-        worst = max((r["fun"] for r in state["trajectory"] if np.isfinite(r["fun"])),
-                    default=0.0)
-        return abs(worst) * 10.0 + 1e10
-
-    def fun(theta):
-        if (max_step is not None and state["best"] is not None
-                and np.max(np.abs(theta - state["best"][0])) > max_step):
-            state["rejected"] += 1
-            return worse(), np.zeros_like(theta)
-        if (min_step is not None and state["best"] is not None
-                and 0.0 < np.max(np.abs(theta - state["best"][0])) < min_step):
-            # a line search shrinking its step below min_step: answer with the
-            # best point (no decrease), so it gives up instead of evaluating
-            # points that differ only by the MAP solve's tolerance
-            return state["best"][1], state["best"][2].copy()
-        last = state["trajectory"][-1] if state["trajectory"] else None
-        if last is not None and np.array_equal(theta, last["theta"]):
-            # L-BFGS-B asks again for the point it was just given (line searches
-            # do): the answer is the stored one, not recorded twice, so a
-            # resumed run (whose objective no longer holds it) agrees exactly
-            if np.isfinite(last["grad_norm"]):
-                return last["fun"], last["grad"].copy()
-            return worse(), np.zeros_like(theta)
-        value, grad, info, replayed = _evaluate(objective, theta, replay, state)
-        grad = np.asarray(grad, dtype=float)
-        finite = np.isfinite(value) and np.all(np.isfinite(grad))
-        record = {"theta": np.array(theta, dtype=float), "fun": float(value),
-                  "grad_norm": _projected_grad_norm(theta, grad, bounds) if finite else np.inf,
-                  "info": dict(info), "grad": grad.copy(), "replayed": replayed}
-        state["trajectory"].append(record)
-        if callback is not None:
-            callback(record)
-        if not finite:
-            state["nonfinite"] += 1
-            return worse(), np.zeros_like(theta)
-        if state["best"] is None or value < state["best"][1]:
-            state["best"] = (np.array(theta, dtype=float), float(value), grad.copy(), dict(info))
-        if stall is not None and _stalled(state, float(value), *stall):
-            raise _Stalled
-        return float(value), grad
-
-    scale = np.ones_like(theta0)
-    fscale = 1.0
-    if precondition or normalize:
-        _, g0 = fun(theta0)
-        if np.all(np.isfinite(g0)):
-            scale = np.maximum(1.0, np.sqrt(np.abs(g0))) if precondition else scale
-            # first step -g / fscale: at most one unit, or max_step if smaller
-            limit = min([1.0] + [float(v) for v in (max_step, first_step) if v is not None])
-            step = np.abs(g0) / scale ** 2  # the first step in theta, unnormalised
-            fscale = float(max(1.0, np.max(step) / limit)) if normalize else 1.0
-        opts["gtol"] = opts["gtol"] / fscale  # tolerance on the unscaled gradient
-
-    u0 = theta0 * scale
-
-    def fun_u(u):
-        # theta0 itself for the first point: (theta0 * scale) / scale can differ
-        # from theta0 in the last bit, which would cost a second full evaluation
-        theta = theta0 if np.array_equal(u, u0) else u / scale
-        value, grad = fun(theta)
-        return value / fscale, grad / (scale * fscale)
-
-    ubounds = None if bounds is None else [
-        (None if lo is None else lo * sc, None if hi is None else hi * sc)
-        for (lo, hi), sc in zip(bounds, scale)]
-    def count(_xk):
-        state["nit"] += 1
-
-    try:
-        res = minimize(fun_u, u0, jac=True, method="L-BFGS-B", bounds=ubounds,
-                       options=opts, callback=count)
-        nit, nfev, success, message = res.nit, res.nfev, res.success, res.message
-    except _Stalled:
-        nit, nfev, success = state["nit"], len(state["trajectory"]), True
-        message = (f"STOP: the best value improved by less than stall_rtol={stall[0]:g} "
-                   f"(relative) over the last {stall[1]} evaluations")
-    if state["best"] is None:
-        reasons = [r["info"]["rejected"] for r in state["trajectory"]
-                   if isinstance(r.get("info"), dict) and "rejected" in r["info"]]
-        why = (f" The last point was rejected because {reasons[-1][:1].lower()}{reasons[-1][1:]}"
-               if reasons else " Check the data and the starting values.")
-        raise FloatingPointError(
-            "the evidence was not finite at any point tried from theta0="
-            f"{np.array2string(theta0, precision=4)}.{why}"
-        )
-    theta, value, grad, info = state["best"]
-    if state["nonfinite"]:
-        success, message = _after_nonfinite(state["nonfinite"], theta, grad, bounds, gtol,
-                                            success, message)
-    return StartResult(theta0=theta0, theta=theta, fun=value, grad=grad, info=info,
-                       n_iter=int(nit), n_eval=int(nfev), success=bool(success),
-                       message=str(message), trajectory=state["trajectory"],
-                       n_nonfinite=state["nonfinite"], n_rejected=state["rejected"],
-                       n_replayed=state["replayed"])
+    lo, hi = _box(bounds, theta0.size)
+    theta0 = np.clip(theta0, lo, hi)
+    rec = Recorder(objective, lo, hi, replay, callback)
+    here = best = rec(theta0)
+    if not np.isfinite(here["grad_norm"]):
+        raise _no_finite_start(theta0, here)
+    here["accepted"] = True
+    radius = min(opts.radius, opts.max_radius)
+    B = initial_hessian(here["grad"], radius, precondition)
+    stall = StallRule(opts.stall_rtol, opts.stall_evals)
+    stall(here["fun"])
+    n_iter, n_rejected, decrease = 0, 0, None
+    while (stop := stop_reason(opts, n_iter, len(rec.trajectory), here["grad_norm"], radius,
+                               decrease, _promised(here, B, lo, hi))) is None:
+        x = here["theta"]
+        s, pred = model_step(here["grad"], B, np.maximum(lo - x, -radius),
+                             np.minimum(hi - x, radius))
+        step = float(np.max(np.abs(s), initial=0.0))
+        if pred <= 0.0 or step == 0.0:
+            stop = True, "CONVERGENCE: the model predicts no decrease inside the box"
+            break
+        trial = rec(np.clip(x + s, lo, hi), radius)
+        n_iter += 1
+        rho = agreement(here, trial, s, pred)
+        if np.isfinite(rho):
+            B = bfgs_update(B, s, trial["grad"] - here["grad"], first=n_iter == 1)
+            best = trial if trial["fun"] < best["fun"] else best
+        decrease = None
+        if rho > ETA:
+            if step < 0.99 * radius and trial["fun"] <= here["fun"]:
+                decrease = _relative_decrease(here["fun"], trial["fun"])
+            trial["accepted"], here = True, trial
+        else:
+            n_rejected += 1
+        radius = next_radius(radius, rho, step, opts.max_radius)
+        if stall(trial["fun"]):
+            stop = True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
+                          f"{opts.stall_rtol:g} (relative) over the last {opts.stall_evals} "
+                          "evaluations")
+            break
+    success, message = stop
+    if rec.n_nonfinite:
+        success, message = _after_nonfinite(rec, best, opts, success, message)
+    return StartResult(theta0=theta0, theta=best["theta"], fun=best["fun"], grad=best["grad"],
+                       info=best["info"], n_iter=n_iter, n_eval=len(rec.trajectory),
+                       success=bool(success), message=str(message), trajectory=rec.trajectory,
+                       n_nonfinite=rec.n_nonfinite, n_rejected=n_rejected,
+                       n_replayed=rec.n_replayed)
 
 
-def _after_nonfinite(n_nonfinite, theta, grad, bounds, gtol, success, message):
-    """Warn about rejected non-finite evaluations; a start that then stopped
-    away from a stationary point is reported as not successful.
-
-    L-BFGS-B can take the rejected steps (a huge value, zero gradient) for a
-    stalled line search and claim convergence at a point whose gradient is
-    not small; that claim is withdrawn here.
-    """
-    gnorm = _projected_grad_norm(theta, grad, bounds)
-    text = f"{n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
-    if gnorm > gtol and str(message).startswith("CONVERGENCE"):
+def _after_nonfinite(rec, best, opts, success, message):
+    """Warn about rejected non-finite evaluations; a start whose radius then
+    collapsed (the last trial not finite) away from a stationary point is
+    reported as not successful."""
+    text = f"{rec.n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
+    last_failed = not np.isfinite(rec.trajectory[-1]["grad_norm"])
+    if success and last_failed and best["grad_norm"] > opts.gtol:
         success = False
-        message = (f"STOP: non-finite evidence values; the projected gradient at the best point "
-                   f"is {gnorm:.3g} > gtol={gtol:g} (not a maximum of the evidence)")
-        text += (f"; the optimiser then stopped where the projected gradient is {gnorm:.3g} > "
-                 f"gtol={gtol:g}, so the evidence may not be maximised (other starts, a "
-                 "smaller box or a larger tol may avoid the failing region)")
+        message = (f"STOP: non-finite evidence values around the best point, whose projected "
+                   f"gradient is {best['grad_norm']:.3g} > gtol={opts.gtol:g} (not a maximum "
+                   "of the evidence)")
+        text += (f"; the search then ended where the projected gradient is "
+                 f"{best['grad_norm']:.3g} > gtol={opts.gtol:g}, so the evidence may not be "
+                 "maximised (other starts, a smaller box or a larger tol may avoid the failing "
+                 "region)")
     warnings.warn(text + ".", RuntimeWarning, stacklevel=3)
     return success, message
-
-
-class _Stalled(Exception):
-    """Raised inside the objective to end a start by the stall rule."""
-
-
-def _stalled(state, value, rtol, n_evals):
-    """Stall rule of :func:`run_start`: True after ``n_evals`` consecutive
-    values that do not improve the reference value by ``rtol`` (relative)."""
-    ref = state["stall_best"]
-    if ref is None or value < ref - rtol * max(1.0, abs(ref)):
-        state["stall_best"], state["stall_count"] = value, 0
-        return False
-    state["stall_count"] += 1
-    return state["stall_count"] >= n_evals
-
-
-def _evaluate(objective, theta, replay, state):
-    """``objective(theta)``, or the next recorded evaluation while L-BFGS-B
-    retraces the recorded path (see ``replay`` in :func:`run_start`).
-
-    Returns ``(value, grad, info, replayed)``.
-    """
-    i = state["replayed"]
-    if i < len(replay) and len(state["trajectory"]) == i \
-            and np.array_equal(theta, np.asarray(replay[i]["theta"], dtype=float)):
-        rec = replay[i]
-        state["replayed"] += 1
-        return (float(rec["fun"]), np.array(rec["grad"], dtype=float), dict(rec["info"]), True)
-    value, grad, info = objective(theta)
-    return value, grad, info, False
 
 
 def best_start(results):
@@ -364,6 +427,65 @@ def subsample_indices(n, m, random_state):
     return np.sort(resolve_rng(seed).choice(int(n), size=int(m), replace=False))
 
 
+def _plain(value):
+    return isinstance(value, (str, bool, int, float, np.integer, np.floating))
+
+
+def start_record(res, shift=0.0, **extra):
+    """The ``starts_`` entry of one optimiser run: one layout for every model.
+
+    Keys: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
+    ``n_eval``, ``success``, ``message``, ``n_nonfinite``, ``n_rejected``,
+    ``n_replayed`` and ``trajectory``, one record per evaluation with
+    ``theta``, ``fun``, ``grad``, ``grad_norm``, ``accepted``, ``radius``,
+    ``replayed`` and the scalar entries of the objective's ``info`` (SV
+    counts, SMO iterations, seconds in the MAP solve and the evidence ...).
+    Models add ``subsample`` (the subsample phase of a coarse-to-fine
+    start, a record of this layout with ``n_samples``) and ``isotropic``
+    (the isotropic first stage of an ARD start). ``shift`` is added to every
+    value (a GP fitted on rescaled targets reports the evidence of the
+    given ones).
+    """
+    traj = [{"theta": np.asarray(r["theta"], dtype=float), "fun": float(r["fun"]) + shift,
+             "grad": np.asarray(r["grad"], dtype=float), "grad_norm": float(r["grad_norm"]),
+             "accepted": bool(r.get("accepted", False)), "radius": float(r.get("radius", np.nan)),
+             "replayed": bool(r.get("replayed", False)),
+             "info": {k: v for k, v in r.get("info", {}).items() if _plain(v)}}
+            for r in res.trajectory]
+    return {"theta0": np.asarray(res.theta0, dtype=float),
+            "theta": np.asarray(res.theta, dtype=float),
+            "neg_log_evidence": float(res.fun) + shift, "n_iter": int(res.n_iter),
+            "n_eval": int(res.n_eval), "success": bool(res.success), "message": str(res.message),
+            "n_nonfinite": int(res.n_nonfinite), "n_rejected": int(res.n_rejected),
+            "n_replayed": int(res.n_replayed), "trajectory": traj, **extra}
+
+
+def fixed_record(theta, value, info=None):
+    """The ``starts_`` entry of a fit at fixed hyperparameters (``optimize=False``):
+    one evaluation, no search."""
+    theta = np.asarray(theta, dtype=float)
+    rec = {"theta": theta, "fun": float(value), "grad": np.full(theta.size, np.nan),
+           "grad_norm": np.nan, "info": dict(info or {}), "accepted": True}
+    res = StartResult(theta0=theta, theta=theta, fun=float(value), grad=rec["grad"],
+                      info=rec["info"], n_iter=0, n_eval=1, success=True,
+                      message="fixed hyperparameters (optimize=False)", trajectory=[rec])
+    return start_record(res)
+
+
+def trajectory_columns(records, size=0):
+    """Stacked arrays of trajectory records (:func:`start_record`):
+    ``theta`` (k x size), ``fun``, ``grad_norm``, ``map_s`` and
+    ``evidence_s`` (nan where the objective does not time them)."""
+    def col(key):
+        return np.array([r.get(key, r.get("info", {}).get(key, np.nan)) for r in records],
+                        dtype=float)
+
+    return {"theta": (np.array([r["theta"] for r in records], dtype=float) if records
+                      else np.zeros((0, size))),
+            "fun": col("fun"), "grad_norm": col("grad_norm"),
+            "map_s": col("map_s"), "evidence_s": col("evidence_s")}
+
+
 def unrefined_record(coarse_record):
     """Start record (``starts_`` entry) of a start that was optimised on the
     subsample only: a lower subsample evidence than the refined start, so it
@@ -371,4 +493,5 @@ def unrefined_record(coarse_record):
     return {"theta0": coarse_record["theta0"], "theta": coarse_record["theta"],
             "neg_log_evidence": float("nan"), "n_iter": 0, "n_eval": 0, "success": False,
             "message": "not refined on the full data: a lower subsample evidence",
+            "n_nonfinite": 0, "n_rejected": 0, "n_replayed": 0,
             "trajectory": [], "subsample": coarse_record}

@@ -1,7 +1,7 @@
 """Every public estimator with small, fast settings, shared by the
 validation, conformance and property tests.
 
-The evidence searches use one start and a few L-BFGS-B iterations: these
+The evidence searches use one start and a few trust-region iterations: these
 tests exercise the API contract and the numerics of fit/predict, not the
 quality of the optimum.
 """

@@ -116,7 +116,8 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     direct = BayesianSVR(ard=True, ard_init="start", **kw).fit(X, y)
     both = BayesianSVR(ard=True, **kw).fit(X, y)
     # the case this option exists for: the direct ARD run ends below the isotropic model
-    assert direct.log_evidence_ < iso.log_evidence_ - 5.0
+    # (by 1.1 nats with the trust region here; by more than 5 with L-BFGS-B)
+    assert direct.log_evidence_ < iso.log_evidence_
     assert both.log_evidence_ >= max(iso.log_evidence_, direct.log_evidence_)
     # the best point is kept across the two runs: the model is the best evaluation
     assert both.log_evidence_ == -min(r["fun"] for st in both.starts_ for r in st["trajectory"])

@@ -1,6 +1,6 @@
 """scikit-learn's own estimator checks for every public estimator.
 
-The evidence searches run with one start and a few L-BFGS-B iterations (the
+The evidence searches run with one start and a few trust-region iterations (the
 checks test the API contract, not the optimum), with warnings about the
 iteration limit silenced. Checks that cannot pass by design are declared
 through ``expected_failed_checks`` with the reason (also listed in the

@@ -270,7 +270,7 @@ def test_btsvc_matrix_free_fit_is_repeatable_and_close_to_dense():
     err_a = np.mean(a.predict(te.X) != te.y)
     err_d = np.mean(dense.predict(te.X) != te.y)
     assert abs(err_a - err_d) < 0.01
-    assert all("evidence_error" in r for r in a.starts_[0]["trajectory"])
+    assert all("error" in r["info"] for r in a.starts_[0]["trajectory"])
 
 
 def test_btsvc_matrix_free_resume_replays_exactly():

@@ -86,7 +86,7 @@ def test_gpr_evidence_maximisation(reg_data):
     start = GPR(ard=True, optimize=False).fit(X, y)
     m = GPR(ard=True, n_starts=2, random_state=0).fit(X, y)
     assert len(m.starts_) == 2
-    funs = [s["fun"] for s in m.starts_]
+    funs = [s["neg_log_evidence"] for s in m.starts_]
     assert m.best_start_ == int(np.argmin(funs))
     assert m.log_marginal_likelihood_ == pytest.approx(-funs[m.best_start_], abs=1e-8)
     assert m.log_marginal_likelihood_ > start.log_marginal_likelihood_
@@ -96,8 +96,8 @@ def test_gpr_evidence_maximisation(reg_data):
     interior = (m.theta_ > lo + 1e-3) & (m.theta_ < hi - 1e-3)
     assert np.max(np.abs(g[interior])) < 1e-2
     rec = m.starts_[0]
-    assert rec["trajectory_theta"].shape == (len(rec["trajectory_fun"]), m.theta_.size)
-    assert len(rec["trajectory_fun"]) >= 1
+    assert len(rec["trajectory"]) == rec["n_eval"] >= 1
+    assert all(r["theta"].shape == m.theta_.shape for r in rec["trajectory"])
     # the irrelevant third input gets a smaller relevance weight than the first
     assert m.kappa_[2] < m.kappa_[0]
     assert np.sqrt(np.mean((m.predict(X) - y) ** 2)) < 0.2
@@ -158,7 +158,7 @@ def test_gpr_normalize_y_matches_sklearn_and_is_scale_free(reg_data, tmp_path):
         a.log_marginal_likelihood_ - y.size * np.log(1e-3), abs=1e-6)
     np.testing.assert_allclose(1e-3 * a.predict(Xt) - 7.0, b.predict(Xt), rtol=1e-6, atol=1e-9)
     # the optimiser's records are on the same (raw) scale as the reported evidence
-    assert -a.starts_[a.best_start_]["fun"] == pytest.approx(a.log_marginal_likelihood_, abs=1e-8)
+    assert -a.starts_[a.best_start_]["neg_log_evidence"] == pytest.approx(a.log_marginal_likelihood_, abs=1e-8)
     # and a saved model predicts and reports the same after loading
     from bsvm_scale.storage import load_model, save_model
 

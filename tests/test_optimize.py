@@ -1,23 +1,32 @@
-"""The evidence-maximisation driver: replay of recorded evaluations (exact
-resume), first-step normalisation and the stall rule of ``run_start``."""
+"""The evidence-maximisation driver and its pieces: the trust-region step
+(against an exhaustive active-set reference), the damped BFGS update, the
+radius rule, the recorder (replay, callback, non-finite values), the stall
+rule, the stopping rules, and ``run_start`` on smooth and jumping objectives."""
+
+import itertools
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der
 
-from bsvm_scale.optimize import run_start
+from bsvm_scale import trust_region as tr
+from bsvm_scale.optimize import (Options, Recorder, StallRule, fixed_record, run_start,
+                                 start_record, stop_reason, trajectory_columns)
 
 
 class _Counted:
-    """Rosenbrock objective ``theta -> (value, grad, info)`` counting calls."""
+    """Rosenbrock objective ``theta -> (value, grad, info)`` counting calls;
+    ``jump``: a step of that height where ``theta[0] > 0.5`` (the gradient
+    follows the smooth piece, as the evidence's does)."""
 
-    def __init__(self, step=0.0):
+    def __init__(self, step=0.0, jump=0.0):
         self.calls = 0
         self.step = step
+        self.jump = jump
 
     def __call__(self, theta):
         self.calls += 1
-        value = rosen(theta)
+        value = rosen(theta) + (self.jump if theta[0] > 0.5 else 0.0)
         if self.step:  # piecewise constant: values on a grid of width step
             value = np.floor(value / self.step) * self.step
         return value, rosen_der(theta), {"call": self.calls}
@@ -33,13 +42,160 @@ def _run(obj, **kw):
     return res, records
 
 
+# -- pieces -------------------------------------------------------------------
+
+def _exhaustive_box_qp(g, B, lo, hi):
+    """Slow reference: every assignment of each variable to its lower bound,
+    its upper bound or free; the feasible stationary point of lowest value."""
+    d = g.size
+    best, best_s = np.inf, None
+    for pattern in itertools.product((0, 1, 2), repeat=d):
+        s = np.zeros(d)
+        fixed = np.array([p != 2 for p in pattern])
+        for i, p in enumerate(pattern):
+            if p != 2:
+                s[i] = lo[i] if p == 0 else hi[i]
+        free = ~fixed
+        if free.any():
+            rhs = -(g[free] + B[np.ix_(free, fixed)] @ s[fixed])
+            s[free] = np.linalg.solve(B[np.ix_(free, free)], rhs)
+            if np.any(s[free] < lo[free] - 1e-12) or np.any(s[free] > hi[free] + 1e-12):
+                continue
+        value = g @ s + 0.5 * s @ B @ s
+        if value < best:
+            best, best_s = value, s
+    return best_s, -best
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_model_step_is_the_exact_minimiser_over_the_box(seed):
+    rng = np.random.default_rng(seed)
+    d = 4
+    A = rng.normal(size=(d, d))
+    B = A @ A.T + 0.1 * np.eye(d)
+    g = rng.normal(size=d) * 3.0
+    lo, hi = -rng.uniform(0.0, 1.0, d), rng.uniform(0.05, 1.0, d)
+    s, pred = tr.model_step(g, B, lo, hi)
+    ref, ref_pred = _exhaustive_box_qp(g, B, lo, hi)
+    np.testing.assert_allclose(s, ref, atol=1e-8)
+    assert pred == pytest.approx(ref_pred, rel=1e-9, abs=1e-12)
+    assert np.all(s >= lo) and np.all(s <= hi)
+
+
+def test_model_step_holds_variables_with_a_box_of_zero_width():
+    B = np.array([[2.0, 0.5], [0.5, 1.0]])
+    g = np.array([1.0, -2.0])
+    s, pred = tr.model_step(g, B, np.array([0.0, -1.0]), np.array([0.0, 1.0]))
+    assert s[0] == 0.0 and s[1] == pytest.approx(1.0)  # -g/B = 2, cut at 1
+    assert pred == pytest.approx(-(g @ s + 0.5 * s @ B @ s))
+
+
+@pytest.mark.parametrize("precondition", [False, True])
+def test_initial_hessian_makes_the_first_step_the_radius(precondition):
+    g = np.array([300.0, -0.5, 2.0, 0.0])
+    B = tr.initial_hessian(g, 0.2, precondition)
+    step = -np.linalg.solve(B, g)
+    assert np.max(np.abs(step)) == pytest.approx(0.2)
+    if precondition:  # gradients above one move by the same amount, the others less
+        assert abs(step[0]) == pytest.approx(abs(step[2]))
+        assert abs(step[1]) == pytest.approx(0.5 * abs(step[0]))
+    else:
+        np.testing.assert_allclose(step, -g / 300.0 * 0.2)
+
+
+def test_bfgs_update_meets_the_secant_condition_and_stays_positive_definite():
+    rng = np.random.default_rng(3)
+    B = np.eye(3)
+    s = rng.normal(size=3)
+    y = 2.0 * s + 0.1 * rng.normal(size=3)  # positive curvature: plain BFGS
+    B1 = tr.bfgs_update(B, s, y)
+    np.testing.assert_allclose(B1 @ s, y, rtol=1e-12)
+    y_bad = -s  # negative curvature (a jump): damped, still positive definite
+    B2 = tr.bfgs_update(B1, s, y_bad)
+    assert np.all(np.linalg.eigvalsh(B2) > 0)
+    assert s @ B2 @ s == pytest.approx(0.2 * (s @ B1 @ s))  # Powell: s'r = 0.2 s'Bs
+    assert tr.bfgs_update(B1, s, np.full(3, np.nan)) is B1  # non-finite: unchanged
+
+
+def test_first_bfgs_update_rescales_the_initial_guess():
+    s, y = np.array([1.0, 0.0]), np.array([50.0, 0.0])
+    B = tr.bfgs_update(np.eye(2), s, y, first=True)
+    assert B[0, 0] == pytest.approx(50.0) and B[1, 1] == pytest.approx(50.0)
+
+
+@pytest.mark.parametrize("rho, step, expect", [
+    (np.nan, 0.4, 0.1),      # non-finite value: a quarter of the step
+    (-3.0, 0.4, 0.1),        # worse: a quarter of the step
+    (0.1, 0.4, 0.1),         # poor agreement: a quarter of the step
+    (0.5, 0.4, 0.5),         # fair: unchanged
+    (0.9, 0.5, 1.0),         # good and at the radius: doubled
+    (0.9, 0.2, 0.5),         # good but inside: unchanged
+    (0.9, 0.5, 1.0),
+])
+def test_next_radius(rho, step, expect):
+    assert tr.next_radius(0.5, rho, step, 10.0) == pytest.approx(expect)
+    assert tr.next_radius(0.5, 0.99, 0.5, 0.7) == 0.7  # capped by max_radius
+
+
+def test_recorder_replays_then_evaluates_and_reports_every_record():
+    obj = _Counted()
+    seen = []
+    first = Recorder(obj, *np.array(BOUNDS).T)
+    points = [THETA0, THETA0 + 0.1, THETA0 + 0.2]
+    recorded = [first(p) for p in points]
+    again = Recorder(obj, *np.array(BOUNDS).T, replay=recorded[:2], callback=seen.append)
+    calls = obj.calls
+    out = [again(p) for p in points]
+    assert obj.calls == calls + 1 and again.n_replayed == 2
+    assert [r["replayed"] for r in out] == [True, True, False]
+    assert [r["fun"] for r in out] == [r["fun"] for r in recorded] and seen == out
+
+
+def test_recorder_counts_non_finite_values_with_an_infinite_gradient_norm():
+    rec = Recorder(lambda t: (np.nan, np.zeros(2), {}), *np.array(BOUNDS).T)
+    r = rec(THETA0)
+    assert rec.n_nonfinite == 1 and r["grad_norm"] == np.inf
+
+
+def test_stall_rule_counts_values_that_do_not_improve_the_reference():
+    rule = StallRule(1e-3, 3)
+    assert [rule(v) for v in (10.0, 9.0, 8.995, 8.999, np.nan, 8.992)] == \
+        [False, False, False, False, False, True]
+    assert not any(StallRule()(v) for v in (1.0, 1.0, 1.0, 1.0))  # off by default
+
+
+def test_stop_reason_names_the_rule():
+    opts = Options.parse({"maxiter": 5, "maxfun": 9, "gtol": 1e-3, "ftol": 1e-6,
+                          "min_radius": 1e-3})
+    assert stop_reason(opts, 1, 2, 1e-4, 1.0)[1].startswith("CONVERGENCE: projected gradient")
+    assert "relative decrease" in stop_reason(opts, 1, 2, 1.0, 1.0, decrease=1e-7)[1]
+    assert "trust radius" in stop_reason(opts, 1, 2, 1.0, 1e-4)[1]
+    assert stop_reason(opts, 5, 6, 1.0, 1.0) == (False, "STOP: maxiter=5 iterations reached")
+    assert stop_reason(opts, 4, 9, 1.0, 1.0)[0] is False
+    assert stop_reason(opts, 1, 2, 1.0, 1.0, decrease=None, predicted=1e-3) is None
+
+
+def test_options_are_validated_by_name():
+    with pytest.raises(ValueError, match=r"\['maxls'\] are not known"):
+        Options.parse({"maxls": 20})
+    with pytest.raises(ValueError, match="stall_rtol and stall_evals go together"):
+        Options.parse({"stall_rtol": 1e-3})
+    with pytest.raises(ValueError, match="gtol must be a number >= 0"):
+        Options.parse({"gtol": -1.0})
+    assert Options.parse({"min_step": 0.01}).min_radius == 0.01
+    opts = Options.parse(None, max_step=0.5, first_step=0.2)
+    assert (opts.radius, opts.max_radius) == (0.2, 0.5)
+
+
+# -- the driver ---------------------------------------------------------------
+
 @pytest.mark.parametrize("k", [1, 7, 25])
-@pytest.mark.parametrize("normalize", [False, True])
-def test_replay_reproduces_the_run_without_reevaluating(k, normalize):
-    ref, records = _run(_Counted(), normalize=normalize)
+@pytest.mark.parametrize("precondition", [False, True])
+def test_replay_reproduces_the_run_without_reevaluating(k, precondition):
+    ref, records = _run(_Counted(), precondition=precondition)
     assert len(records) > k
     obj = _Counted()
-    res, again = _run(obj, normalize=normalize, replay=records[:k])
+    res, again = _run(obj, precondition=precondition, replay=records[:k])
     assert obj.calls == len(records) - k  # recorded points were not evaluated again
     assert res.n_replayed == k and [r["replayed"] for r in again] == [True] * k + \
         [False] * (len(records) - k)
@@ -51,113 +207,108 @@ def test_replay_reproduces_the_run_without_reevaluating(k, normalize):
 def test_replay_stops_where_the_record_differs():
     _, records = _run(_Counted())
     forged = [dict(r) for r in records[:5]]
-    forged[3]["theta"] = forged[3]["theta"] + 1e-3  # not what L-BFGS-B asks for
+    forged[3]["theta"] = forged[3]["theta"] + 1e-3  # not what the driver asks for
     obj = _Counted()
     res, again = _run(obj, replay=forged)
     assert res.n_replayed == 3 and not again[3]["replayed"]
     assert np.array_equal(again[3]["theta"], records[3]["theta"])
 
 
-def test_normalize_reports_unscaled_values_and_reaches_the_minimum():
+def test_reaches_the_minimum_with_one_evaluation_per_iteration():
     obj = _Counted()
-    res, records = _run(obj, normalize=True)
-    # the first evaluation (theta0) is made once although L-BFGS-B asks for it again
-    assert obj.calls == len(records)
-    assert records[0]["fun"] == rosen(THETA0)
-    for r in records:
-        assert r["fun"] == rosen(r["theta"])
-        np.testing.assert_array_equal(r["grad"], rosen_der(r["theta"]))
+    res, records = _run(obj)
+    assert obj.calls == len(records) == res.n_iter + 1  # no line search, no repeats
     ref = minimize(rosen, THETA0, jac=rosen_der, method="L-BFGS-B", bounds=BOUNDS,
                    options={"maxiter": 200, "ftol": 1e-12, "gtol": 1e-10})
-    np.testing.assert_allclose(res.theta, ref.x, atol=2e-3)
+    np.testing.assert_allclose(res.theta, ref.x, atol=2e-2)
+    assert res.fun < 1e-3 and res.success
 
 
-def test_stall_rule_stops_after_the_given_number_of_flat_evaluations():
-    obj = _Counted(step=0.05)  # a function flat below a resolution of 0.05
-    opts = {"maxiter": 200, "stall_rtol": 1e-3, "stall_evals": 4}
-    res = run_start(obj, THETA0, BOUNDS, opts)
-    funs = [r["fun"] for r in res.trajectory]
-    assert "stall_rtol" in res.message and res.success
-    # independent check of the rule on the recorded values
-    ref, count = funs[0], 0
-    for i, f in enumerate(funs[1:], 1):
-        if f < ref - 1e-3 * max(1.0, abs(ref)):
-            ref, count = f, 0
-        else:
-            count += 1
-        assert count < 4 or i == len(funs) - 1
-    assert count == 4
-    free = run_start(_Counted(step=0.05), THETA0, BOUNDS, {"maxiter": 200})
-    assert free.n_eval > res.n_eval  # without the rule the line searches go on
+def test_result_is_the_best_point_and_rejected_steps_shrink_the_radius():
+    res, records = _run(_Counted())
+    assert res.fun == min(r["fun"] for r in records)
+    assert res.n_rejected == sum(not r["accepted"] for r in records[1:]) > 0
+    for a, b in zip(records[1:], records[2:]):
+        if not a["accepted"]:  # the next trial lies in a smaller region
+            assert b["radius"] < a["radius"]
+            assert np.max(np.abs(b["theta"] - a["theta"])) > 0
 
 
-def _min_gap_to_best(trajectory):
-    """Smallest max-norm distance of an evaluated point to the best point
-    evaluated before it (distinct points only)."""
-    gaps, best = [], None
-    for r in trajectory:
-        if best is not None:
-            d = np.max(np.abs(r["theta"] - best[0]))
-            if d > 0:
-                gaps.append(d)
-        if best is None or r["fun"] < best[1]:
-            best = (r["theta"], r["fun"])
-    return min(gaps)
-
-
-def test_min_step_skips_line_search_steps_that_cannot_matter():
-    # values known only to a resolution (like an evidence at an SMO tolerance):
-    # near the optimum the line searches shrink their steps towards zero
-    opts = {"maxiter": 200}
-    free = run_start(_Counted(step=1e-4), THETA0, BOUNDS, opts)
-    assert _min_gap_to_best(free.trajectory) < 1e-10
-    obj = _Counted(step=1e-4)
-    res = run_start(obj, THETA0, BOUNDS, dict(opts, min_step=1e-3))
-    assert _min_gap_to_best(res.trajectory) >= 1e-3
-    assert obj.calls == len(res.trajectory) < 0.7 * len(free.trajectory)
-    # the same optimum (rosen's minimum is 0 at (1, 1))
-    assert res.fun == free.fun == 0.0 and rosen(res.theta) < 1e-3
-    np.testing.assert_allclose(res.theta, [1.0, 1.0], atol=0.05)
-
-
-def test_preconditioned_start_evaluates_theta0_once():
-    """With precondition=True the start point is evaluated for the scales and
-    L-BFGS-B then asks for it again; that request must be recognised as
-    theta0 and answered from the first evaluation (each one is a full MAP
-    solve in BSVR). Here (theta0 * s) / s != theta0 in floating point, so
-    mapping the request back by division made a second, near-identical
-    evaluation."""
-    theta0 = np.array([-1.5, -0.9])
-    seen = []
-
-    def obj(theta):
-        seen.append(np.array(theta, dtype=float))
-        return rosen(theta), rosen_der(theta), {}
-
-    g0 = rosen_der(theta0)
-    s = np.maximum(1.0, np.sqrt(np.abs(g0)))
-    assert not np.array_equal((theta0 * s) / s, theta0)   # the case this guards
-    run_start(obj, theta0, None, {"maxiter": 3}, precondition=True)
-    np.testing.assert_array_equal(seen[0], theta0)
-    near = [t for t in seen if np.allclose(t, theta0, rtol=0, atol=1e-12)]
-    assert len(near) == 1
-
-
-@pytest.mark.parametrize("precondition", [False, True])
-def test_normalised_first_step_moves_no_variable_beyond_first_step(precondition):
-    """normalize bounds L-BFGS-B's first step (-g in the scaled variables) by
-    first_step (and max_step) in every variable, preconditioned or not, so a
-    trust radius does not reject it: the first point evaluated after theta0
-    lies exactly first_step away (max-norm). (With a bound on every variable
-    L-BFGS-B's first trial is the full step -g; without, a unit step.)"""
-    theta0 = np.array([-1.5, -0.9])
+def test_first_trial_lies_at_the_initial_radius_within_max_step():
     seen = []
 
     def obj(theta):
         seen.append(np.array(theta, dtype=float))
         return 100.0 * rosen(theta), 100.0 * rosen_der(theta), {}
 
-    run_start(obj, theta0, [(-5.0, 5.0)] * 2, {"maxiter": 1}, max_step=0.5, first_step=0.2,
-              normalize=True, precondition=precondition)
+    theta0 = np.array([-1.5, -0.9])
+    res = run_start(obj, theta0, [(-5.0, 5.0)] * 2, {"maxiter": 30}, max_step=0.5,
+                    first_step=0.2)
     np.testing.assert_array_equal(seen[0], theta0)
     assert np.max(np.abs(seen[1] - theta0)) == pytest.approx(0.2, rel=1e-9)
+    for r in res.trajectory[1:]:
+        assert r["radius"] <= 0.5
+
+
+def test_the_search_follows_the_gradients_across_a_jump():
+    """``(x - 2)^2`` plus 0.5 where ``x > 1``, the gradient from the smooth
+    piece (as the evidence's), steps of at most 0.25 from 0. The first point
+    past the jump (1.25: 1.0625) is worse than the last before it (1: 1), so a
+    search that accepts only decreases ends at 1; the gradients agree with
+    the model there, the step is taken and the search reaches 2 (0.5, the
+    lowest value)."""
+    def objective(theta):
+        x = theta[0]
+        return (x - 2.0) ** 2 + (0.5 if x > 1.0 else 0.0), np.array([2.0 * (x - 2.0)]), {}
+
+    res = run_start(objective, np.zeros(1), [(-5.0, 5.0)], {"maxiter": 50}, max_step=0.25)
+    assert res.theta[0] == pytest.approx(2.0, abs=1e-3) and res.fun == pytest.approx(0.5)
+    recs = res.trajectory
+    uphill = [b for a, b in zip(recs, recs[1:])
+              if b["accepted"] and b["fun"] > a["fun"] and b["theta"][0] > 1.0 >= a["theta"][0]]
+    assert uphill  # the jump was crossed by a step the values alone would reject
+    assert all(r["radius"] <= 0.25 for r in recs[1:])
+
+
+def test_stall_rule_ends_a_start_on_a_flat_objective():
+    obj = _Counted(step=0.05)  # a function flat below a resolution of 0.05
+    opts = {"maxiter": 200, "stall_rtol": 1e-3, "stall_evals": 4, "min_radius": 0.0,
+            "ftol": 0.0}
+    res = run_start(obj, THETA0, BOUNDS, opts)
+    funs = [r["fun"] for r in res.trajectory]
+    assert "stall_rtol" in res.message and res.success
+    rule = StallRule(1e-3, 4)
+    flags = [rule(f) for f in funs]
+    assert flags[-1] and not any(flags[:-1])
+
+
+def test_min_radius_ends_a_start_whose_steps_cannot_matter():
+    """Values known to 1e-3 and a gradient slightly off (as an evidence at an
+    SMO tolerance): near the optimum the steps fail and the radius shrinks;
+    below min_radius the start ends instead of paying for steps that cannot
+    matter."""
+    def objective(theta):
+        value = np.floor(rosen(theta) / 1e-3) * 1e-3
+        return value, rosen_der(theta) + np.array([0.05, -0.05]), {}
+
+    off = {"maxiter": 300, "ftol": 0.0, "gtol": 0.0, "stall_rtol": None, "stall_evals": None}
+    free = run_start(objective, THETA0, BOUNDS, dict(off, min_radius=0.0))
+    res = run_start(objective, THETA0, BOUNDS, dict(off, min_radius=1e-3))
+    assert "min_radius" in res.message and res.n_eval < free.n_eval
+    assert res.fun <= 1e-3 and rosen(res.theta) < 1e-2
+
+
+def test_start_record_layout_is_shared():
+    res, _ = _run(_Counted())
+    rec = start_record(res, shift=2.0, n_samples=7)
+    assert rec["neg_log_evidence"] == res.fun + 2.0 and rec["n_samples"] == 7
+    assert {"theta0", "theta", "n_iter", "n_eval", "success", "message", "n_nonfinite",
+            "n_rejected", "n_replayed"} <= set(rec)
+    r = rec["trajectory"][0]
+    assert set(r) == {"theta", "fun", "grad", "grad_norm", "accepted", "radius", "replayed",
+                      "info"}
+    assert r["info"] == {"call": 1}
+    cols = trajectory_columns(rec["trajectory"], 2)
+    assert cols["theta"].shape == (res.n_eval, 2) and np.all(np.isnan(cols["map_s"]))
+    fixed = fixed_record(THETA0, 3.0, {"n_sv": 4, "support": np.arange(4)})
+    assert fixed["n_eval"] == 1 and fixed["trajectory"][0]["info"] == {"n_sv": 4}

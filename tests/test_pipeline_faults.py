@@ -39,7 +39,7 @@ n_test = 20
 [[models]]
 kind = "bsvr"
 search = {{ n_starts = 2 }}
-settings = {{ optimizer_options = {{ maxiter = 6 }} }}
+settings = {{ optimizer_options = {{ maxiter = 25 }} }}
 """
 N_TASKS = 2
 RUN_TIMEOUT_S = 900      # generous bound on one run (a hang fails the test, not CI)

@@ -353,7 +353,7 @@ def test_kill_and_resume(reference, tmp_path, capsys):
     for t in resumed:
         assert t["trajectory"]["fun"].size > t["resumed_from"]
     # the same results as the uninterrupted run: a resumed start replays its
-    # recorded evaluations, so L-BFGS-B follows the same path
+    # recorded evaluations, so the search follows the same path
     a, b = _by_task(ref), _by_task(rec)
     assert set(b) <= set(a) and len(b) == N_KILL
     for tid in b:

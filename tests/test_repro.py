@@ -503,8 +503,10 @@ def test_c3_grid_is_centred_on_the_evidence_optimum():
     # the centre is the fitted point. (It need not be a grid minimum: the
     # Laplace evidence (5.35) drops by a jump whenever a case leaves the SV
     # set, where Lambda_ii falls from pi^2/8 to 0, while the gradient (5.36)
-    # follows the smooth pieces between jumps.)
-    assert ev[2, 2] == pytest.approx(-m.log_evidence_, rel=1e-3)
+    # follows the smooth pieces between jumps; the grid solves each point
+    # cold, the fit warm, so the two MAP solutions can sit on either side
+    # of such a jump: 0.06 nats here.)
+    assert ev[2, 2] == pytest.approx(-m.log_evidence_, abs=0.1)
     assert np.all(np.isfinite(ev)) and np.ptp(ev) > 1.0
     assert np.all((err >= 0) & (err <= 1)) and err[2, 2] < 0.1
     # rows run along kappa0 at fixed kappa: a larger kappa0 at a tiny kappa

@@ -264,25 +264,33 @@ def test_non_finite_evidence_step_is_rejected_and_optimiser_continues():
         res = run_start(objective, np.array([4.0, 3.0]), bounds=[(-5, 5), (-5, 5)],
                         options={"maxiter": 50})
     assert res.n_nonfinite == 1 and res.success
-    np.testing.assert_allclose(res.theta, target, atol=1e-4)
+    # to the resolution of the default stall rule (1e-5 in the value)
+    np.testing.assert_allclose(res.theta, target, atol=1e-3)
 
 
-def test_non_finite_evidence_stop_is_not_called_convergence():
-    """Two failed evaluations in a row end L-BFGS-B's line search; SciPy then
-    reports convergence at the start. The start is reported as unsuccessful,
-    with a warning naming the gradient left."""
-    objective, _ = _quadratic_failing_at({2, 3})
+def test_non_finite_evidence_around_the_optimum_is_not_called_convergence():
+    """The evidence fails in a ring around the optimum: the trust radius
+    shrinks onto the failing region and the start ends. It is reported as
+    unsuccessful, with a warning naming the gradient left."""
+    target = np.array([1.0, -0.5])
+
+    def objective(theta):
+        d = theta - target
+        if 0.0 < np.max(np.abs(d)) < 1.0:
+            return np.nan, np.full(2, np.nan), {}
+        return float(d @ d), 2 * d, {}
+
     with pytest.warns(RuntimeWarning, match="may not be maximised"):
         res = run_start(objective, np.array([4.0, 3.0]), bounds=[(-5, 5), (-5, 5)],
                         options={"maxiter": 50})
-    assert res.n_nonfinite == 2
+    assert res.n_nonfinite >= 2
     assert not res.success and "non-finite" in res.message
-    assert np.isfinite(res.fun)
+    assert np.isfinite(res.fun) and np.max(np.abs(res.theta - target)) >= 1.0
 
 
 def test_non_finite_everywhere_is_a_clear_error():
     def objective(theta):
         return np.inf, np.zeros_like(theta), {}
 
-    with pytest.raises(FloatingPointError, match="not finite at any point"):
+    with pytest.raises(FloatingPointError, match="not finite at the starting point"):
         run_start(objective, np.zeros(2), bounds=[(-1, 1), (-1, 1)])

@@ -46,6 +46,7 @@ from .config import BAYES_KINDS, KINDS, TASK_OF
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
 from .external import without_platt
+from ..optimize import trajectory_columns
 from .variants import cv_folds, fixed_params
 
 __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "machine", "source_commit",
@@ -297,15 +298,7 @@ def _trajectory_of(model, theta0):
     start with ``ard_init="isotropic"`` makes two runs: from the start and
     from the isotropic optimum)."""
     starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
-    tr = [r for st in starts for r in st["trajectory"]]
-
-    def col(key):  # BSVR records keep diagnostics under "info", BTSVC's at the top
-        return np.array([r.get(key, r.get("info", {}).get(key, np.nan)) for r in tr], dtype=float)
-
-    return {"theta": np.array([r["theta"] for r in tr]) if tr else np.zeros((0, theta0.size)),
-            "fun": col("fun"), "grad_norm": col("grad_norm"),
-            # seconds per evaluation in the MAP solve and in the evidence + gradient
-            "map_s": col("map_s"), "evidence_s": col("evidence_s")}
+    return trajectory_columns([r for st in starts for r in st["trajectory"]], theta0.size)
 
 
 def _fit_bayes(spec, Xtr, ytr):
@@ -395,14 +388,10 @@ def _fit_plain(spec, Xtr, ytr):
         best = res.best_estimator
         return (best.set_params(probability=True).fit(Xtr, ytr) if platt else best), extra
     est.fit(Xtr, ytr)
-    traj = None
     starts = getattr(est, "starts_", None)
-    if kind in ("gpr", "gpc") and starts:
-        b = starts[est.best_start_]
-        if "trajectory_fun" in b:
-            traj = {"theta": np.asarray(b.get("trajectory_theta")), "fun": np.asarray(b["trajectory_fun"]),
-                    "grad_norm": np.asarray(b.get("trajectory_grad_norm"))}
-    extra["trajectory"] = traj
+    if kind in ("gpr", "gpc") and starts:  # the best start's evaluations
+        extra["trajectory"] = trajectory_columns(starts[est.best_start_]["trajectory"],
+                                                 np.size(est.theta_))
     return est, extra
 
 

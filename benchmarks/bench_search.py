@@ -1,0 +1,121 @@
+"""Hyperparameter-search benchmark: evaluations per start and final evidence.
+
+The evidence of BSVR and BTSVC is only piecewise smooth, so the optimiser's
+cost is counted in evidence evaluations (each one MAP solve plus one evidence
+and gradient). Cases (experiments.md):
+
+- ``r1``: BSVR, sinc + SILF noise (R1), 4,000 cases (up to 3 training sets), beta
+  0.3, the two protocol starts;
+- ``twonorm``, ``waveform`` (and ``ringnorm``): BTSVC on the first C3
+  partitions (400 training cases, one start as in the C3 pipeline);
+- ``boston``: BSVR-ARD (``ard_init="isotropic"``, beta 0.3) on the first
+  stored Boston splits (R5).
+
+Every fit reports, per full-data optimiser run, its evaluations and
+``-ln evidence``, and the wall time of the fit::
+
+    python3 benchmarks/bench_search.py [--cases r1 twonorm waveform boston]
+        [--partitions 5] [--out FILE.json]
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def _runs(model):
+    """(evaluations, -ln evidence) of every full-data optimiser run of a fit,
+    and the evaluations of its isotropic first stages and subsample phases."""
+    runs, extra = [], 0
+    for s in model.starts_:
+        if s.get("trajectory"):
+            runs.append((len(s["trajectory"]), float(s["neg_log_evidence"])))
+        for key in ("isotropic", "subsample"):
+            if isinstance(s.get(key), dict):
+                extra += len(s[key].get("trajectory", []))
+    return runs, extra
+
+
+def _fit(est, X, y):
+    t = time.perf_counter()
+    est.fit(X, y)
+    seconds = time.perf_counter() - t
+    runs, extra = _runs(est)
+    return {"seconds": seconds, "evals_per_run": [r[0] for r in runs],
+            "neg_log_evidence_per_run": [r[1] for r in runs], "other_evals": extra,
+            "neg_log_evidence": -float(est.log_evidence_)}
+
+
+def _r1(partitions):
+    from bsvm_scale import BayesianSVR
+    from bsvm_scale.datasets import sinc_silf
+
+    out = []
+    for seed in range(1, 1 + min(partitions, 3)):  # at most 3 training sets
+        ds = sinc_silf(4000, seed)
+        out.append(_fit(BayesianSVR(beta=0.3), ds.X, ds.y))
+    return out
+
+
+def _c3(name, partitions):
+    from bsvm_scale import BayesianSVC
+    from bsvm_scale import datasets
+
+    n, n_test = (5000, 4600) if name == "waveform" else (7400, 7000)
+    ds = getattr(datasets, name)(n, 31)
+    out = []
+    for tr, _ in datasets.random_splits(n, 400, partitions, 31, n_test):
+        out.append(_fit(BayesianSVC(n_starts=1), ds.X[tr], ds.y[tr]))
+    return out
+
+
+def _boston(partitions):
+    from bsvm_scale import BayesianSVR
+    from bsvm_scale.datasets import load_real
+
+    ds = load_real("boston")
+    out = []
+    for k in range(partitions):
+        train, _ = ds.split(k)
+        out.append(_fit(BayesianSVR(beta=0.3, ard=True, ard_init="isotropic"),
+                        train.X, train.y))
+    return out
+
+
+CASES = {"r1": _r1, "twonorm": lambda p: _c3("twonorm", p),
+         "waveform": lambda p: _c3("waveform", p), "ringnorm": lambda p: _c3("ringnorm", p),
+         "boston": _boston}
+
+
+def summary(fits):
+    """Medians over the fits of one case."""
+    evals = [e for f in fits for e in f["evals_per_run"]]
+    return {"fits": len(fits), "median_evals_per_run": float(np.median(evals)),
+            "mean_evals_per_run": float(np.mean(evals)),
+            "total_evals": int(sum(evals) + sum(f["other_evals"] for f in fits)),
+            "mean_neg_log_evidence": float(np.mean([f["neg_log_evidence"] for f in fits])),
+            "median_seconds": float(np.median([f["seconds"] for f in fits])),
+            "total_seconds": float(sum(f["seconds"] for f in fits))}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", nargs="+", default=["r1", "twonorm", "waveform", "boston"],
+                    choices=sorted(CASES))
+    ap.add_argument("--partitions", type=int, default=5)
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    result = {}
+    for case in args.cases:
+        fits = CASES[case](args.partitions)
+        result[case] = {"summary": summary(fits), "fits": fits}
+        print(case, json.dumps(result[case]["summary"]), flush=True)
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump(result, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
