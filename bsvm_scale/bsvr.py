@@ -34,8 +34,9 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
-from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, fixed_record, run_start,
-                       start_record, subsample_indices, unrefined_record)
+from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, check_ard_init, fixed_record,
+                       isotropic_stage, run_plan, run_start, start_record, subsample_indices,
+                       unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -79,22 +80,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Default: :func:`default_beta` of the training-set size.
     ard : bool, default=False
         One relevance weight ``kappa_l`` per input (4.42).
-    ard_init : {"isotropic", "start"}, default="isotropic"
-        How an ARD start begins (``ard=True`` with more than one input).
-        ``"isotropic"``: the isotropic model (one ``kappa``, the geometric
-        mean of the start's ``kappa_l``) is first fitted from the start, with
-        every option of this estimator, and the ARD optimisation then begins
-        at its optimum (every ``kappa_l`` equal to its ``kappa``, dual warm
-        start from its solution, trust radius
+    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+        How an ARD search begins (``ard=True`` with more than one input;
+        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: two
+        runs per start, the better kept: one from the start itself, and one
+        from the optimum of the isotropic model (one ``kappa``, the geometric
+        mean of the start's ``kappa_l``), fitted first from the start with
+        every option of this estimator (every ``kappa_l`` equal to its
+        ``kappa``, dual warm start from its solution, trust radius
         :data:`bsvm_scale.optimize.FINE_MAX_STEP`). The ARD model contains
-        the isotropic one and the optimiser keeps its best point, so the ARD
-        evidence is then at least the isotropic optimum's. ``"start"``: the
-        ARD optimisation begins at the start itself. The evidence (4.38)
-        jumps where a case crosses between the loss's quadratic and linear
-        pieces, while the gradient (4.39)-(4.42) follows the smooth pieces,
-        so that the path of the search, and where it ends, depends on the
-        start (with L-BFGS-B, 88 of 100 Boston splits ended below the
-        isotropic evidence from the start alone).
+        the isotropic one and the search keeps its best point, so the ARD
+        evidence is at least the isotropic optimum's. ``"continuation"``:
+        only the run from the isotropic optimum (the same guarantee, fewer
+        evaluations). ``"start"``: only the run from the start (no such
+        guarantee: the evidence (4.38) jumps where a case crosses between the
+        loss's quadratic and linear pieces, and where the search ends depends
+        on where it began).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones
@@ -258,8 +259,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         check_positive_int("n_starts", self.n_starts, allow_none=True)
         check_positive_int("max_iter", self.max_iter, allow_none=True)
         check_positive_int("init_subsample", self.init_subsample, allow_none=True)
-        if self.ard_init not in ("isotropic", "start"):
-            raise ValueError(f"ard_init must be 'isotropic' or 'start'; got {self.ard_init!r}.")
+        check_ard_init(self.ard_init)
         return beta
 
     def _box(self, s, d):
@@ -400,15 +400,21 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
                                            callback, replay)
         coarse, best, nu0 = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
-        plan = [(theta, None, None) for theta in thetas]
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
                 problem.reset(nu0)
-            plan = [(coarse[best]["theta"], None, FINE_MAX_STEP)]
-        # coarse-to-fine: the isotropic stage only from the start refined on the full data
-        origins = [coarse[best]["theta0"]] if coarse else thetas
+            thetas, origins = [coarse[best]["theta"]], [coarse[best]["theta0"]]
+        else:
+            origins = thetas
         n, d = Xs.shape
-        stage = self._isotropic_stage(X, y, origins) if self._isotropic_first(d) else []
+        mode = self.ard_init if bool(self.ard) and d > 1 else "start"
+        stage = isotropic_stage(self._isotropic_fit, X, y, origins) if mode != "start" else []
+        # ard_init="continuation" drops the run from a start whose isotropic fit
+        # worked (coarse-to-fine keeps it: it begins at the subsample optimum)
+        plan = [(theta, None, FINE_MAX_STEP if coarse else None)
+                for theta, iso in zip(thetas, stage or [None] * len(thetas))
+                if coarse or iso is None or mode != "continuation"]
+        stage = [iso for iso in stage if iso is not None]
         plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
                  for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)
@@ -419,22 +425,6 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             self.starts_[0]["subsample"] = coarse[best]
             self.starts_ += [unrefined_record(r) for k, r in enumerate(coarse) if k != best]
         return final
-
-    def _isotropic_first(self, d):
-        return bool(self.ard) and d > 1 and self.ard_init == "isotropic"
-
-    def _isotropic_stage(self, X, y, thetas):
-        """Isotropic fits from every start; one that fails is left out with a warning
-        (its start still runs as given)."""
-        stage = []
-        for k, theta0 in enumerate(thetas):
-            try:
-                stage.append(self._isotropic_fit(X, y, theta0))
-            except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-                warnings.warn(f"the isotropic first stage of ARD start {k} failed ({exc}); "
-                              "that start runs from its starting point only.",
-                              ConvergenceWarning, stacklevel=4)
-        return stage
 
     def _isotropic_fit(self, X, y, theta0):
         """The isotropic model fitted from the ARD start ``theta0`` (a clone of
@@ -491,37 +481,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return records, best, nu0
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None):
-        """Run every ``(theta0, warm, max_step)`` of ``plan`` in turn (dual warm
-        start, trust radius), keep the trajectories and return the final
-        evaluation at the best point of the run with the highest evidence
-        (thesis 4.3.2).
-
-        ``replay``: the recorded evaluations of a resumed fit, in the order
-        the runs made them; each run replays its own part. The objective's
-        state restored from the checkpoint belongs to the run that was
-        interrupted, so a run that follows a wholly replayed one keeps it
-        while recorded evaluations remain; otherwise a run begins from its
-        warm start. The best point is kept across runs (:meth:`_Problem.restart`).
-        """
-        results = []
-        self.starts_ = []
-        replay = list(replay or [])
-        used = 0
-        for k, (theta0, warm, max_step) in enumerate(plan):
-            if k > 0 and not (results[-1].n_replayed == len(results[-1].trajectory)
-                              and used < len(replay)):
-                problem.restart(warm)
-            cb = None if callback is None else \
-                (lambda rec, k=k: callback(k, rec, problem.get_state()))
-            # within a trust radius (the full-data phase) the first radius is
-            # FINE_FIRST_STEP
-            fine = max_step is not None
-            res = run_start(problem, theta0, bounds, self.optimizer_options, cb,
-                            max_step=max_step, precondition=True, replay=replay[used:],
-                            first_step=FINE_FIRST_STEP if fine else None)
-            used += len(res.trajectory)
-            results.append(res)
-            self.starts_.append(start_record(res))
+        """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``
+        (:func:`bsvm_scale.optimize.run_plan`), keep their records and return
+        the final evaluation at the best point of the run with the highest
+        evidence (thesis 4.3.2); within a trust radius (the full-data phase)
+        the first radius is :data:`FINE_FIRST_STEP`."""
+        cb = None if callback is None else \
+            (lambda k, rec: callback(k, rec, problem.get_state()))
+        results = run_plan(problem, plan, bounds, self.optimizer_options, cb, replay,
+                           precondition=True, first_step=FINE_FIRST_STEP)
+        self.starts_ = [start_record(res) for res in results]
+        for k, res in enumerate(results):
             if res.hit_limit:
                 warnings.warn(f"optimiser run {k} (starts_[{k}]) stopped at its iteration limit: "
                               f"{res.message}", ConvergenceWarning, stacklevel=3)

@@ -38,8 +38,9 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_trig import predictive_moments
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
-from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, fixed_record,
-                       run_start, start_record, subsample_indices, unrefined_record)
+from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, check_ard_init,
+                       fixed_record, isotropic_stage, run_plan, run_start, start_record,
+                       subsample_indices, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -125,6 +126,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     ----------
     ard : bool, default=False
         One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
+    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+        How an ARD search begins (``ard=True`` with more than one input;
+        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: two
+        runs per start, the better kept: one from the start, one from the
+        optimum of the isotropic model fitted first from the start (one
+        ``kappa``, the geometric mean of the start's ``kappa_l``; every
+        ``kappa_l`` equal to it, SMO warm start from its solution, trust
+        radius :data:`bsvm_scale.optimize.FINE_MAX_STEP`), so that the ARD
+        evidence is at least the isotropic optimum's. ``"continuation"``: only
+        the run from the isotropic optimum (same guarantee). ``"start"``: only
+        the run from the start (no guarantee).
     n_starts : int, optional
         Number of starting points for the evidence maximisation; start ``k``
         uses ``kappa0`` from ``(10, 1, 100, 0.1)`` (then log-uniform random
@@ -258,8 +270,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None):
+                 warm_start_from=None, ard_init="isotropic"):
         self.ard = ard
+        self.ard_init = ard_init
         self.n_starts = n_starts
         self.tol = tol
         self.cache_mb = cache_mb
@@ -285,6 +298,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         check_positive_int("n_starts", self.n_starts, allow_none=True)
         check_positive_int("init_subsample", self.init_subsample, allow_none=True)
         check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
+        check_ard_init(self.ard_init)
         kappa = check_positive("kappa", self.kappa, allow_none=True)
         if kappa is not None and np.ndim(kappa) == 1:
             if not self.ard:
@@ -429,25 +443,60 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
 
-    def _run_start(self, obj, k, theta0, bounds, callback, init, max_step=None):
-        """One trust-region start on ``obj`` (:func:`run_start`), optionally
-        resumed from ``init`` (state restored, recorded evaluations replayed)
-        and within a trust radius ``max_step``."""
-        opts = dict(DEFAULT_OPTIONS, **(self.optimizer_options or {}))
-        theta0 = np.clip(theta0, [b[0] for b in bounds], [b[1] for b in bounds])
+    def _options(self):
+        return dict(DEFAULT_OPTIONS, **(self.optimizer_options or {}))
+
+    def _run_start(self, obj, theta0, bounds):
+        """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
+        res = run_start(obj, theta0, bounds, self._options())
+        self._warn_limit(res)
+        obj.release()  # one row cache alive at a time
+        return res
+
+    @staticmethod
+    def _warn_limit(res):
+        if res.hit_limit:
+            warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before "
+                          "the evidence converged; increase optimizer_options['maxiter'].",
+                          ConvergenceWarning, stacklevel=5)
+
+    def _run_plan(self, obj, k, plan, bounds, callback, init):
+        """The runs ``plan`` of start ``k`` on ``obj`` (:func:`run_plan`),
+        optionally resumed from ``init`` (state restored, recorded
+        evaluations replayed)."""
         replay = None
         if init is not None:
             obj.set_state(init["state"] if init.get("state") is not None
                           else {"alpha": init.get("alpha", obj.alpha)})
             replay = init.get("evaluations")
-        cb = None if callback is None else (lambda rec: callback(k, rec, obj.get_state()))
-        res = run_start(obj, theta0, bounds, opts, cb, max_step=max_step, replay=replay)
-        if res.hit_limit:
-            warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before the "
-                          "evidence converged; increase optimizer_options['maxiter'].",
-                          ConvergenceWarning, stacklevel=4)
+        cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
+        results = run_plan(obj, plan, bounds, self._options(), cb, replay)
+        for res in results:
+            self._warn_limit(res)
         obj.release()  # one row cache alive at a time
-        return res
+        return results
+
+    def _isotropic_fit(self, X, y, theta0):
+        """The isotropic model fitted from the ARD start ``theta0`` (a clone
+        with ``ard=False`` and the start's ``kappa_l`` replaced by their
+        geometric mean). Not checkpointed: a resumed start repeats it (it is
+        deterministic)."""
+        start = {"kappa0": float(np.exp(theta0[0])),
+                 "kappa": float(np.exp(np.mean(theta0[1:-1]))),
+                 "kappa_b": float(np.exp(theta0[-1]))}
+        iso = clone(self).set_params(ard=False, starts=[start], n_starts=1, kappa0=None,
+                                     kappa=None, kappa_b=None, warm_start_from=None)
+        return iso.fit(X, y)
+
+    @staticmethod
+    def _continuation(iso, y, d):
+        """ARD run from an isotropic fit: its theta with every ``ln kappa_l``
+        equal to its ``ln kappa``, its dual solution ``alpha`` (``v = y alpha``
+        on the SVs) as the warm start, trust radius FINE_MAX_STEP."""
+        theta = np.concatenate((iso.theta_[:1], np.full(d, iso.theta_[1]), iso.theta_[-1:]))
+        alpha = np.zeros(y.shape[0])
+        alpha[iso.support_] = y[iso.support_] * iso.dual_coef_
+        return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
 
     def _coarse_starts(self, X, y, thetas, bounds):
         """Optimise every start on a subsample first (``init_subsample``).
@@ -468,7 +517,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         for k, theta0 in enumerate(thetas):
             obj = EvidenceObjective(Xm, ym, self.ard, self.cache_mb, self.tol,
                                     max(10**6, 100 * int(m)), **self._evidence_settings())
-            res = self._run_start(obj, k, theta0, bounds, None, None)
+            res = self._run_start(obj, theta0, bounds)
             records.append(start_record(res, n_samples=int(m)))
             alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
         best = int(np.argmin([r["neg_log_evidence"] for r in records]))
@@ -489,70 +538,98 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
+    def _objective(self, Xs, yb, max_iter):
+        return EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
+                                 **self._evidence_settings())
+
+    def _plans(self, X, Xs, yb, init, warm):
+        """The start points and, per start, the plan of optimiser runs
+        ``(theta0, alpha_warm, max_step)``; also the subsample phase (coarse-to-fine)
+        and the isotropic first stage (``ard_init``)."""
+        d = Xs.shape[1]
+        bounds = self._bounds(d)
+        thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
+        max_step, coarse, sub_best, alpha0 = None, [], None, None
+        if warm is not None:  # retraining: one start (the earlier optimum), full data
+            thetas, max_step = ([warm] if init is None else thetas), FINE_MAX_STEP
+        else:
+            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+        origins = thetas
+        if coarse:  # refine the best subsample start on the full data
+            thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
+            max_step = FINE_MAX_STEP
+        mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
+        stage = (isotropic_stage(self._isotropic_fit, X, yb, origins) if mode != "start"
+                 else [None] * len(thetas))
+        plans = []
+        for theta0, iso in zip(thetas, stage):
+            plan = [(theta0, None, max_step)] if coarse or iso is None or \
+                mode != "continuation" else []
+            plans.append((plan + ([self._continuation(iso, yb, d)] if iso is not None else []),
+                          iso))
+        return bounds, plans, (coarse, sub_best, alpha0)
+
+    def _search(self, X, Xs, yb, callback, init, warm, max_iter):
+        """Evidence maximisation: every start's runs, the records (``starts_``),
+        and the objective restored at the best point."""
+        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm)
+        if coarse:
+            init = dict(init or {})
+            if init.get("state") is None:
+                init["alpha"] = alpha0
+        records, results, owners = [], [], []
+        for k, (plan, iso) in enumerate(plans):
+            obj = self._objective(Xs, yb, max_iter)
+            for res, (_, alpha, _) in zip(self._run_plan(obj, k, plan, bounds, callback, init),
+                                          plan):
+                rec = start_record(res)
+                if alpha is not None:
+                    rec["isotropic"] = iso.starts_[iso.best_start_]
+                records.append(rec)
+                results.append(res)
+                owners.append(obj)
+        if coarse:
+            records[0]["subsample"] = coarse[sub_best]
+            records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
+        best = best_start(results)
+        theta = np.asarray(results[best].theta, dtype=float)
+        owners[best].restore(theta)
+        smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
+                       for r in results[best].trajectory)
+        return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
+
     def _fit_binary(self, X, yb, callback=None, init=None, warm=None):
         d = X.shape[1]
         scaler = Standardizer.fit(X)
         Xs = scaler.transform(X)
-        self.x_mean_ = scaler.mean
-        self.x_scale_ = scaler.scale
+        self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
-        records = []
-        objectives = []
         if self.optimize:
-            results = []
-            bounds = self._bounds(d)
-            thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
-            max_step = None
-            if warm is not None:  # retraining: one start (the earlier optimum), full data
-                thetas = [warm] if init is None else thetas
-                max_step = FINE_MAX_STEP
-                coarse, sub_best, alpha0 = [], None, None
-            else:
-                coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
-            if coarse:  # refine the best subsample start on the full data
-                thetas = [coarse[sub_best]["theta"]]
-                init = dict(init or {})
-                if init.get("state") is None:
-                    init["alpha"] = alpha0
-                max_step = FINE_MAX_STEP
-            for k, theta0 in enumerate(thetas):
-                obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
-                                        **self._evidence_settings())
-                res = self._run_start(obj, k, theta0, bounds, callback, init, max_step)
-                results.append(res)
-                objectives.append(obj)
-                records.append(start_record(res))
-            if coarse:
-                records[0]["subsample"] = coarse[sub_best]
-                records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
-            best = best_start(results)
-            theta = np.asarray(results[best].theta, dtype=float)
-            obj = objectives[best]
-            obj.restore(theta)
-            n_iter = int(results[best].n_iter)
-            smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
-                           for r in results[best].trajectory)
+            theta, obj, records, best, n_iter, smo_iter = self._search(
+                X, Xs, yb, callback, init, warm, max_iter)
+            cov = GaussianCovariance.from_theta(theta, self.ard)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj = EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
-                                        **self._evidence_settings())
-            best = 0
-            n_iter = 0
-            smo_iter = 0
+            obj, records, best, n_iter, smo_iter = self._objective(Xs, yb, max_iter), [], 0, 0, 0
+            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)  # the user's values
         value, _, info = obj(theta, keep_factor=True, with_grad=False)
-        smo_iter += int(info["smo_iter"])
         if obj.smo_limit_hits:
             warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",
                           ConvergenceWarning, stacklevel=3)
         if not self.optimize:
             records.append(fixed_record(theta, value, info))
-        cov = GaussianCovariance.from_theta(theta, self.ard)
-        if not self.optimize:  # keep the user's values exactly
-            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)
+        self._set_binary_fitted(theta, cov, value, info, Xs)
+        self.n_iter_ = int(smo_iter + int(info["smo_iter"]))
+        self.n_opt_iter_ = n_iter
+        self.starts_ = records
+        self.best_start_ = int(best)
+
+    def _set_binary_fitted(self, theta, cov, value, info, Xs):
+        """Fitted attributes of a binary model from its final evaluation."""
         self.theta_ = theta
         self.hyperparameters_ = {"kappa0": float(cov.kappa0),
                                  "kappa": (np.array(cov.kappa) if self.ard else float(cov.kappa)),
@@ -566,16 +643,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         for name in ("cholesky_", "lam_sqrt_", "predictor_"):  # from an earlier fit
             self.__dict__.pop(name, None)
         if "predictor" in info:
-            p = info["predictor"]
-            self.predictor_ = p.as_dict()
+            self.predictor_ = info["predictor"].as_dict()
         else:
             self.cholesky_ = info["chol"]
             self.lam_sqrt_ = info["lam_sqrt"]
         self.jitter_ = float(info["jitter"])
-        self.n_iter_ = int(smo_iter)
-        self.n_opt_iter_ = n_iter
-        self.starts_ = records
-        self.best_start_ = int(best)
 
     # -- prediction ------------------------------------------------------------
     def _covariance(self):

@@ -268,6 +268,13 @@ class EvidenceObjective:
                          np.asarray(state["best_alpha"], dtype=np.float64).copy(),
                          int(state["best_smo_iter"]))
 
+    def restart(self, alpha=None):
+        """Begin another optimiser run from the dual warm start ``alpha``
+        (None: the current one), keeping the best point seen so far."""
+        if alpha is not None:
+            self.alpha = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
+        self._pinned = False
+
     def release(self):
         """Drop the row cache (kept: the best dual solution)."""
         self.cache = None

@@ -37,13 +37,15 @@ import warnings
 from dataclasses import dataclass, field, fields
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
                            projected_gradient)
 
 __all__ = ["StartResult", "Options", "Recorder", "StallRule", "run_start", "stop_reason",
            "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP",
-           "FINE_FIRST_STEP", "subsample_indices", "unrefined_record", "start_record", "fixed_record",
+           "FINE_FIRST_STEP", "subsample_indices", "unrefined_record", "start_record", "fixed_record", "ARD_INIT", "check_ard_init",
+           "isotropic_stage", "run_plan",
            "trajectory_columns"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
@@ -411,10 +413,74 @@ def _after_nonfinite(rec, best, opts, success, message):
     return success, message
 
 
+def run_plan(objective, plan, bounds, options=None, callback=None, replay=None, **kw):
+    """Run every ``(theta0, warm, max_step)`` of ``plan`` in turn on one
+    objective and return the :class:`StartResult` of each run.
+
+    The runs of one start (the run from the start itself, the run from the
+    isotropic optimum, ...) share the objective, so that its best point is
+    kept across them; ``objective.restart(warm)`` begins each later run
+    from its dual warm start ``warm`` (None: afresh). ``callback(k, record)``
+    gets the run index. ``replay``: the recorded evaluations of a resumed
+    start, in the order the runs made them; each run replays its own part.
+    The objective's state restored from the checkpoint belongs to the run
+    that was interrupted, so a run that follows a wholly replayed one keeps
+    it while recorded evaluations remain. Other keywords go to
+    :func:`run_start`; ``first_step`` applies to runs with a ``max_step``.
+    """
+    results, replay, used = [], list(replay or []), 0
+    first_step = kw.pop("first_step", None)
+    for k, (theta0, warm, max_step) in enumerate(plan):
+        if k > 0 and not (results[-1].n_replayed == len(results[-1].trajectory)
+                          and used < len(replay)):
+            objective.restart(warm)
+        cb = None if callback is None else (lambda rec, k=k: callback(k, rec))
+        res = run_start(objective, theta0, bounds, options, cb, max_step=max_step,
+                        replay=replay[used:],
+                        first_step=first_step if max_step is not None else None, **kw)
+        used += len(res.trajectory)
+        results.append(res)
+    return results
+
+
 def best_start(results):
     """Index of the start with the highest evidence (lowest ``fun``)."""
     funs = [r.fun if np.isfinite(r.fun) else np.inf for r in results]
     return int(np.argmin(funs))
+
+
+#: how an ARD search begins (``ard_init`` of BayesianSVR and BayesianSVC)
+ARD_INIT = ("isotropic", "start", "continuation")
+
+
+def check_ard_init(value):
+    """Validate ``ard_init``."""
+    if value not in ARD_INIT:
+        raise ValueError(f"ard_init must be one of {list(ARD_INIT)}; got {value!r}.")
+    return value
+
+
+def isotropic_stage(fit_isotropic, X, y, thetas):
+    """The isotropic first stage of ARD searches (isotropic-to-ARD continuation).
+
+    ``fit_isotropic(X, y, theta0)`` fits the isotropic model (one ``kappa``)
+    from the ARD start ``theta0``; the ARD search then begins at its optimum
+    with every ``kappa_l`` equal to its ``kappa``. The ARD model contains the
+    isotropic one and the search keeps its best point, so the ARD evidence is
+    at least the isotropic optimum's. Returns one fitted model per start, or
+    None where the fit failed (with a warning; that start then runs as
+    given).
+    """
+    stage = []
+    for k, theta0 in enumerate(thetas):
+        try:
+            stage.append(fit_isotropic(X, y, theta0))
+        except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
+            warnings.warn(f"the isotropic first stage of ARD start {k} failed ({exc}); "
+                          "that start runs from its starting point only.",
+                          ConvergenceWarning, stacklevel=4)
+            stage.append(None)
+    return stage
 
 
 def subsample_indices(n, m, random_state):

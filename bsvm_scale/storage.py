@@ -351,7 +351,7 @@ def _write_estimator(g, model, where):
 
 #: parameters added since models were first saved, with the value that reproduces
 #: how a file lacking them was fitted (not the new default)
-LEGACY_PARAMS = {"BayesianSVR": {"ard_init": "start"}}
+LEGACY_PARAMS = {"BayesianSVR": {"ard_init": "start"}, "BayesianSVC": {"ard_init": "start"}}
 
 
 def _read_estimator(g, where):

@@ -253,6 +253,30 @@ def test_ard_fit_ranks_relevant_inputs():
     assert k.shape == (3,) and k[0] > k[1] and k[0] > k[2]
 
 
+@pytest.mark.parametrize("mode,runs", [("isotropic", 2), ("continuation", 1), ("start", 1)])
+def test_ard_search_from_the_isotropic_optimum_is_never_below_it(mode, runs):
+    """ARD contains the isotropic model: begun at the isotropic optimum (every
+    kappa_l equal to its kappa, SMO warm start from its solution) and keeping
+    its best point, the search cannot end below the isotropic evidence."""
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((160, 4))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.6 * rng.standard_normal(160) > 0, 1, -1)
+    iso = BayesianSVC(n_starts=1).fit(X, y)
+    ard = BayesianSVC(ard=True, ard_init=mode, n_starts=1).fit(X, y)
+    assert len(ard.starts_) == runs
+    if mode == "start":
+        assert "isotropic" not in ard.starts_[0]
+        return
+    cont = ard.starts_[-1]
+    assert cont["isotropic"]["neg_log_evidence"] == pytest.approx(-iso.log_evidence_, abs=1e-9)
+    first = cont["trajectory"][0]
+    np.testing.assert_array_equal(first["theta"][1:-1], np.full(4, iso.theta_[1]))
+    # the same point, the MAP solution re-solved (warm) to the SMO tolerance
+    assert first["fun"] == pytest.approx(-iso.log_evidence_, abs=1e-3)
+    assert ard.log_evidence_ >= iso.log_evidence_ - 1e-3
+    assert ard.log_evidence_ == pytest.approx(-min(r["neg_log_evidence"] for r in ard.starts_))
+
+
 def test_convergence_warnings():
     X, y = blobs(n=60, d=2, seed=2)
     with pytest.warns(ConvergenceWarning, match="SMO"):
