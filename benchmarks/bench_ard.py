@@ -1,0 +1,86 @@
+"""ARD regression against scikit-learn's GaussianProcessRegressor.
+
+Friedman #1 (10 inputs, 5 relevant) with Gaussian noise (sd 1, GPR's own
+noise model) and with heavy-tailed noise (Student t, 3 degrees of freedom,
+scale 1): BSVR-ARD (beta 0.3, the library's defaults) against
+``GaussianProcessRegressor`` with an ARD RBF + constant + white-noise kernel
+(normalised targets, its default single optimiser run), both in one process. Reported:
+fit seconds, test ASE against the noisy targets and against the true function
+(5,000 test cases), and the ratios::
+
+    python3 benchmarks/bench_ard.py [--n 2000] [--seeds 0 1 2] [--out FILE.json]
+"""
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def _data(n, n_test, seed, noise):
+    from sklearn.datasets import make_friedman1
+
+    X, f = make_friedman1(n + n_test, n_features=10, noise=0.0, random_state=seed)
+    rng = np.random.default_rng(seed + 1000)
+    e = rng.standard_normal(n + n_test) if noise == "gauss" else rng.standard_t(3, n + n_test)
+    return X[:n], (f + e)[:n], X[n:], (f + e)[n:], f[n:]
+
+
+def _gpr(d):
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel, WhiteKernel
+
+    kernel = ConstantKernel(1.0) * RBF(length_scale=np.ones(d)) + WhiteKernel(0.1)
+    return GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=0,
+                                    random_state=0)
+
+
+def _case(name, make, X, y, Xt, yt, ft):
+    t = time.perf_counter()
+    m = make().fit(X, y)
+    seconds = time.perf_counter() - t
+    p = m.predict(Xt)
+    return {"model": name, "seconds": seconds, "ase": float(np.mean((p - yt) ** 2)),
+            "ase_true": float(np.mean((p - ft) ** 2))}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--n-test", type=int, default=5000)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--ard-init", nargs="+", default=["isotropic", "continuation"])
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    from bsvm_scale import BayesianSVR
+
+    rows = []
+    for noise in ("gauss", "student_t3"):
+        for seed in args.seeds:
+            X, y, Xt, yt, ft = _data(args.n, args.n_test, seed, noise)
+            gpr = _case("sklearn-GPR-ARD", lambda: _gpr(X.shape[1]), X, y, Xt, yt, ft)
+            for route in args.ard_init:
+                bsvr = _case(f"BSVR-ARD ({route})", lambda: BayesianSVR(
+                    beta=0.3, ard=True, ard_init=route), X, y, Xt, yt, ft)
+                row = {"noise": noise, "seed": seed, "n": args.n, "ard_init": route,
+                       "bsvr": bsvr, "gpr": gpr,
+                       "speedup_gpr_over_bsvr": gpr["seconds"] / bsvr["seconds"],
+                       "ase_ratio_bsvr_over_gpr": bsvr["ase"] / gpr["ase"],
+                       "ase_true_ratio_bsvr_over_gpr": bsvr["ase_true"] / gpr["ase_true"]}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    summary = {}
+    for noise, route in ((a, b) for a in ("gauss", "student_t3") for b in args.ard_init):
+        r = [x for x in rows if x["noise"] == noise and x["ard_init"] == route]
+        summary[f"{noise}/{route}"] = {k: float(np.median([x[k] for x in r]))
+                          for k in ("speedup_gpr_over_bsvr", "ase_ratio_bsvr_over_gpr",
+                                    "ase_true_ratio_bsvr_over_gpr")}
+    print(json.dumps(summary, indent=1))
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"rows": rows, "summary_medians": summary}, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
