@@ -471,7 +471,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             sub.reset()
             res = run_start(sub, theta0, bounds, self.optimizer_options, precondition=True)
             rec = start_record(res, n_samples=int(m))
-            rec["best_nu"] = sub.best[1] if sub.best is not None else np.zeros(int(m))
+            rec["best_nu"] = sub.best.dual if sub.best is not None else np.zeros(int(m))
             records.append(rec)
         best = int(np.argmin([r["neg_log_evidence"] for r in records]))
         nu0 = np.zeros(n)

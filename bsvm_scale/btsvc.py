@@ -519,7 +519,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                     max(10**6, 100 * int(m)), **self._evidence_settings())
             res = self._run_start(obj, theta0, bounds)
             records.append(start_record(res, n_samples=int(m)))
-            alphas.append(obj.best[2] if obj.best is not None else np.zeros(int(m)))
+            alphas.append(obj.best.dual if obj.best is not None else np.zeros(int(m)))
         best = int(np.argmin([r["neg_log_evidence"] for r in records]))
         alpha0 = np.zeros(n)
         alpha0[idx] = alphas[best]

@@ -19,6 +19,7 @@ from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
 from .map_lowrank import next_start, silf_start
+from .optimize import BestPoint
 
 __all__ = ["_Problem"]
 
@@ -48,7 +49,7 @@ class _Problem:
         self.nu = np.zeros(self.X.shape[0]) if nu is None else np.asarray(nu, dtype=float).copy()
         self.slope = 0.0
         self.nu_C = None  # the C of the box self.nu was solved in
-        self.best = None  # (value, nu, f, theta, info) of the lowest value seen
+        self.best = None  # BestPoint of the lowest value seen
         self.pinned = False  # start the next solve from self.nu as it is
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
 
@@ -101,6 +102,7 @@ class _Problem:
         for k, v in state.items():
             if k not in self._NOT_STATE and k != "nu":
                 setattr(self, k, _copied(v))
+        self.best = _best_point(self.best, n)
 
     def _repeat(self, theta, need_grad):
         """True when ``theta`` is the point evaluated last (the MAP solution
@@ -172,33 +174,48 @@ class _Problem:
 
     def _keep_best(self, value, nu, f, theta, info):
         """Remember the MAP solution at the lowest ``-ln evidence`` so far."""
-        if np.isfinite(value) and (self.best is None or value < self.best[0]):
-            self.best = (float(value), nu.copy(), f.copy(), np.array(theta, dtype=float),
-                         dict(info))
+        if np.isfinite(value) and (self.best is None or value < self.best.value):
+            self.best = BestPoint(float(value), np.array(theta, dtype=float), nu.copy(),
+                                  f.copy(), dict(info))
 
     def evaluation_at(self, theta, best):
         """The evaluation at ``theta`` (as :attr:`last`, without gradient).
 
-        When ``best`` (a :attr:`best` tuple) was made at ``theta`` its MAP
+        When ``best`` (a :class:`BestPoint`) was made at ``theta`` its MAP
         solution is used as it is. A new SMO solve, even warm-started from
         it, stops anywhere within ``tol`` of the optimum, and the evidence
         (4.38) jumps when a case there crosses between the loss's quadratic
         and linear pieces: re-solving moved the final evidence of Boston
         ARD fits by up to a nat away from the best one the optimiser found.
-        Otherwise (an old checkpoint's ``(value, nu)``) it re-solves warm
-        from ``best``'s dual vector.
+        Otherwise it re-solves warm from ``best``'s dual vector.
         """
         theta = np.asarray(theta, dtype=float)
-        if best is not None and len(best) == 5 and np.array_equal(best[3], theta):
-            _, nu, f, _, info = best  # kept arrays are never changed in place
+        if best is not None and best.f is not None and np.array_equal(best.theta, theta):
+            nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence)
             self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
-        self.reset(None if best is None else best[1])
+        self.reset(None if best is None else best.dual)
         self.pinned = best is not None
         self(theta, need_grad=False)
         return self.last
+
+
+def _best_point(stored, n):
+    """A checkpoint's best point (a plain tuple in HDF5) as a :class:`BestPoint`.
+
+    Older checkpoints stored ``(value, nu)`` or ``(value, nu, f, theta,
+    info)``; the first is re-solved from ``nu`` (no ``theta``, no ``f``).
+    """
+    if stored is None or isinstance(stored, BestPoint):
+        return stored
+    if len(stored) == 2:
+        return BestPoint(float(stored[0]), None, np.asarray(stored[1], dtype=float))
+    if np.shape(stored[3]) != (n,):  # (value, nu, f, theta, info)
+        value, nu, f, theta, info = stored
+        return BestPoint(float(value), np.asarray(theta, dtype=float), nu, f, info)
+    return BestPoint(*stored)
 
 
 def _copied(v):

@@ -23,6 +23,7 @@ from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
 from .map_lowrank import next_start, trig_start
+from .optimize import BestPoint
 
 __all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB"]
 
@@ -163,7 +164,7 @@ class EvidenceObjective:
         self.alpha = np.zeros(self.y.shape[0])
         self.smo_limit_hits = 0
         self.n_smo_iter = 0
-        self.best = None  # (value, theta, alpha, smo_iter) of the lowest value seen
+        self.best = None  # BestPoint (info: smo_iter) of the lowest value seen
         self.evidence = evidence
         self._pinned = False  # self.alpha was set by restore(): start from it
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
@@ -230,9 +231,9 @@ class EvidenceObjective:
         info["smo_iter"] = sol["n_iter"]
         info["smo_violation"] = sol["max_violation"]
         info["smo_start"] = sol["start"]
-        if np.isfinite(value) and (self.best is None or value < self.best[0]):
-            self.best = (float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
-                         int(sol["n_iter"]))
+        if np.isfinite(value) and (self.best is None or value < self.best.value):
+            self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
+                                  info={"smo_iter": int(sol["n_iter"])})
         return value, grad, info
 
     def get_state(self):
@@ -245,8 +246,9 @@ class EvidenceObjective:
         state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
                  "n_smo_iter": int(self.n_smo_iter), "lowrank_ok": bool(self.lowrank_ok)}
         if self.best is not None:
-            state.update(best_value=self.best[0], best_theta=self.best[1].copy(),
-                         best_alpha=self.best[2].copy(), best_smo_iter=self.best[3])
+            state.update(best_value=self.best.value, best_theta=self.best.theta.copy(),
+                         best_alpha=self.best.dual.copy(),
+                         best_smo_iter=self.best.info["smo_iter"])
         return state
 
     def set_state(self, state):
@@ -263,10 +265,10 @@ class EvidenceObjective:
         self.lowrank_ok = bool(state.get("lowrank_ok", True))
         self.best = None
         if "best_value" in state:
-            self.best = (float(state["best_value"]),
-                         np.asarray(state["best_theta"], dtype=float).copy(),
-                         np.asarray(state["best_alpha"], dtype=np.float64).copy(),
-                         int(state["best_smo_iter"]))
+            self.best = BestPoint(float(state["best_value"]),
+                                  np.asarray(state["best_theta"], dtype=float).copy(),
+                                  np.asarray(state["best_alpha"], dtype=np.float64).copy(),
+                                  info={"smo_iter": int(state["best_smo_iter"])})
 
     def restart(self, alpha=None):
         """Begin another optimiser run from the dual warm start ``alpha``
@@ -283,8 +285,9 @@ class EvidenceObjective:
         """Warm start from the dual solution kept for ``theta`` if it is the
         best point seen, so that re-evaluating there reproduces its evidence
         (the evidence jumps when a marginal SV enters or leaves the set)."""
-        if self.best is not None and np.array_equal(self.best[1], np.asarray(theta, dtype=float)):
-            self.alpha = self.best[2].copy()
+        if self.best is not None and np.array_equal(self.best.theta,
+                                                    np.asarray(theta, dtype=float)):
+            self.alpha = self.best.dual.copy()
             self._pinned = True
-            return self.best[3]
+            return self.best.info["smo_iter"]
         return None

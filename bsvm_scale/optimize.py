@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -42,7 +43,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
                            projected_gradient)
 
-__all__ = ["StartResult", "Options", "Recorder", "StallRule", "run_start", "stop_reason",
+__all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule", "run_start", "stop_reason",
            "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP",
            "FINE_FIRST_STEP", "subsample_indices", "unrefined_record", "start_record", "fixed_record", "ARD_INIT", "check_ard_init",
            "isotropic_stage", "run_plan",
@@ -62,6 +63,41 @@ FINE_FIRST_STEP = 0.2
 #: largest trust radius of the full-data phase of coarse-to-fine starts and of
 #: retraining: it begins at the subsample (or earlier) optimum, which is close
 FINE_MAX_STEP = 0.5
+
+
+class BestPoint(NamedTuple):
+    """The lowest ``-ln evidence`` an objective has evaluated: the value, the
+    point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP
+    function ``f`` where the objective keeps it, and the evaluation's info."""
+
+    value: float
+    theta: np.ndarray
+    dual: np.ndarray
+    f: np.ndarray | None = None
+    info: dict | None = None
+
+
+class EvidenceObjective(Protocol):
+    """What :func:`run_start` and :func:`run_plan` need of an objective.
+
+    ``objective(theta) -> (value, gradient, info)`` with ``value = -ln
+    evidence``; ``restart(warm)`` begins another run of the same start from
+    the dual warm start ``warm`` (None: as it is) keeping :attr:`best` (a
+    :class:`BestPoint` or None); ``get_state()`` / ``set_state(state)``
+    save and restore everything a resumed run needs (plain arrays and
+    numbers, storable in HDF5). GP objectives are plain functions: they have
+    no state, and only :func:`run_start` is used on them.
+    """
+
+    best: BestPoint | None
+
+    def __call__(self, theta): ...
+
+    def restart(self, warm=None): ...
+
+    def get_state(self): ...
+
+    def set_state(self, state): ...
 
 
 @dataclass(frozen=True)

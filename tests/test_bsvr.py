@@ -233,18 +233,26 @@ def test_coarse_to_fine_ard_gets_one_isotropic_stage():
 
 def test_an_old_checkpoint_best_point_is_re_solved():
     """A best point stored as ``(value, nu)`` (checkpoints from before the
-    stored MAP solution) is evaluated again by a warm SMO solve at theta."""
+    stored MAP solution) is evaluated again by a warm SMO solve at theta; the
+    other stored layout is read as the point it names."""
     from bsvm_scale.bsvr import _Problem
+    from bsvm_scale.objective_silf import _best_point
 
     X, y, _, _ = _sinc(80, 12)
     P = _Problem(np.ascontiguousarray((X - X.mean()) / X.std()), y, float(np.var(y)), 0.3,
                  False, 1e-3, 16.0, 10**6)
     theta = np.array([np.log(10.0), np.log(0.1), 0.0, 0.0])
     value = P(theta)[0]
-    last = P.evaluation_at(theta, P.best[:2])
+    b = P.best
+    old = _best_point((b.value, b.dual), 80)
+    assert old.theta is None and old.f is None
+    last = P.evaluation_at(theta, old)
     np.testing.assert_array_equal(last[0], theta)
     assert last[5].value == pytest.approx(value, rel=1e-9)
-    assert P.evaluation_at(theta, P.best)[5].value == value
+    assert P.evaluation_at(theta, b)[5].value == value
+    legacy = _best_point((b.value, b.dual, b.f, b.theta, b.info), 80)
+    assert np.array_equal(legacy.theta, theta) and legacy.f is b.f
+    assert _best_point(tuple(b), 80) == tuple(b)
 
 
 def test_start_points_are_the_ones_fit_starts_from():
