@@ -35,7 +35,7 @@ from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
 from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, check_ard_init, fixed_record,
-                       isotropic_stage, run_plan, run_start, start_record, subsample_indices,
+                       coarse_starts, isotropic_stage, run_plan, run_start, start_record,
                        unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -448,37 +448,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return nu
 
     def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds):
-        """Optimise every start on a subsample first (``init_subsample``).
-
-        Returns one start record per start (empty when not applicable) and a
-        warm-start dual vector for the full data: the best subsample
-        solution on its own points and 0 elsewhere, whose ``f = Sigma nu``
-        is exactly the subsample's MAP function. (Predicting bound SVs from
-        the residuals instead overshoots: with ``n / init_subsample`` times
-        as many points at the bound, ``f`` would be as many times too
-        large.)
-        """
+        """The subsample phase (:func:`bsvm_scale.optimize.coarse_starts`): the
+        full-data warm start is the best subsample solution ``nu`` on its own
+        cases and 0 elsewhere. (Predicting bound SVs from the residuals
+        instead overshoots: with ``n / init_subsample`` times as many points at
+        the bound, ``f`` would be as many times too large.)"""
         m = self.init_subsample
-        n = X.shape[0]
-        if m is None or n <= 2 * int(m):
-            return [], None, None
-        idx = subsample_indices(n, m, self.random_state)
-        sub = _Problem(np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]), kappa0,
-                       beta, bool(self.ard), float(self.tol), float(self.cache_mb),
-                       max(10**6, 100 * int(m)), self._evidence_settings())
-        records = []
-        for theta0 in thetas:
-            sub.reset()
-            res = run_start(sub, theta0, bounds, self.optimizer_options, precondition=True)
-            rec = start_record(res, n_samples=int(m))
-            rec["best_nu"] = sub.best.dual if sub.best is not None else np.zeros(int(m))
-            records.append(rec)
-        best = int(np.argmin([r["neg_log_evidence"] for r in records]))
-        nu0 = np.zeros(n)
-        nu0[idx] = records[best]["best_nu"]
-        for r in records:
-            r.pop("best_nu")
-        return records, best, nu0
+
+        def objective(Xm, ym):
+            return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
+                            float(self.cache_mb), max(10**6, 100 * int(m)),
+                            self._evidence_settings())
+
+        def run(obj, theta0, bounds):
+            return run_start(obj, theta0, bounds, self.optimizer_options, precondition=True)
+
+        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state, run)
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None):
         """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``

@@ -39,8 +39,8 @@ from .evidence_trig import predictive_moments
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, check_ard_init,
-                       fixed_record, isotropic_stage, run_plan, run_start, start_record,
-                       subsample_indices, unrefined_record)
+                       coarse_starts, fixed_record, isotropic_stage, run_plan, run_start,
+                       start_record, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -499,31 +499,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
 
     def _coarse_starts(self, X, y, thetas, bounds):
-        """Optimise every start on a subsample first (``init_subsample``).
+        """The subsample phase (:func:`bsvm_scale.optimize.coarse_starts`): the
+        full-data SMO warm start is the best subsample solution ``alpha`` on
+        its own cases and 0 elsewhere, whose ``f = Sigma Y alpha`` (5.32) is
+        exactly the subsample's MAP function."""
+        m = self.init_subsample
 
-        Returns one start record per start (with ``n_samples``; empty when
-        ``n <= 2 * init_subsample``), the index of the best one and the
-        full-data SMO warm start: the
-        best subsample start's dual solution on its own cases and 0
-        elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
-        subsample's MAP function.
-        """
-        m, n = self.init_subsample, X.shape[0]
-        if m is None or n <= 2 * int(m):
-            return [], None, None
-        idx = subsample_indices(n, m, self.random_state)
-        Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
-        records, alphas = [], []
-        for k, theta0 in enumerate(thetas):
-            obj = EvidenceObjective(Xm, ym, self.ard, self.cache_mb, self.tol,
-                                    max(10**6, 100 * int(m)), **self._evidence_settings())
-            res = self._run_start(obj, theta0, bounds)
-            records.append(start_record(res, n_samples=int(m)))
-            alphas.append(obj.best.dual if obj.best is not None else np.zeros(int(m)))
-        best = int(np.argmin([r["neg_log_evidence"] for r in records]))
-        alpha0 = np.zeros(n)
-        alpha0[idx] = alphas[best]
-        return records, best, alpha0
+        def objective(Xm, ym):
+            return self._objective(Xm, ym, max(10**6, 100 * int(m)))
+
+        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
+                             self._run_start)
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""

@@ -43,11 +43,11 @@ from sklearn.exceptions import ConvergenceWarning
 from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
                            projected_gradient)
 
-__all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule", "run_start", "stop_reason",
-           "best_start", "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP",
-           "FINE_FIRST_STEP", "subsample_indices", "unrefined_record", "start_record", "fixed_record", "ARD_INIT", "check_ard_init",
-           "isotropic_stage", "run_plan",
-           "trajectory_columns"]
+__all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
+           "run_start", "run_plan", "stop_reason", "agreement", "best_start", "start_record",
+           "fixed_record", "unrefined_record", "trajectory_columns", "coarse_starts",
+           "subsample_indices", "isotropic_stage", "check_ard_init", "ARD_INIT",
+           "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP", "FINE_FIRST_STEP"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -517,6 +517,36 @@ def isotropic_stage(fit_isotropic, X, y, thetas):
                           ConvergenceWarning, stacklevel=4)
             stage.append(None)
     return stage
+
+
+def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run):
+    """The subsample phase of coarse-to-fine starts (``init_subsample``).
+
+    Every start is optimised on the same seeded subsample of ``m`` of the
+    ``n`` cases (``make_objective(X_m, y_m)`` gives a fresh objective,
+    ``run(objective, theta0, bounds)`` the :class:`StartResult`); the start
+    with the best subsample evidence is then refined on the full data.
+    Returns ``(records, best, dual0)``: one start record per start (with
+    ``n_samples``), the index of the best one and the full-data dual warm
+    start, the best subsample solution on its own cases and 0 elsewhere, so
+    that the MAP function it implies is exactly the subsample's. ``([],
+    None, None)`` when ``m`` is None or ``n <= 2 m``.
+    """
+    n = X.shape[0]
+    if m is None or n <= 2 * int(m):
+        return [], None, None
+    m = int(m)
+    idx = subsample_indices(n, m, random_state)
+    Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
+    records, duals = [], []
+    for theta0 in thetas:
+        obj = make_objective(Xm, ym)
+        records.append(start_record(run(obj, theta0, bounds), n_samples=m))
+        duals.append(obj.best.dual if obj.best is not None else np.zeros(m))
+    best = int(np.argmin([r["neg_log_evidence"] for r in records]))
+    dual0 = np.zeros(n)
+    dual0[idx] = duals[best]
+    return records, best, dual0
 
 
 def subsample_indices(n, m, random_state):

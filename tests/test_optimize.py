@@ -312,3 +312,32 @@ def test_start_record_layout_is_shared():
     assert cols["theta"].shape == (res.n_eval, 2) and np.all(np.isnan(cols["map_s"]))
     fixed = fixed_record(THETA0, 3.0, {"n_sv": 4, "support": np.arange(4)})
     assert fixed["n_eval"] == 1 and fixed["trajectory"][0]["info"] == {"n_sv": 4}
+
+
+def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
+    from bsvm_scale.optimize import BestPoint, coarse_starts, subsample_indices
+
+    class Quadratic:
+        """-ln evidence (theta - c)^2 + offset on a subsample; dual = its labels."""
+
+        def __init__(self, X, y):
+            self.X, self.y, self.best = X, y, None
+
+        def __call__(self, theta):
+            value = float(np.sum((theta - 1.0) ** 2)) + self.y.size
+            if self.best is None or value < self.best.value:
+                self.best = BestPoint(value, theta.copy(), self.y + theta[0])
+            return value, 2.0 * (theta - 1.0), {}
+
+    X = np.arange(40.0).reshape(20, 2)
+    y = np.arange(20.0)
+    thetas = [np.array([3.0, 3.0]), np.array([1.2, 0.8])]
+    records, best, dual0 = coarse_starts(Quadratic, X, y, thetas, BOUNDS, 6, None,
+                                         lambda o, t, b: run_start(o, t, b))
+    assert [r["n_samples"] for r in records] == [6, 6]
+    assert best == int(np.argmin([r["neg_log_evidence"] for r in records]))
+    idx = subsample_indices(20, 6, None)
+    assert np.count_nonzero(dual0) == 6  # y + theta_0 > 0 on the subsample
+    np.testing.assert_allclose(dual0[idx], y[idx] + records[best]["theta"][0])
+    assert np.all(dual0[np.setdiff1d(np.arange(20), idx)] == 0)
+    assert coarse_starts(Quadratic, X, y, thetas, BOUNDS, 10, None, None) == ([], None, None)
