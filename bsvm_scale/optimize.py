@@ -44,7 +44,7 @@ from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_r
                            projected_gradient)
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
-           "run_start", "run_plan", "stop_reason", "agreement", "best_start", "start_record",
+           "run_start", "run_plan", "stop_reason", "agreement", "best_start", "evidence_weights", "start_record",
            "fixed_record", "unrefined_record", "trajectory_columns", "coarse_starts",
            "subsample_indices", "isotropic_stage", "check_ard_init", "ARD_INIT",
            "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP", "FINE_FIRST_STEP"]
@@ -477,6 +477,16 @@ def run_plan(objective, plan, bounds, options=None, callback=None, replay=None, 
         used += len(res.trajectory)
         results.append(res)
     return results
+
+
+def evidence_weights(log_evidences):
+    """Weights of an evidence-weighted committee of starts: proportional to
+    ``P(D | theta_k)``, i.e. ``exp(ln evidence_k)`` normalised (computed from
+    the differences to the largest, so that evidences of thousands of nats
+    do not overflow)."""
+    ev = np.asarray(log_evidences, dtype=float)
+    w = np.exp(ev - np.max(ev))
+    return w / w.sum()
 
 
 def best_start(results):

@@ -341,3 +341,13 @@ def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
     np.testing.assert_allclose(dual0[idx], y[idx] + records[best]["theta"][0])
     assert np.all(dual0[np.setdiff1d(np.arange(20), idx)] == 0)
     assert coarse_starts(Quadratic, X, y, thetas, BOUNDS, 10, None, None) == ([], None, None)
+
+
+def test_evidence_weights_are_the_normalised_evidences():
+    from scipy.special import softmax
+
+    from bsvm_scale.optimize import evidence_weights
+
+    ev = np.array([-1225.3, -1219.6, -1230.0])
+    np.testing.assert_allclose(evidence_weights(ev), softmax(ev), rtol=1e-12)
+    assert evidence_weights([-5000.0])[0] == 1.0

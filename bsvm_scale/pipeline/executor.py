@@ -210,11 +210,10 @@ def _dir_writable(path):
 
 def _committee(starts, task, y_test):
     """Evidence-weighted committee of the starts (weights proportional to the evidence)."""
+    from ..optimize import evidence_weights
     from .tasks import classification_metrics, regression_metrics
 
-    ev = np.array([s["log_evidence"] for s in starts], dtype=float)
-    w = np.exp(ev - np.max(ev))
-    w /= w.sum()
+    w = evidence_weights([s["log_evidence"] for s in starts])
     if task == "regression":
         mu = np.array([s["predictions"]["mean"] for s in starts])
         sd = np.array([s["predictions"]["std"] for s in starts])
