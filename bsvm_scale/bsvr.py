@@ -34,9 +34,9 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
-from .optimize import (FINE_FIRST_STEP, FINE_MAX_STEP, best_start, check_ard_init, fixed_record,
-                       coarse_starts, isotropic_stage, run_plan, run_start, start_record,
-                       unrefined_record)
+from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
+                       best_start, check_ard_init, coarse_starts, fixed_record,
+                       isotropic_stage, run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -167,7 +167,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
-        subsample phase, no isotropic first stage). Its inputs and ``ard`` must match
+        subsample phase, no isotropic first stage), stopped once 2 evaluations
+        in a row have not improved on it
+        (:data:`bsvm_scale.optimize.RETRAIN_OPTIONS`; ``optimizer_options``
+        override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
     Attributes
@@ -398,7 +401,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         replay = None if init is None else init.get("evaluations")
         if warm:  # retraining from an earlier optimum (warm_start_from)
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
-                                           callback, replay)
+                                           callback, replay, RETRAIN_OPTIONS)
         coarse, best, nu0 = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
@@ -465,7 +468,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state, run)
 
-    def _maximise_evidence(self, problem, plan, bounds, callback, replay=None):
+    def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
         """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``
         (:func:`bsvm_scale.optimize.run_plan`), keep their records and return
         the final evaluation at the best point of the run with the highest
@@ -473,7 +476,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         the first radius is :data:`FINE_FIRST_STEP`."""
         cb = None if callback is None else \
             (lambda k, rec: callback(k, rec, problem.get_state()))
-        results = run_plan(problem, plan, bounds, self.optimizer_options, cb, replay,
+        opts = {**DEFAULT_OPTIONS, **(options or {}), **(self.optimizer_options or {})}
+        results = run_plan(problem, plan, bounds, opts, cb, replay,
                            precondition=True, first_step=FINE_FIRST_STEP)
         self.starts_ = [start_record(res) for res in results]
         for k, res in enumerate(results):

@@ -38,9 +38,9 @@ from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, c
 from .evidence_trig import predictive_moments
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
-from .optimize import (DEFAULT_OPTIONS, FINE_MAX_STEP, best_start, check_ard_init,
-                       coarse_starts, fixed_record, isotropic_stage, run_plan, run_start,
-                       start_record, unrefined_record)
+from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
+                       best_start, check_ard_init, coarse_starts, fixed_record,
+                       isotropic_stage, run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -208,7 +208,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimize.FINE_MAX_STEP` (no other starts, no
-        subsample phase; one-versus-rest: the classes must match). Its inputs and ``ard`` must match
+        subsample phase, no isotropic first stage; one-versus-rest: the
+        classes must match), stopped once 2 evaluations in a row have not
+        improved on it (:data:`bsvm_scale.optimize.RETRAIN_OPTIONS`;
+        ``optimizer_options`` override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
     Attributes
@@ -443,8 +446,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.classes_ = classes
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
 
-    def _options(self):
-        return dict(DEFAULT_OPTIONS, **(self.optimizer_options or {}))
+    def _options(self, retraining=False):
+        return {**DEFAULT_OPTIONS, **(RETRAIN_OPTIONS if retraining else {}),
+                **(self.optimizer_options or {})}
 
     def _run_start(self, obj, theta0, bounds):
         """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
@@ -460,7 +464,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           "the evidence converged; increase optimizer_options['maxiter'].",
                           ConvergenceWarning, stacklevel=5)
 
-    def _run_plan(self, obj, k, plan, bounds, callback, init):
+    def _run_plan(self, obj, k, plan, bounds, callback, init, retraining=False):
         """The runs ``plan`` of start ``k`` on ``obj`` (:func:`run_plan`),
         optionally resumed from ``init`` (state restored, recorded
         evaluations replayed)."""
@@ -470,7 +474,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           else {"alpha": init.get("alpha", obj.alpha)})
             replay = init.get("evaluations")
         cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
-        results = run_plan(obj, plan, bounds, self._options(), cb, replay)
+        # within a trust radius (coarse-to-fine, retraining, the ARD continuation)
+        # the first radius is FINE_FIRST_STEP, as for BSVR
+        results = run_plan(obj, plan, bounds, self._options(retraining), cb, replay,
+                           first_step=FINE_FIRST_STEP)
         for res in results:
             self._warn_limit(res)
         obj.release()  # one row cache alive at a time
@@ -566,8 +573,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         records, results, owners = [], [], []
         for k, (plan, iso) in enumerate(plans):
             obj = self._objective(Xs, yb, max_iter)
-            for res, (_, alpha, _) in zip(self._run_plan(obj, k, plan, bounds, callback, init),
-                                          plan):
+            runs = self._run_plan(obj, k, plan, bounds, callback, init, warm is not None)
+            for res, (_, alpha, _) in zip(runs, plan):
                 rec = start_record(res)
                 if alpha is not None:
                     rec["isotropic"] = iso.starts_[iso.best_start_]

@@ -47,7 +47,7 @@ __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder
            "run_start", "run_plan", "stop_reason", "agreement", "best_start", "evidence_weights", "start_record",
            "fixed_record", "unrefined_record", "trajectory_columns", "coarse_starts",
            "subsample_indices", "isotropic_stage", "check_ard_init", "ARD_INIT",
-           "DEFAULT_OPTIONS", "STALL_OPTIONS", "FINE_MAX_STEP", "FINE_FIRST_STEP"]
+           "DEFAULT_OPTIONS", "STALL_OPTIONS", "RETRAIN_OPTIONS", "FINE_MAX_STEP", "FINE_FIRST_STEP"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -55,6 +55,10 @@ __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder
 #: the best point while it follows the gradients across jumps)
 STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
+#: a retraining (``warm_start_from``) begins at the earlier optimum, a point
+#: known to be good: its search ends once 2 evaluations in a row have not
+#: improved on it (user options override this)
+RETRAIN_OPTIONS = {"stall_evals": 2}
 #: initial trust radius (max-norm, log units) of the full-data phase of
 #: coarse-to-fine starts: on diamonds the best point along the first
 #: direction lay 0.08 (20,000 cases) and 0.17 (50,000) from the subsample
