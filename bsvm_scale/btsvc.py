@@ -26,7 +26,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.special import erfc
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 
@@ -35,7 +34,7 @@ from ._validation import (check_classification_data, check_positive, check_posit
                           check_predict_X)
 from .covariance import GaussianCovariance
 from .evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor, check_method
-from .evidence_trig import predictive_moments
+from .evidence_trig import predictive_moments, trig_class_probability
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
@@ -51,66 +50,6 @@ BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
 #: starting values of kappa0 tried in order (experiments.md, C1-C4)
 KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
 KAPPA_B_START = 100.0
-
-_GL_ORDER = 64
-_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(_GL_ORDER)
-_GL_HALF_WIDTH = 9.0  # integrate the Gaussian over mu +- 9 sigma (tail < 1e-18)
-
-
-# -- probabilistic prediction ---------------------------------------------------------
-def _trig_likelihood(z):
-    """Trigonometric likelihood (5.8) of ``z = y f``."""
-    z = np.asarray(z, dtype=np.float64)
-    inner = np.cos(0.25 * np.pi * (1.0 - np.clip(z, -1.0, 1.0))) ** 2
-    return np.where(z >= 1.0, 1.0, np.where(z <= -1.0, 0.0, inner))
-
-
-def _class_prob(y, mu, sd, chunk=32768):
-    """(5.42) for label ``y`` (scalar +-1) at arrays ``mu``, ``sd`` (sd > 0),
-    in chunks of test points (the quadrature holds ``chunk x 64`` arrays)."""
-    if mu.shape[0] > chunk:
-        return np.concatenate([_class_prob(y, mu[s:s + chunk], sd[s:s + chunk], chunk)
-                               for s in range(0, mu.shape[0], chunk)])
-    tail = 0.5 * erfc((1.0 - y * mu) / (np.sqrt(2.0) * sd))
-    lo = np.maximum(-1.0, mu - _GL_HALF_WIDTH * sd)
-    hi = np.minimum(1.0, mu + _GL_HALF_WIDTH * sd)
-    half = 0.5 * np.maximum(hi - lo, 0.0)
-    mid = 0.5 * (hi + lo)
-    f = mid[:, None] + half[:, None] * _GL_NODES[None, :]           # (t, order)
-    dens = np.exp(-0.5 * ((f - mu[:, None]) / sd[:, None]) ** 2)
-    dens /= np.sqrt(2 * np.pi) * sd[:, None]
-    lik = np.cos(0.25 * np.pi * (1.0 - y * f)) ** 2
-    integral = half * ((lik * dens) @ _GL_WEIGHTS)
-    return tail + integral
-
-
-def trig_class_probability(mu, sd):
-    """``P(y = +1 | x)`` of (5.42) for a Gaussian ``f(x) ~ N(mu, sd^2)``.
-
-    The tail ``1/2 erfc((1 - mu)/(sqrt 2 sd))`` is exact; the integral over
-    ``[-1, 1]`` of the trigonometric likelihood (5.8) against the Gaussian is
-    computed with a 64-point Gauss-Legendre rule on the part of ``[-1, 1]``
-    within ``mu +- 9 sd``, vectorised over points. The probability of the less
-    likely label is evaluated by (5.42) itself and the other one as its
-    complement, so ``P(+1) + P(-1) = 1`` exactly and small probabilities
-    keep their relative accuracy. ``sd = 0`` gives the likelihood at ``mu``.
-    """
-    mu = np.atleast_1d(np.asarray(mu, dtype=np.float64))
-    sd = np.broadcast_to(np.atleast_1d(np.asarray(sd, dtype=np.float64)), mu.shape)
-    p = np.empty_like(mu)
-    tiny = sd < 1e-12 * np.maximum(1.0, np.abs(mu))
-    p[tiny] = _trig_likelihood(mu[tiny])
-    ok = ~tiny
-    if np.any(ok):
-        m, s = mu[ok], sd[ok]
-        pos = m >= 0.0
-        q = np.empty_like(m)
-        if np.any(pos):  # P(-1) is the smaller one
-            q[pos] = 1.0 - _class_prob(-1.0, m[pos], s[pos])
-        if np.any(~pos):
-            q[~pos] = _class_prob(1.0, m[~pos], s[~pos])
-        p[ok] = q
-    return np.clip(p, 0.0, 1.0)
 
 
 # -- the estimator ----------------------------------------------------------------------
