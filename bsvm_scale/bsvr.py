@@ -35,8 +35,8 @@ from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
-                       best_start, check_ard_init, coarse_starts, fixed_record,
-                       isotropic_stage, run_plan, run_start, start_record, unrefined_record)
+                       best_isotropic, best_start, check_ard_init, coarse_starts,
+                       fixed_record, isotropic_stage, run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -82,17 +82,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         One relevance weight ``kappa_l`` per input (4.42).
     ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: two
-        runs per start, the better kept: one from the start itself, and one
-        from the optimum of the isotropic model (one ``kappa``, the geometric
-        mean of the start's ``kappa_l``), fitted first from the start with
-        every option of this estimator (every ``kappa_l`` equal to its
-        ``kappa``, dual warm start from its solution, trust radius
-        :data:`bsvm_scale.optimize.FINE_MAX_STEP`). The ARD model contains
-        the isotropic one and the search keeps its best point, so the ARD
-        evidence is at least the isotropic optimum's. ``"continuation"``:
-        only the run from the isotropic optimum (the same guarantee, fewer
-        evaluations). ``"start"``: only the run from the start (no such
+        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: a
+        run from every start itself, and one more run from the best optimum
+        of the isotropic model (one ``kappa``, the geometric mean of the
+        start's ``kappa_l``) fitted first from every start with every option
+        of this estimator (every ``kappa_l`` equal to its ``kappa``, dual
+        warm start from its solution, trust radius
+        :data:`bsvm_scale.optimize.FINE_MAX_STEP`); the best run is kept.
+        The ARD model contains the isotropic one and the search keeps its
+        best point, so the ARD evidence is at least the isotropic optimum's.
+        ``"continuation"``: only the run from the isotropic optimum (the same
+        guarantee, fewer evaluations). ``"start"``: only the run from the start (no such
         guarantee: the evidence (4.38) jumps where a case crosses between the
         loss's quadratic and linear pieces, and where the search ends depends
         on where it began).
@@ -208,8 +208,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         ``info``). One record per
         optimiser run, in order: the runs from the starts (coarse-to-fine:
         the one refined on the full data, with ``subsample``, that phase's
-        own record); with the isotropic first stage (``ard_init``) one run
-        per isotropic optimum, with ``isotropic``, that stage's own start
+        own record); with the isotropic first stage (``ard_init``) the run
+        from the best isotropic optimum, with ``isotropic``, that fit's start
         record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
         starts that were not refined (subsample phase only).
     """
@@ -394,8 +394,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         The plan of optimiser runs: every start (or, coarse-to-fine, the best
         subsample start refined on the full data); with the isotropic first
-        stage (``ard_init``) also one ARD run from each start's isotropic
-        optimum, warm-started from its dual solution. ``warm``: one run from
+        stage (``ard_init``) also one ARD run from the best isotropic optimum
+        of the starts, warm-started from its dual solution. ``warm``: one run from
         ``thetas[0]`` (an earlier fit's optimum) within the trust radius.
         """
         replay = None if init is None else init.get("evaluations")
@@ -417,7 +417,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
                 for theta, iso in zip(thetas, stage or [None] * len(thetas))
                 if coarse or iso is None or mode != "continuation"]
-        stage = [iso for iso in stage if iso is not None]
+        stage = [iso for iso in [best_isotropic(stage)] if iso is not None]
         plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
                  for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)

@@ -38,8 +38,8 @@ from .evidence_trig import predictive_moments, trig_class_probability
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
-                       best_start, check_ard_init, coarse_starts, fixed_record,
-                       isotropic_stage, run_plan, run_start, start_record, unrefined_record)
+                       best_isotropic, best_start, check_ard_init, coarse_starts,
+                       fixed_record, isotropic_stage, run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -67,9 +67,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
     ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: two
-        runs per start, the better kept: one from the start, one from the
-        optimum of the isotropic model fitted first from the start (one
+        :func:`bsvm_scale.optimize.isotropic_stage`). ``"isotropic"``: a run
+        from every start, and one from the best optimum of the isotropic
+        model fitted first from every start (one
         ``kappa``, the geometric mean of the start's ``kappa_l``; every
         ``kappa_l`` equal to it, SMO warm start from its solution, trust
         radius :data:`bsvm_scale.optimize.FINE_MAX_STEP`), so that the ARD
@@ -493,12 +493,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
         stage = (isotropic_stage(self._isotropic_fit, X, yb, origins) if mode != "start"
                  else [None] * len(thetas))
-        plans = []
+        best_iso, plans = best_isotropic(stage), []
         for theta0, iso in zip(thetas, stage):
             plan = [(theta0, None, max_step)] if coarse or iso is None or \
                 mode != "continuation" else []
-            plans.append((plan + ([self._continuation(iso, yb, d)] if iso is not None else []),
-                          iso))
+            if iso is not None and iso is best_iso:  # one continuation, from the best
+                plan.append(self._continuation(iso, yb, d))
+            if plan:
+                plans.append((plan, iso))
         return bounds, plans, (coarse, sub_best, alpha0)
 
     def _search(self, X, Xs, yb, callback, init, warm, max_iter):

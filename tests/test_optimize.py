@@ -351,3 +351,26 @@ def test_evidence_weights_are_the_normalised_evidences():
     ev = np.array([-1225.3, -1219.6, -1230.0])
     np.testing.assert_allclose(evidence_weights(ev), softmax(ev), rtol=1e-12)
     assert evidence_weights([-5000.0])[0] == 1.0
+
+
+def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
+    import warnings
+
+    from bsvm_scale.optimize import best_isotropic, isotropic_stage
+
+    class Fit:
+        def __init__(self, ev):
+            self.log_evidence_ = ev
+
+    def fit(X, y, theta0):
+        if theta0[0] < 0:
+            raise FloatingPointError("no finite evidence")
+        return Fit(float(theta0[0]))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        stage = isotropic_stage(fit, None, None, [np.array([1.0]), np.array([-1.0]),
+                                                  np.array([3.0])])
+    assert stage[1] is None and "start 1 failed" in str(caught[0].message)
+    assert best_isotropic(stage) is stage[2]
+    assert best_isotropic([None, None]) is None
