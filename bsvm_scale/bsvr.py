@@ -35,8 +35,8 @@ from .evidence_silf import prediction_factor, predictive_variance_chunk
 from .objective_silf import _Problem
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
-                       best_isotropic, best_start, check_ard_init, coarse_starts,
-                       fixed_record, isotropic_stage, run_plan, run_start, start_record, unrefined_record)
+                       ard_runs, best_start, check_ard_init, coarse_starts, fixed_record,
+                       run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -92,10 +92,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         The ARD model contains the isotropic one and the search keeps its
         best point, so the ARD evidence is at least the isotropic optimum's.
         ``"continuation"``: only the run from the isotropic optimum (the same
-        guarantee, fewer evaluations). ``"start"``: only the run from the start (no such
-        guarantee: the evidence (4.38) jumps where a case crosses between the
-        loss's quadratic and linear pieces, and where the search ends depends
-        on where it began).
+        guarantee, fewer evaluations). ``"start"``: only the runs from the
+        starts (no such guarantee: the evidence (4.38) jumps where a case
+        crosses between the loss's quadratic and linear pieces, and where the
+        search ends depends on where it began).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones
@@ -411,13 +411,11 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             origins = thetas
         n, d = Xs.shape
         mode = self.ard_init if bool(self.ard) and d > 1 else "start"
-        stage = isotropic_stage(self._isotropic_fit, X, y, origins) if mode != "start" else []
-        # ard_init="continuation" drops the run from a start whose isotropic fit
-        # worked (coarse-to-fine keeps it: it begins at the subsample optimum)
+        direct, _, best_iso = ard_runs(self._isotropic_fit, X, y, thetas, origins, mode,
+                                       refined=bool(coarse))
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
-                for theta, iso in zip(thetas, stage or [None] * len(thetas))
-                if coarse or iso is None or mode != "continuation"]
-        stage = [iso for iso in [best_isotropic(stage)] if iso is not None]
+                for theta, run in zip(thetas, direct) if run]
+        stage = [] if best_iso is None else [best_iso]
         plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
                  for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)

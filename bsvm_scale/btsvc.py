@@ -10,8 +10,8 @@ Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
 2. the Laplace-approximated evidence (5.35) and its gradient (5.36)/(5.37)
    over the support-vector block (:mod:`bsvm_scale.evidence_trig`);
 3. a trust-region quasi-Newton search on ``[ln kappa0, ln kappa (or ln
-   kappa_l), ln kappa_b]`` within a box prior, from one or several starts, keeping the start with the
-   highest evidence (:mod:`bsvm_scale.optimize`).
+   kappa_l), ln kappa_b]`` within a box prior, from one or several starts,
+   keeping the start with the highest evidence (:mod:`bsvm_scale.optimize`).
 
 Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
 the class probability (5.42), whose finite integral is evaluated by a
@@ -38,8 +38,8 @@ from .evidence_trig import predictive_moments, trig_class_probability
 from .objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from .warm_start import previous_model, previous_thetas
 from .optimize import (DEFAULT_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS,
-                       best_isotropic, best_start, check_ard_init, coarse_starts,
-                       fixed_record, isotropic_stage, run_plan, run_start, start_record, unrefined_record)
+                       ard_runs, best_start, check_ard_init, coarse_starts, fixed_record,
+                       run_plan, run_start, start_record, unrefined_record)
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
 
@@ -491,12 +491,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
             max_step = FINE_MAX_STEP
         mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
-        stage = (isotropic_stage(self._isotropic_fit, X, yb, origins) if mode != "start"
-                 else [None] * len(thetas))
-        best_iso, plans = best_isotropic(stage), []
-        for theta0, iso in zip(thetas, stage):
-            plan = [(theta0, None, max_step)] if coarse or iso is None or \
-                mode != "continuation" else []
+        direct, stage, best_iso = ard_runs(self._isotropic_fit, X, yb, thetas, origins, mode,
+                                           refined=bool(coarse))
+        plans = []
+        for theta0, run, iso in zip(thetas, direct, stage):
+            plan = [(theta0, None, max_step)] if run else []
             if iso is not None and iso is best_iso:  # one continuation, from the best
                 plan.append(self._continuation(iso, yb, d))
             if plan:

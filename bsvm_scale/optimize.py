@@ -44,10 +44,11 @@ from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_r
                            projected_gradient)
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
-           "run_start", "run_plan", "stop_reason", "agreement", "best_start", "evidence_weights", "start_record",
-           "fixed_record", "unrefined_record", "trajectory_columns", "coarse_starts",
-           "subsample_indices", "isotropic_stage", "best_isotropic", "check_ard_init", "ARD_INIT",
-           "DEFAULT_OPTIONS", "STALL_OPTIONS", "RETRAIN_OPTIONS", "FINE_MAX_STEP", "FINE_FIRST_STEP"]
+           "run_start", "run_plan", "stop_reason", "agreement", "best_start", "evidence_weights",
+           "start_record", "fixed_record", "unrefined_record", "trajectory_columns",
+           "coarse_starts", "subsample_indices", "isotropic_stage", "best_isotropic", "ard_runs",
+           "check_ard_init", "ARD_INIT", "DEFAULT_OPTIONS", "STALL_OPTIONS", "RETRAIN_OPTIONS",
+           "FINE_MAX_STEP", "FINE_FIRST_STEP"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -570,6 +571,25 @@ def best_isotropic(stage):
     each other on Friedman #1 (2,000 cases), at twice the cost."""
     fitted = [iso for iso in stage if iso is not None]
     return max(fitted, key=lambda m: m.log_evidence_) if fitted else None
+
+
+def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False):
+    """Which optimiser runs an ARD search makes (``ard_init``), for BSVR and BTSVC.
+
+    ``mode`` is ``"start"`` (also for isotropic models and retraining: no
+    isotropic stage), ``"isotropic"`` or ``"continuation"``. The isotropic
+    model is fitted from every ``origins[k]`` (:func:`isotropic_stage`);
+    ``thetas[k]`` runs from itself unless ``mode="continuation"`` and its
+    isotropic fit worked (a ``refined`` coarse-to-fine start, which begins at
+    its subsample optimum, always runs). Returns ``(direct, stage, best)``:
+    a flag per start, the isotropic fits (None where none was made or it
+    failed) and the best one, from which the single continuation runs
+    (:func:`best_isotropic`; None: no continuation).
+    """
+    stage = (isotropic_stage(fit_isotropic, X, y, origins) if mode != "start"
+             else [None] * len(thetas))
+    direct = [refined or iso is None or mode != "continuation" for iso in stage]
+    return direct, stage, best_isotropic(stage)
 
 
 def subsample_indices(n, m, random_state):

@@ -374,3 +374,34 @@ def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
     assert stage[1] is None and "start 1 failed" in str(caught[0].message)
     assert best_isotropic(stage) is stage[2]
     assert best_isotropic([None, None]) is None
+
+
+@pytest.mark.parametrize("mode,refined,direct", [
+    ("start", False, [True, True, True]),
+    ("isotropic", False, [True, True, True]),
+    ("continuation", False, [False, True, False]),   # start 1's isotropic fit failed
+    ("continuation", True, [True, True, True]),      # a refined start always runs
+])
+def test_ard_runs_policy(mode, refined, direct):
+    import warnings
+
+    from bsvm_scale.optimize import ard_runs
+
+    class Fit:
+        def __init__(self, ev):
+            self.log_evidence_ = ev
+
+    def fit(X, y, theta0):
+        if theta0[0] < 0:
+            raise FloatingPointError("no finite evidence")
+        return Fit(float(theta0[0]))
+
+    thetas = [np.array([1.0]), np.array([-1.0]), np.array([3.0])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        flags, stage, best = ard_runs(fit, None, None, thetas, thetas, mode, refined)
+    assert flags == direct
+    if mode == "start":
+        assert stage == [None] * 3 and best is None
+    else:
+        assert best is stage[2] and stage[1] is None
