@@ -353,23 +353,27 @@ def test_evidence_weights_are_the_normalised_evidences():
     assert evidence_weights([-5000.0])[0] == 1.0
 
 
+class _IsoFit:
+    """A stand-in isotropic fit whose evidence is the start's first entry."""
+
+    def __init__(self, ev):
+        self.log_evidence_ = ev
+
+
+def _fit_isotropic(X, y, theta0):
+    if theta0[0] < 0:
+        raise FloatingPointError("no finite evidence")
+    return _IsoFit(float(theta0[0]))
+
+
 def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
     import warnings
 
     from bsvm_scale.optimize import best_isotropic, isotropic_stage
 
-    class Fit:
-        def __init__(self, ev):
-            self.log_evidence_ = ev
-
-    def fit(X, y, theta0):
-        if theta0[0] < 0:
-            raise FloatingPointError("no finite evidence")
-        return Fit(float(theta0[0]))
-
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        stage = isotropic_stage(fit, None, None, [np.array([1.0]), np.array([-1.0]),
+        stage = isotropic_stage(_fit_isotropic, None, None, [np.array([1.0]), np.array([-1.0]),
                                                   np.array([3.0])])
     assert stage[1] is None and "start 1 failed" in str(caught[0].message)
     assert best_isotropic(stage) is stage[2]
@@ -387,19 +391,10 @@ def test_ard_runs_policy(mode, refined, direct):
 
     from bsvm_scale.optimize import ard_runs
 
-    class Fit:
-        def __init__(self, ev):
-            self.log_evidence_ = ev
-
-    def fit(X, y, theta0):
-        if theta0[0] < 0:
-            raise FloatingPointError("no finite evidence")
-        return Fit(float(theta0[0]))
-
     thetas = [np.array([1.0]), np.array([-1.0]), np.array([3.0])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        flags, stage, best = ard_runs(fit, None, None, thetas, thetas, mode, refined)
+        flags, stage, best = ard_runs(_fit_isotropic, None, None, thetas, thetas, mode, refined)
     assert flags == direct
     if mode == "start":
         assert stage == [None] * 3 and best is None
