@@ -72,7 +72,7 @@ import numpy as np
 sys.path.insert(0, {here!r})
 from bench_bsvr import sinc_data
 from bsvm_scale import BayesianSVR
-from bsvm_scale._memory import peak_rss_bytes, reset_peak_rss
+from bsvm_scale._util.memory import peak_rss_bytes, reset_peak_rss
 n, beta = {n}, {beta}
 X, y, _ = sinc_data(n, 1)
 Xt, yt, nt = sinc_data(3000, 2)

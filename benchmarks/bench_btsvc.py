@@ -94,7 +94,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from bsvm_scale._memory import peak_rss_bytes  # noqa: E402
+from bsvm_scale._util.memory import peak_rss_bytes  # noqa: E402
 
 
 def _data(name, n, seed):
@@ -133,9 +133,9 @@ def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
     """
     from sklearn.svm import SVC
 
-    from bsvm_scale._base import Standardizer
-    from bsvm_scale.btsvc import EvidenceObjective
-    from bsvm_scale.covariance import GaussianCovariance
+    from bsvm_scale._util.base import Standardizer
+    from bsvm_scale.models.btsvc import EvidenceObjective
+    from bsvm_scale.inference.covariance import GaussianCovariance
 
     Xw, yw = _data("gauss2d", 200, seed)  # compile outside the timings
     EvidenceObjective(Xw, np.where(yw > 0, 1.0, -1.0), False).solve(np.log([1.0, 0.5, 100.0]))
@@ -180,9 +180,9 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-    from bsvm_scale._base import Standardizer
-    from bsvm_scale.btsvc import EvidenceObjective
-    from bsvm_scale.covariance import GaussianCovariance
+    from bsvm_scale._util.base import Standardizer
+    from bsvm_scale.models.btsvc import EvidenceObjective
+    from bsvm_scale.inference.covariance import GaussianCovariance
 
     # warm-up: Numba compilation outside the timings
     Xw, yw = _data("gauss2d", 200, seed)

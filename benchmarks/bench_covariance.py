@@ -35,7 +35,7 @@ import time
 
 import numpy as np
 
-from bsvm_scale._memory import peak_rss_bytes, reset_peak_rss
+from bsvm_scale._util.memory import peak_rss_bytes, reset_peak_rss
 
 MiB = 2.0**20
 
@@ -58,7 +58,7 @@ def _stats(times):
 def bench_row_speed(n, d, reps, numpy_reps, seed=0):
     import numba
 
-    from bsvm_scale import _covariance_kernels as ck
+    from bsvm_scale._compiled import covariance as ck
 
     rng = np.random.default_rng(seed)
     X = np.ascontiguousarray(rng.normal(size=(n, d)))
@@ -132,8 +132,8 @@ def memory_child(n, cache_mb, seed=0):
     """Body of the memory measurement; runs in a fresh process."""
     import tracemalloc
 
-    from bsvm_scale import _row_cache as rc
-    from bsvm_scale.covariance import GaussianCovariance, RowCache
+    from bsvm_scale._compiled import row_cache as rc
+    from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 
     # warm-up: compile/load get_row (both paths) and start the thread pool on
     # a tiny problem so that JIT memory is not counted as data

@@ -1,4 +1,4 @@
-"""Benchmark: exact GPR (bsvm_scale.gp.GPR) against scikit-learn's
+"""Benchmark: exact GPR (bsvm_scale.baselines.gp.GPR) against scikit-learn's
 GaussianProcessRegressor, fit time and peak memory.
 
 Data: sinc with Gaussian noise, x ~ U[-10, 10], y = sin|x|/|x| + N(0, 0.04)
@@ -102,7 +102,7 @@ class PeakRSS:
 
 
 def fit_ours(X, y, n_starts, options, seed):
-    from bsvm_scale.gp import GPR
+    from bsvm_scale.baselines.gp import GPR
 
     m = GPR(kappa0=1.0, kappa=1.0, kappa_b=1.0, sigma2=0.1, n_starts=n_starts,
             bounds=(1e-5, 1e5), options=options, random_state=seed, max_memory_mb=1e6)

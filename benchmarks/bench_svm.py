@@ -60,7 +60,7 @@ def timed(fn, repeats):
 def run(args):
     from sklearn import svm as sksvm
 
-    from bsvm_scale.svm import SVC, SVR
+    from bsvm_scale.baselines.svm import SVC, SVR
 
     rng0 = np.random.default_rng(args.seed)
     # compile the Numba code outside the timings

@@ -7,19 +7,19 @@ and does not trigger Numba compilation.
 __version__ = "0.1.0"
 
 _LAZY = {
-    "BayesianSVR": "bsvm_scale.bsvr",
-    "BayesianSVC": "bsvm_scale.btsvc",
-    "SVR": "bsvm_scale.svm",
-    "SVC": "bsvm_scale.svm",
-    "TSVC": "bsvm_scale.svm",
-    "GPR": "bsvm_scale.gp",
-    "GPC": "bsvm_scale.gp",
-    "RVR": "bsvm_scale.rvm",
-    "RVC": "bsvm_scale.rvm",
+    "BayesianSVR": "bsvm_scale.models.bsvr",
+    "BayesianSVC": "bsvm_scale.models.btsvc",
+    "SVR": "bsvm_scale.baselines.svm",
+    "SVC": "bsvm_scale.baselines.svm",
+    "TSVC": "bsvm_scale.baselines.svm",
+    "GPR": "bsvm_scale.baselines.gp",
+    "GPC": "bsvm_scale.baselines.gpc",
+    "RVR": "bsvm_scale.baselines.rvm",
+    "RVC": "bsvm_scale.baselines.rvm",
     "save_model": "bsvm_scale.storage",
     "load_model": "bsvm_scale.storage",
-    "GaussianCovariance": "bsvm_scale.covariance",
-    "RowCache": "bsvm_scale.covariance",
+    "GaussianCovariance": "bsvm_scale.inference.covariance",
+    "RowCache": "bsvm_scale.inference.covariance",
 }
 
 __all__ = sorted(_LAZY)

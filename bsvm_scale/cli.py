@@ -20,7 +20,7 @@ Commands
 ``bsvm-scale predict MODEL.h5 INPUT --out OUT.h5 [--scheduler ADDRESS | --workers N]
 [--chunk-size N] [--by-position]``
     Score a data set, ``.npy`` or CSV file with a saved model, chunk by chunk
-    (:mod:`bsvm_scale.scoring`).
+    (:mod:`bsvm_scale.pipeline.scoring`).
 ``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
     Write ``report.md`` and PNG plots of a run.
 ``bsvm-scale results RUN... [--out docs] [--bench FILE.json ...]``
@@ -410,7 +410,7 @@ def add_export_parser(subparsers) -> None:
 
 
 def cmd_predict(args) -> int:
-    from .scoring import predict_file
+    from .pipeline.scoring import predict_file
 
     out = predict_file(args.model, args.input, args.out, chunk_size=args.chunk_size,
                        scheduler=args.scheduler, workers=args.workers,
@@ -421,7 +421,7 @@ def cmd_predict(args) -> int:
 
 
 def add_predict_parser(subparsers) -> None:
-    from .scoring import DEFAULT_CHUNK
+    from .pipeline.scoring import DEFAULT_CHUNK
 
     p = subparsers.add_parser(
         "predict", help="score new inputs with a saved model",

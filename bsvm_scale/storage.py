@@ -41,12 +41,11 @@ their dtype and memory layout (C or Fortran order).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 
-from ._atomic import atomic_path
+from ._util.atomic import atomic_path
 
 __all__ = ["save_model", "load_model", "model_feature_names", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
@@ -62,13 +61,11 @@ class ModelFileError(ValueError):
 
 
 def _estimator_classes():
-    from .bsvr import BayesianSVR
-    from .btsvc import BayesianSVC
-    from .gp import GPC, GPR
-    from .rvm import RVC, RVR
-    from .svm import SVC, SVR, TSVC
+    """The storable classes by name, through the package's public names (storage
+    sits below the estimators and imports none of them)."""
+    import bsvm_scale
 
-    return {c.__name__: c for c in (BayesianSVR, BayesianSVC, SVR, SVC, TSVC, GPR, GPC, RVR, RVC)}
+    return {name: getattr(bsvm_scale, name) for name in ESTIMATORS}
 
 
 #: names of the estimator classes that can be stored
@@ -93,7 +90,7 @@ def _child_name(key, index):
 
 def encode(group, name, value, where="model"):
     """Write ``value`` under ``group[name]`` (recursively, no pickling)."""
-    from ._base import Standardizer
+    from ._util.base import Standardizer
     from sklearn.base import BaseEstimator
 
     if isinstance(value, BaseEstimator):
@@ -294,7 +291,7 @@ def decode(node, where="model"):
         if kind == "estimator":
             return _read_estimator(node, where)
         if kind == "standardizer":
-            from ._base import Standardizer
+            from ._util.base import Standardizer
 
             return Standardizer(decode(node["mean"]), decode(node["scale"]))
         if kind == "dict":
@@ -373,7 +370,7 @@ def save_model(model, path, *, feature_names=None):
     """Write the (fitted) ``model`` to ``path`` atomically; returns the path.
 
     ``feature_names`` (one per input column, optional) are stored with the
-    model so that scoring (:mod:`bsvm_scale.scoring`) can match input
+    model so that scoring (:mod:`bsvm_scale.pipeline.scoring`) can match input
     columns by name; :func:`model_feature_names` reads them back.
 
     Raises ``TypeError`` for an estimator class this module does not know or

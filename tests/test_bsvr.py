@@ -8,8 +8,9 @@ from sklearn.base import clone
 from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
-from bsvm_scale import BayesianSVR, losses
-from bsvm_scale.bsvr import default_beta
+from bsvm_scale import BayesianSVR
+from bsvm_scale.inference import losses
+from bsvm_scale.models.bsvr import default_beta
 
 from reference import dense_cov
 
@@ -235,8 +236,8 @@ def test_an_old_checkpoint_best_point_is_re_solved():
     """A best point stored as ``(value, nu)`` (checkpoints from before the
     stored MAP solution) is evaluated again by a warm SMO solve at theta; the
     other stored layout is read as the point it names."""
-    from bsvm_scale.bsvr import _Problem
-    from bsvm_scale.objective_silf import _best_point
+    from bsvm_scale.models.bsvr import _Problem
+    from bsvm_scale.inference.objective_silf import _best_point
 
     X, y, _, _ = _sinc(80, 12)
     P = _Problem(np.ascontiguousarray((X - X.mean()) / X.std()), y, float(np.var(y)), 0.3,

@@ -15,8 +15,8 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from bsvm_scale import BayesianSVC
-from bsvm_scale.btsvc import EvidenceObjective, trig_class_probability
-from bsvm_scale.covariance import GaussianCovariance
+from bsvm_scale.models.btsvc import EvidenceObjective, trig_class_probability
+from bsvm_scale.inference.covariance import GaussianCovariance
 
 
 # -- dense references ---------------------------------------------------------------
@@ -320,7 +320,7 @@ def test_sklearn_conventions_and_small_multiclass():
 
 
 def test_cholesky_jitter_fallback_is_reported():
-    from bsvm_scale.evidence_trig import chol_with_jitter
+    from bsvm_scale.inference.evidence_trig import chol_with_jitter
     B0 = np.array([[1.0, 1.0], [1.0, 1.0 - 1e-7]])  # slightly indefinite
     with pytest.warns(RuntimeWarning, match="jitter"):
         L, jitter = chol_with_jitter(lambda: B0.copy())

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bsvm_scale import _covariance_kernels as ck
-from bsvm_scale import _row_cache as rc
-from bsvm_scale.covariance import GaussianCovariance, RowCache, as_float_matrix
+from bsvm_scale._compiled import covariance as ck
+from bsvm_scale._compiled import row_cache as rc
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache, as_float_matrix
 from reference import (dense_cov, dense_dcov, dense_dcov_fd, params_from_theta,
                        ref_weights, theta_from_params)
 

@@ -115,7 +115,7 @@ def test_expected_dimensions():
 
 
 def test_sinc_silf_large_and_noise_variance():
-    from bsvm_scale.losses import silf_noise_variance
+    from bsvm_scale.inference.losses import silf_noise_variance
 
     ds = D.sinc_silf(50_000, 3)
     assert ds.X.shape == (50_000, 1) and ds.y.shape == (50_000,)
@@ -133,7 +133,7 @@ def test_sinc_silf_large_and_noise_variance():
 
 
 def test_sinc_silf_parameters_override():
-    from bsvm_scale.losses import silf_noise_variance
+    from bsvm_scale.inference.losses import silf_noise_variance
 
     ds = generate("sinc_silf", 20_000, 1, beta=0.1, C=3.0)
     assert ds.provenance["params"]["beta"] == 0.1

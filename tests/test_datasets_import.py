@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bsvm_scale._tables import TableError
+from bsvm_scale._util.tables import TableError
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import import_table, read_dataset
 

@@ -1,5 +1,5 @@
-"""Tests of the matrix-free evidence engine (:mod:`bsvm_scale.evidence_lowrank`,
-:mod:`bsvm_scale._lowrank_kernels`) and of ``evidence_method`` on both
+"""Tests of the matrix-free evidence engine (:mod:`bsvm_scale.inference.evidence_lowrank`,
+:mod:`bsvm_scale._compiled.lowrank`) and of ``evidence_method`` on both
 Bayesian estimators.
 
 References: dense NumPy (``tests/reference.py``), the dense evidence path of
@@ -13,15 +13,16 @@ import numpy as np
 import pytest
 
 from bsvm_scale import BayesianSVC, BayesianSVR
-from bsvm_scale import _lowrank_kernels as lk
-from bsvm_scale._base import Standardizer
-from bsvm_scale.btsvc import solve_dual
-from bsvm_scale.covariance import GaussianCovariance, RowCache
+from bsvm_scale._compiled import lowrank as lk
+from bsvm_scale._util.base import Standardizer
+from bsvm_scale.models.btsvc import solve_dual
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.datasets import synthetic
-from bsvm_scale.evidence_lowrank import (AUTO_DENSE_MAX, BlockEvidence, EvidenceBudgetError,
-                                         LowRankPredictor, factorize, lanczos_quadratures, pcg,
-                                         plan_block)
-from bsvm_scale.evidence_trig import neg_log_evidence
+from bsvm_scale.inference.evidence_lowrank import (AUTO_DENSE_MAX, BlockEvidence,
+                                                   EvidenceBudgetError, LowRankPredictor,
+                                                   factorize, lanczos_quadratures, pcg,
+                                                   plan_block)
+from bsvm_scale.inference.evidence_trig import neg_log_evidence
 from bsvm_scale.storage import load_model, save_model
 
 from reference import dense_cov, dense_dcov
@@ -319,8 +320,8 @@ def test_bsvr_matrix_free_matches_dense_at_beta_03():
 
 
 def test_bsvr_matrix_free_gradient_matches_dense():
-    from bsvm_scale.bsvr import _Problem
-    from bsvm_scale.evidence_lowrank import EvidenceSettings
+    from bsvm_scale.models.bsvr import _Problem
+    from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
     d = synthetic.sinc_silf(2500, seed=1)
     X = np.ascontiguousarray(Standardizer.fit(d.X).transform(d.X))
     theta = np.log([10.0, 0.1, 1.0, 10.0])
@@ -375,7 +376,7 @@ def test_prediction_factor_takes_more_pivots_than_the_evidence_factor(monkeypatc
     """With the evidence rank capped (stochastic correction), the factor kept
     for prediction still takes every pivot the budget allows, so the
     predictive sd stays within 1e-3 of the dense one (twonorm, 20 inputs)."""
-    import bsvm_scale.evidence_lowrank as el
+    import bsvm_scale.inference.evidence_lowrank as el
     monkeypatch.setattr(el, "MAX_RANK", 40)
     d = synthetic.twonorm(1500, seed=1)
     Xt = synthetic.twonorm(500, seed=2).X

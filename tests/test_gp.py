@@ -1,4 +1,4 @@
-"""Tests of the exact Gaussian-process baselines (bsvm_scale.gp)."""
+"""Tests of the exact Gaussian-process baselines (bsvm_scale.baselines.gp)."""
 
 import warnings
 
@@ -11,9 +11,10 @@ from sklearn.gaussian_process import GaussianProcessClassifier, GaussianProcessR
 from sklearn.gaussian_process.kernels import RBF, WhiteKernel
 from sklearn.gaussian_process.kernels import ConstantKernel as Const
 
-from bsvm_scale._base import Standardizer
-from bsvm_scale.covariance import GaussianCovariance
-from bsvm_scale.gp import GPC, GPR
+from bsvm_scale._util.base import Standardizer
+from bsvm_scale.inference.covariance import GaussianCovariance
+from bsvm_scale.baselines.gpc import GPC
+from bsvm_scale.baselines.gp import GPR
 
 
 def _standardised(X):

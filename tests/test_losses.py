@@ -1,4 +1,4 @@
-"""Tests for bsvm_scale.losses against independent references.
+"""Tests for bsvm_scale.inference.losses against independent references.
 
 References are built here from first principles: the piecewise loss (2.28)
 written out again, adaptive quadrature (scipy.integrate.quad) split at the
@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from bsvm_scale import losses as L
+from bsvm_scale.inference import losses as L
 
 # --------------------------------------------------------------------------
 # independent references

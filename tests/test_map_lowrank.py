@@ -1,15 +1,16 @@
-"""Low-rank Newton starts of the MAP solves (bsvm_scale.map_lowrank)."""
+"""Low-rank Newton starts of the MAP solves (bsvm_scale.inference.map_lowrank)."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 
-from bsvm_scale import losses, map_lowrank
-from bsvm_scale.bsvr import _Problem
-from bsvm_scale.btsvc import EvidenceObjective, solve_dual
-from bsvm_scale.covariance import GaussianCovariance, RowCache
+from bsvm_scale.inference import losses, map_lowrank
+from bsvm_scale.models.bsvr import _Problem
+from bsvm_scale.models.btsvc import EvidenceObjective, solve_dual
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.datasets import synthetic
-from bsvm_scale.map_lowrank import choose_start, low_rank_factor, newton, silf_start, trig_start
+from bsvm_scale.inference.map_lowrank import (choose_start, low_rank_factor, newton,
+                                              silf_start, trig_start)
 
 from reference import dense_cov
 
@@ -185,7 +186,7 @@ def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
 
 
 def test_next_start_policy(monkeypatch):
-    from bsvm_scale.map_lowrank import next_start
+    from bsvm_scale.inference.map_lowrank import next_start
 
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 1)
     warm = np.ones(4)

@@ -1,11 +1,12 @@
-"""Tests of the two-stage CV grid search (bsvm_scale.model_selection)."""
+"""Tests of the two-stage CV grid search (bsvm_scale.baselines.model_selection)."""
 
 import numpy as np
 import pytest
 from sklearn.model_selection import KFold
 
-from bsvm_scale.model_selection import C1_BOX, R2_BOX, _pick_best, grid_search_cv, log_grid
-from bsvm_scale.svm import SVC, SVR, TSVC
+from bsvm_scale.baselines.model_selection import (C1_BOX, R2_BOX, _pick_best, grid_search_cv,
+                                                  log_grid)
+from bsvm_scale.baselines.svm import SVC, SVR, TSVC
 
 
 def sinc_data(n, seed):

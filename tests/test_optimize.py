@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der
 
-from bsvm_scale import trust_region as tr
-from bsvm_scale.optimize import (Options, Recorder, StallRule, fixed_record, run_start,
-                                 start_record, stop_reason, trajectory_columns)
+from bsvm_scale.optimization import trust_region as tr
+from bsvm_scale.optimization.driver import Options, Recorder, StallRule, run_start, stop_reason
+from bsvm_scale.optimization.records import fixed_record, start_record, trajectory_columns
 
 
 class _Counted:
@@ -315,7 +315,8 @@ def test_start_record_layout_is_shared():
 
 
 def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
-    from bsvm_scale.optimize import BestPoint, coarse_starts, subsample_indices
+    from bsvm_scale.optimization.driver import BestPoint
+    from bsvm_scale.optimization.starts import coarse_starts, subsample_indices
 
     class Quadratic:
         """-ln evidence (theta - c)^2 + offset on a subsample; dual = its labels."""
@@ -346,7 +347,7 @@ def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
 def test_evidence_weights_are_the_normalised_evidences():
     from scipy.special import softmax
 
-    from bsvm_scale.optimize import evidence_weights
+    from bsvm_scale.optimization.starts import evidence_weights
 
     ev = np.array([-1225.3, -1219.6, -1230.0])
     np.testing.assert_allclose(evidence_weights(ev), softmax(ev), rtol=1e-12)
@@ -369,7 +370,7 @@ def _fit_isotropic(X, y, theta0):
 def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
     import warnings
 
-    from bsvm_scale.optimize import best_isotropic, isotropic_stage
+    from bsvm_scale.optimization.starts import best_isotropic, isotropic_stage
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -389,7 +390,7 @@ def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
 def test_ard_runs_policy(mode, refined, direct):
     import warnings
 
-    from bsvm_scale.optimize import ard_runs
+    from bsvm_scale.optimization.starts import ard_runs
 
     thetas = [np.array([1.0]), np.array([-1.0]), np.array([3.0])]
     with warnings.catch_warnings():

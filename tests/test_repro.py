@@ -472,7 +472,7 @@ def test_results_page_includes_benchmark_rows(tiny_run):
 
 
 def test_fix_from_model_uses_the_hyperparameters_of_the_first_partitions(tiny_run):
-    from bsvm_scale.bsvr import BayesianSVR
+    from bsvm_scale.models.bsvr import BayesianSVR
 
     tmp, rec = tiny_run
     run_dir = Path(rec["meta"]["run_dir"])

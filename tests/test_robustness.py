@@ -15,7 +15,7 @@ import pytest
 from sklearn.base import clone, is_classifier
 
 from bsvm_scale import GPR, SVR, BayesianSVR
-from bsvm_scale.optimize import run_start
+from bsvm_scale.optimization.driver import run_start
 from fast_estimators import all_estimators, name
 
 RNG = np.random.default_rng(80)
@@ -206,7 +206,7 @@ def test_bsvr_single_off_bound_point():
 def test_stable_cholesky_escalates_jitter():
     """A singular Sigma_M (two identical points) needs jitter; the factor
     returned is that of the jittered matrix."""
-    from bsvm_scale.evidence_silf import stable_cholesky
+    from bsvm_scale.inference.evidence_silf import stable_cholesky
 
     A = np.ones((3, 3))
     L, jit = stable_cholesky(A)
@@ -219,7 +219,7 @@ def test_stable_cholesky_escalates_jitter():
 def test_bsvr_reports_jitter(monkeypatch):
     """When the factorisation of Sigma_M needed jitter, BSVR says so (warning
     and ``jitter_``); the rest of the model stays finite."""
-    import bsvm_scale.evidence_silf as ev
+    import bsvm_scale.inference.evidence_silf as ev
 
     def jittered(A):
         jit = 1e-8

@@ -1,4 +1,4 @@
-"""LRU covariance-row cache (bsvm_scale._row_cache / covariance.RowCache)."""
+"""LRU covariance-row cache (bsvm_scale._compiled.row_cache / covariance.RowCache)."""
 
 import tracemalloc
 from collections import OrderedDict
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bsvm_scale import _row_cache as rc
-from bsvm_scale.covariance import GaussianCovariance, RowCache
+from bsvm_scale._compiled import row_cache as rc
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from reference import dense_cov
 
 TOL = 1e-12

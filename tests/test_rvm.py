@@ -1,12 +1,12 @@
-"""Tests of the relevance vector machines (bsvm_scale.rvm)."""
+"""Tests of the relevance vector machines (bsvm_scale.baselines.rvm)."""
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import expit
 
-from bsvm_scale._base import Standardizer
-from bsvm_scale.rvm import RVC, RVR
+from bsvm_scale._util.base import Standardizer
+from bsvm_scale.baselines.rvm import RVC, RVR
 
 
 def _std(X):

@@ -7,9 +7,9 @@ import pytest
 from scipy.integrate import quad
 from scipy.optimize import minimize
 
-from bsvm_scale import losses
-from bsvm_scale.bsvr import _Problem
-from bsvm_scale.covariance import GaussianCovariance
+from bsvm_scale.inference import losses
+from bsvm_scale.models.bsvr import _Problem
+from bsvm_scale.inference.covariance import GaussianCovariance
 
 from reference import dense_cov
 
@@ -237,7 +237,7 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
 def test_shrink_never_readmits_a_shrunk_point():
     # a shrunk point's gradient is stale: a later shrink must not judge it on
     # that value and bring it back without a reconstruction
-    from bsvm_scale._smo_silf import shrink
+    from bsvm_scale._compiled.smo_silf import shrink
 
     C, eps1 = 1.0, 0.1
     nu = np.array([0.5, 0.0, 0.0, C])

@@ -12,9 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
-from bsvm_scale import _smo_trig as smo
-from bsvm_scale.btsvc import solve_dual
-from bsvm_scale.covariance import GaussianCovariance, RowCache
+from bsvm_scale._compiled import smo_trig as smo
+from bsvm_scale.models.btsvc import solve_dual
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 
 
 # -- dense references ---------------------------------------------------------------

@@ -20,11 +20,12 @@ OPT = {"maxiter": 5}
 
 
 def _models():
-    from bsvm_scale.bsvr import BayesianSVR
-    from bsvm_scale.btsvc import BayesianSVC
-    from bsvm_scale.gp import GPC, GPR
-    from bsvm_scale.rvm import RVC, RVR
-    from bsvm_scale.svm import SVC, SVR, TSVC
+    from bsvm_scale.models.bsvr import BayesianSVR
+    from bsvm_scale.models.btsvc import BayesianSVC
+    from bsvm_scale.baselines.gpc import GPC
+    from bsvm_scale.baselines.gp import GPR
+    from bsvm_scale.baselines.rvm import RVC, RVR
+    from bsvm_scale.baselines.svm import SVC, SVR, TSVC
 
     return [
         ("bsvr", BayesianSVR(n_starts=1, optimizer_options=OPT), Y_REG),
@@ -100,7 +101,7 @@ def test_no_pickle_anywhere():
 
 
 def _small_model():
-    from bsvm_scale.svm import SVC
+    from bsvm_scale.baselines.svm import SVC
 
     return SVC(C=1.0).fit(X, Y_BIN)
 
@@ -212,7 +213,7 @@ def test_format_1_files_still_load(tmp_path, monkeypatch):
     dataset) loads to the same predictions and the same record."""
     import bsvm_scale.storage as st
     from bsvm_scale.pipeline.checkpoint import read_record, write_record
-    from bsvm_scale.bsvr import BayesianSVR
+    from bsvm_scale.models.bsvr import BayesianSVR
 
     model = BayesianSVR(n_starts=1, optimizer_options=OPT).fit(X, Y_REG)
     monkeypatch.setattr(st, "_inline_scalar", lambda value: None)
@@ -234,7 +235,7 @@ def test_format_1_files_still_load(tmp_path, monkeypatch):
 def test_files_from_before_a_new_parameter_load_with_how_they_were_fitted(tmp_path, monkeypatch):
     """A BayesianSVR file saved before ``ard_init`` existed loads with
     ``ard_init="start"`` (the behaviour it was fitted with), not the new default."""
-    from bsvm_scale.bsvr import BayesianSVR
+    from bsvm_scale.models.bsvr import BayesianSVR
 
     model = BayesianSVR(n_starts=1, optimizer_options=OPT).fit(X, Y_REG)
     names = [k for k in BayesianSVR._get_param_names() if k != "ard_init"]

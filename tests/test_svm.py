@@ -1,4 +1,4 @@
-"""Tests of the classical SVMs (bsvm_scale.svm): agreement with LIBSVM
+"""Tests of the classical SVMs (bsvm_scale.baselines.svm): agreement with LIBSVM
 (scikit-learn), the trigonometric SVC against a dense solver, and the Gao et
 al. (2002) evidence / C re-estimation / error bars against dense NumPy."""
 
@@ -11,7 +11,7 @@ from sklearn import svm as sksvm
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
-from bsvm_scale.svm import SVC, SVR, TSVC, epsilon_noise_variance
+from bsvm_scale.baselines.svm import SVC, SVR, TSVC, epsilon_noise_variance
 
 
 # ---------------------------------------------------------------------------

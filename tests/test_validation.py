@@ -1,4 +1,4 @@
-"""Bad input gives a clear error from every estimator (bsvm_scale._validation).
+"""Bad input gives a clear error from every estimator (bsvm_scale._util.validation).
 
 Each case is run against all nine estimators; the expected message
 fragments are scikit-learn's conventional wording (for inputs) or name the

@@ -17,38 +17,14 @@
 """
 
 from ._dataset import TASKS, Dataset, make_seed_rng, ordered_split, random_splits
-from .hdf5 import (
-    FORMAT_VERSION,
-    DatasetFileError,
-    dataset_info,
-    read_dataset,
-    write_dataset,
-)
+from .hdf5 import FORMAT_VERSION, DatasetFileError, dataset_info, read_dataset, write_dataset
 from .importing import import_table
 from .real import REAL_DATASETS, data_dir, load_real, real_path
 from .registry import DatasetEntry, dataset_params, generate, get_entry, list_datasets
-from .synthetic import (
-    friedman1,
-    friedman2,
-    friedman3,
-    gauss1d,
-    gauss1d_posterior,
-    gauss2d,
-    gauss2d_bayes_error,
-    gauss2d_log_densities,
-    gauss2d_posterior,
-    mackey_glass,
-    mackey_glass_series,
-    ringnorm,
-    robot_arm,
-    robot_arm6,
-    sinc,
-    sinc_gauss,
-    sinc_silf,
-    twonorm,
-    waveform,
-    waveform_bases,
-)
+from .synthetic import (friedman1, friedman2, friedman3, gauss1d, gauss1d_posterior, gauss2d,
+                        gauss2d_bayes_error, gauss2d_log_densities, gauss2d_posterior,
+                        mackey_glass, mackey_glass_series, ringnorm, robot_arm, robot_arm6,
+                        sinc, sinc_gauss, sinc_silf, twonorm, waveform, waveform_bases)
 
 __all__ = [
     "TASKS",

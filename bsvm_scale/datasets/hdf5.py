@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._atomic import atomic_path
+from .._util.atomic import atomic_path
 from ._dataset import TASKS, Dataset
 
 __all__ = [

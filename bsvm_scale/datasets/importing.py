@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .._atomic import file_sha256
-from .._tables import TableError, read_csv
+from .._util.atomic import file_sha256
+from .._util.tables import TableError, read_csv
 from ._dataset import TASKS, Dataset, random_splits
 
 __all__ = ["import_table", "MAX_CLASSES"]

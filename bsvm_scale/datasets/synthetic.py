@@ -81,11 +81,11 @@ def sinc_silf(n, seed, *, C=10.0, epsilon=0.1, beta=0.3, low=-10.0, high=10.0):
     """R1: x ~ U[low, high], y = sinc(x) + SILF noise (density 2.31).
 
     The noise is drawn by inverting the SILF distribution function (Appendix
-    F) with :func:`bsvm_scale.losses.silf_sample`, using the same Generator
+    F) with :func:`bsvm_scale.inference.losses.silf_sample`, using the same Generator
     stream after the inputs.  ``extra['f']`` is sinc(x), ``extra['noise']``
     the draw; ``provenance['noise_variance']`` is sigma_n^2 of (2.33).
     """
-    from bsvm_scale.losses import silf_noise_variance, silf_sample
+    from ..inference.losses import silf_noise_variance, silf_sample
 
     n = _check_n(n)
     if not high > low:
@@ -105,7 +105,7 @@ def sinc_silf(n, seed, *, C=10.0, epsilon=0.1, beta=0.3, low=-10.0, high=10.0):
         provenance=_prov(
             "sinc_silf", seed_rec, params,
             "x ~ U[low, high]; y = sin|x|/|x| + delta, delta ~ SILF(C, epsilon, beta) "
-            "drawn by inverse CDF (thesis Appendix F) via bsvm_scale.losses.silf_sample",
+            "drawn by inverse CDF (thesis Appendix F) via bsvm_scale.inference.losses.silf_sample",
             noise_variance=float(silf_noise_variance(C, epsilon, beta)),
         ),
         extra={"f": f, "noise": noise},

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._atomic import atomic_path
+from .._util.atomic import atomic_path
 
 __all__ = ["atomic_write_bytes", "write_record", "read_record", "save_checkpoint",
            "load_checkpoint", "RunLock", "RunLockedError"]

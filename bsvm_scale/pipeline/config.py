@@ -60,15 +60,15 @@ __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeli
 
 #: model kind -> (module, class name)
 KINDS = {
-    "bsvr": ("bsvm_scale.bsvr", "BayesianSVR"),
-    "btsvc": ("bsvm_scale.btsvc", "BayesianSVC"),
-    "svr": ("bsvm_scale.svm", "SVR"),
-    "svc": ("bsvm_scale.svm", "SVC"),
-    "tsvc": ("bsvm_scale.svm", "TSVC"),
-    "gpr": ("bsvm_scale.gp", "GPR"),
-    "gpc": ("bsvm_scale.gp", "GPC"),
-    "rvr": ("bsvm_scale.rvm", "RVR"),
-    "rvc": ("bsvm_scale.rvm", "RVC"),
+    "bsvr": ("bsvm_scale.models.bsvr", "BayesianSVR"),
+    "btsvc": ("bsvm_scale.models.btsvc", "BayesianSVC"),
+    "svr": ("bsvm_scale.baselines.svm", "SVR"),
+    "svc": ("bsvm_scale.baselines.svm", "SVC"),
+    "tsvc": ("bsvm_scale.baselines.svm", "TSVC"),
+    "gpr": ("bsvm_scale.baselines.gp", "GPR"),
+    "gpc": ("bsvm_scale.baselines.gpc", "GPC"),
+    "rvr": ("bsvm_scale.baselines.rvm", "RVR"),
+    "rvc": ("bsvm_scale.baselines.rvm", "RVC"),
     # scikit-learn as external references (bsvm_scale/pipeline/external.py)
     "sk_svr": ("bsvm_scale.pipeline.external", "SkSVR"),
     "sk_svc": ("bsvm_scale.pipeline.external", "SkSVC"),

@@ -40,11 +40,11 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
-from ..warm_start import run_model_file
+from ..models.warm_start import run_model_file
 from .cluster import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from .config import BAYES_KINDS, TASK_OF, Pipeline
-from .fingerprint import KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key, \
-    reconcile_tasks, task_keys, write_key
+from .fingerprint import (KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key,
+                          reconcile_tasks, task_keys, write_key)
 from .progress import Progress
 from .runfile import format_table, summary_rows, write_run_file
 from .tasks import format_exception, machine, n_starts_of, run_task, source_commit, versions
@@ -210,7 +210,7 @@ def _dir_writable(path):
 
 def _committee(starts, task, y_test):
     """Evidence-weighted committee of the starts (weights proportional to the evidence)."""
-    from ..optimize import evidence_weights
+    from ..optimization.starts import evidence_weights
     from .tasks import classification_metrics, regression_metrics
 
     w = evidence_weights([s["log_evidence"] for s in starts])

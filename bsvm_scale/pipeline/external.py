@@ -272,7 +272,7 @@ class SkGPR(RegressorMixin, _SkGP):
         """Fit on standardised ``X`` (and, with ``normalize_y``, standardised ``y``).
 
         ``log_marginal_likelihood_`` is the evidence of the given targets (as
-        :class:`~bsvm_scale.gp.GPR` reports it): scikit-learn's value minus
+        :class:`~bsvm_scale.baselines.gp.GPR` reports it): scikit-learn's value minus
         ``n ln y_scale_`` with ``normalize_y``.
         """
         y = np.asarray(y, dtype=float)

@@ -933,7 +933,7 @@ def c3_grid(X, y, Xt, yt, hyper, grid=C3_GRID):
     C3). Returns ``(log10_kappa0, log10_kappa, neg_log_evidence, error)``,
     the last two of shape ``(len(log10_kappa), len(log10_kappa0))``.
     """
-    from ..btsvc import BayesianSVC
+    from ..models.btsvc import BayesianSVC
 
     k, w0, w1 = grid
     a = np.log10(hyper["kappa0"]) + np.linspace(-w0, w0, k)

@@ -45,7 +45,7 @@ def write_run_file(path, record, packed=False):
 
     import h5py
 
-    from .._atomic import atomic_path
+    from .._util.atomic import atomic_path
 
     blob = gzip.compress(json.dumps(_to_json(record), separators=(",", ":")).encode(), 6)
     with atomic_path(path) as tmp:

@@ -41,12 +41,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .._memory import peak_rss_bytes, reset_peak_rss
+from .._util.memory import peak_rss_bytes, reset_peak_rss
 from .config import BAYES_KINDS, KINDS, TASK_OF
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
 from .external import without_platt
-from ..optimize import trajectory_columns
+from ..optimization.records import trajectory_columns
 from .variants import cv_folds, fixed_params
 
 __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "machine", "source_commit",
@@ -366,7 +366,7 @@ def _fit_bayes(spec, Xtr, ytr):
 
 
 def _fit_plain(spec, Xtr, ytr):
-    from ..model_selection import grid_search_cv
+    from ..baselines.model_selection import grid_search_cv
 
     kind = spec["kind"]
     est = make_estimator(kind, spec["params"])

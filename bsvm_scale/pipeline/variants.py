@@ -226,7 +226,7 @@ def resolve_groups(m, groups):
 
 
 def cv_folds(cv, n_train):
-    """The ``cv`` argument of :func:`~bsvm_scale.model_selection.grid_search_cv`.
+    """The ``cv`` argument of :func:`~bsvm_scale.baselines.model_selection.grid_search_cv`.
 
     Parameters
     ----------

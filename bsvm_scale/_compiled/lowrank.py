@@ -1,0 +1,117 @@
+"""Numba kernels of the matrix-free evidence (:mod:`bsvm_scale.inference.evidence_lowrank`).
+
+Problem. For an SV block ``M`` with inputs ``X_M`` (m x d), the Gaussian
+covariance ``Sigma_M`` (4.3)/(4.42) and positive weights ``lam`` (the loss
+curvature ``Lambda_M`` of (5.10) for BTSVC, the constant ``C / (2 beta eps)``
+for BSVR), the evidence needs ``ln |I + K~|`` with ``K~ = Lambda^1/2 Sigma_M
+Lambda^1/2`` and traces against ``dSigma/d ln theta_p`` (4.39)-(4.42),
+(5.36)-(5.37). These kernels give the two ingredients that never form an
+``m x m`` array:
+
+* :func:`pivoted_cholesky` -- the greedy (largest residual diagonal) partial
+  Cholesky factorisation of ``K~``, reading one covariance row per pivot;
+  after ``r`` pivots ``K~ = G G^T + E`` with ``E`` positive semi-definite and
+  ``tr E`` the sum of the residual diagonal, which bounds what the rank-``r``
+  factor leaves out (``0 <= ln|I + K~| - ln|I + G G^T| <= tr E``).
+* :func:`dcov_contract` -- ``sum_ab W[a, b] dCov(A_a, B_b)/d ln theta_p``
+  for every log hyperparameter ``p`` over a cross block, computing the
+  covariance on the fly (O(|A| |B| d) time, O(|A| d) memory).
+
+Derivative layout ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]`` as in
+:mod:`bsvm_scale._compiled.covariance`.
+"""
+
+import numpy as np
+from numba import njit, prange
+
+from .covariance import _wsqdist
+
+
+@njit(cache=True)
+def _argmax_sum(resid):
+    """Index of the largest entry of ``resid`` and the sum of all entries."""
+    best = 0
+    total = 0.0
+    for a in range(resid.shape[0]):
+        total += resid[a]
+        if resid[a] > resid[best]:
+            best = a
+    return best, total
+
+
+@njit(cache=True, parallel=True)
+def _pivot_column(X, sl, w, kappa0, kappa_b, G, j, i, resid):
+    """Column ``j`` of ``G`` for pivot ``i``; updates the residual diagonal."""
+    m = X.shape[0]
+    sq = np.sqrt(resid[i])
+    for a in prange(m):
+        s = (kappa0 * np.exp(-0.5 * _wsqdist(X, a, X, i, w)) + kappa_b) * sl[a] * sl[i]
+        for l in range(j):
+            s -= G[a, l] * G[i, l]
+        g = s / sq
+        G[a, j] = g
+        r = resid[a] - g * g
+        resid[a] = r if r > 0.0 else 0.0
+    resid[i] = 0.0
+
+
+@njit(cache=True)
+def pivoted_cholesky(X, sl, w, kappa0, kappa_b, G, tol, floor):
+    """Greedy partial Cholesky of ``K~ = diag(sl) Sigma diag(sl)`` into ``G``.
+
+    Parameters
+    ----------
+    X : (m, d) inputs of the block; ``sl`` : (m,) the weights ``Lambda^1/2``.
+    w, kappa0, kappa_b : covariance (4.3)/(4.42).
+    G : (m, r_max) C-ordered output; column ``j`` is the ``j``-th factor column.
+    tol : stop once the residual trace ``tr E`` is at most ``tol``.
+    floor : stop once the largest residual diagonal entry is at most ``floor``
+        (the remaining directions are at rounding level).
+
+    Returns
+    -------
+    rank : number of columns filled.
+    piv : (r_max,) pivot indices (first ``rank`` valid).
+    resid : (m,) residual diagonal ``diag E``.
+    """
+    m = X.shape[0]
+    r_max = G.shape[1]
+    resid = np.empty(m)
+    for a in range(m):
+        resid[a] = sl[a] * sl[a] * (kappa0 + kappa_b)
+    piv = np.full(r_max, -1, dtype=np.int64)
+    rank = 0
+    for j in range(r_max):
+        i, total = _argmax_sum(resid)
+        if total <= tol or resid[i] <= floor:
+            break
+        piv[j] = i
+        _pivot_column(X, sl, w, kappa0, kappa_b, G, j, i, resid)
+        rank = j + 1
+    return rank, piv, resid
+
+
+@njit(cache=True, parallel=True)
+def dcov_contract(A, B, W, w, kappa0, kappa_b):
+    """``sum_ab W[a, b] dCov(A_a, B_b)/d ln theta_p`` for every ``p``.
+
+    ``W`` is ``|A| x |B|``; returns a vector of length ``d + 2`` laid out as
+    ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
+    """
+    na = A.shape[0]
+    d = A.shape[1]
+    part = np.zeros((na, d + 2))
+    for a in prange(na):
+        wsum = 0.0
+        for b in range(B.shape[0]):
+            c = W[a, b]
+            wsum += c
+            if c == 0.0:
+                continue
+            kk = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) * c
+            part[a, 0] += kk
+            for l in range(d):
+                t = A[a, l] - B[b, l]
+                part[a, 1 + l] -= 0.5 * w[l] * t * t * kk
+        part[a, d + 1] = kappa_b * wsum
+    return part.sum(axis=0)

@@ -1,0 +1,611 @@
+"""Numba SMO for the classical support vector machines (SVC, SVR, TSVC).
+
+Every problem solved here is a dual with one equality constraint and box
+constraints on ``l`` variables ``alpha_t`` carrying a sign ``s_t = +-1``::
+
+    min_alpha  1/2 alpha^T Q alpha + p^T alpha + sum_t phi(alpha_t)
+    s.t.       sum_t s_t alpha_t = const,   0 <= alpha_t <= U_t
+
+with ``Q_tu = s_t s_u K(x_{r(t)}, x_{r(u)})``. ``r(t)`` maps a variable to its
+training point (``r(t) = t`` for classification, ``r(t) = t mod n`` for the
+regression dual written with ``2n`` variables), so a kernel row of the ``n``
+training points serves every variable that belongs to the same point.
+
+* SVC, thesis (B.16) with ``epsilon = 0`` (L1 soft margin): ``l = n``,
+  ``s = y``, ``p = -1``, ``U = C``, ``phi = 0``.
+* SVR, thesis (B.30)/(C.19) with ``beta = 0`` (epsilon-insensitive loss):
+  ``l = 2n`` with ``alpha_{1..n} = alpha``, ``alpha_{n+1..2n} = alpha^*``,
+  ``s = [+1, -1]``, ``p = [epsilon - y, epsilon + y]``, ``U = C``, ``phi = 0``.
+  ``alpha_i alpha_i^* = 0`` holds at every step of this method.
+* TSVC, thesis (H.4): ``l = n``, ``s = y``, ``p = -1``, ``U = +inf`` and
+  ``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)``, whose derivative is
+  ``phi'(a) = 4/pi arctan(2a/pi)`` and curvature ``phi''(a) = 8/(pi^2 + 4a^2)``
+  (the diagonal term of (G.2)).
+
+Optimality (C.6), (C.17), (5.30) in the form of Keerthi et al. (2001) with the
+two thresholds ``b_up`` and ``b_low``: with the gradient ``G`` of the
+objective and the index sets::
+
+    I_up  = {t : s_t = +1, alpha_t < U_t} u {t : s_t = -1, alpha_t > 0}
+    I_low = {t : s_t = +1, alpha_t > 0}   u {t : s_t = -1, alpha_t < U_t}
+
+a point is tau-optimal when ``m - M < tau`` with ``m = max_{I_up} -s_t G_t``
+and ``M = min_{I_low} -s_t G_t`` (C.7), (C.18), (5.31); the bias is any value
+in ``[m, M]``. The working pair is chosen by the second-order rule of Fan,
+Chen & Lin (2005, "WSS2"): ``i`` attains ``m`` and ``j`` minimises
+``-(m + s_t G_t)^2 / a_it`` over the violators in ``I_low``, ``a_it`` being
+the curvature of the objective along the feasible direction
+``d = s_i e_i - s_j e_j``. Along ``alpha + t d`` the sub-problem (C.8) is a
+one-dimensional convex problem; it has the closed form of Table C.2 when
+``phi = 0`` and is solved by safeguarded Newton iterations (Appendix G) for
+the trigonometric dual.
+
+Kernel rows come from the LRU cache of :mod:`bsvm_scale._compiled.row_cache`; the ten
+cache arrays are passed through as ``X, w, k0, kb, buf, slot_of, row_of, prev,
+nxt, meta`` (the ``args`` of :class:`bsvm_scale.inference.covariance.RowCache`). A row
+stays valid until as many other rows as the cache has slots have been
+fetched; the cache always has two slots, so the two rows of a pair are valid
+together.
+
+Shrinking (Joachims 1999; Fan et al. 2005) is optional: variables at a bound
+that cannot enter a violating pair given the current ``m`` and ``M`` are
+removed from the active set; the gradient of the removed variables is rebuilt
+from ``G_bar_t = sum_{u at upper bound} U_u Q_tu`` before the final test.
+
+All functions are flat njit functions over arrays so that other solvers can
+share them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .row_cache import get_row
+
+# Functions that call ``get_row`` (another module) are not cached on disk.
+# Numba's cache is invalidated only by changes to this file, so a cached
+# caller would keep an outdated copy of ``get_row`` after that module changes;
+# and with numba 0.68, while ``get_row`` still ran a parallel loop, a cached
+# caller compiled against a cached ``get_row`` segfaulted when loaded again.
+# Set to True once ``_row_cache`` is stable to save ~5 s of compilation per
+# process.
+_CACHE_GET_ROW_CALLERS = False
+
+TAU = 1e-12          # curvature floor for non-positive-definite pairs
+STATUS_OK = 0
+STATUS_MAX_ITER = 1
+
+_FOUR_OVER_PI = 4.0 / np.pi
+_TWO_OVER_PI = 2.0 / np.pi
+_PI2 = np.pi * np.pi
+
+
+# ---------------------------------------------------------------------------
+# small helpers
+# ---------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def real_index(t, n):
+    """Training point of variable ``t`` (``t mod n`` for ``t < 2n``)."""
+    return t - n if t >= n else t
+
+
+@njit(cache=True, inline="always")
+def in_up(t, s, alpha, U):
+    """``t in I_up`` (the variable can move along ``+s_t``)."""
+    if s[t] > 0:
+        return alpha[t] < U[t]
+    return alpha[t] > 0.0
+
+
+@njit(cache=True, inline="always")
+def in_low(t, s, alpha, U):
+    """``t in I_low`` (the variable can move along ``-s_t``)."""
+    if s[t] > 0:
+        return alpha[t] > 0.0
+    return alpha[t] < U[t]
+
+
+@njit(cache=True, inline="always")
+def trig_dphi(a):
+    """``phi'(a) = 4/pi arctan(2a/pi)`` of the trigonometric dual (H.4)."""
+    return _FOUR_OVER_PI * np.arctan(_TWO_OVER_PI * a)
+
+
+@njit(cache=True, inline="always")
+def trig_d2phi(a):
+    """``phi''(a) = 8 / (pi^2 + 4 a^2)`` (diagonal term of G.2)."""
+    return 8.0 / (_PI2 + 4.0 * a * a)
+
+
+@njit(cache=True)
+def trig_phi(a):
+    """``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` (H.4)."""
+    u = _TWO_OVER_PI * a
+    return _FOUR_OVER_PI * a * np.arctan(u) - np.log1p(u * u)
+
+
+# ---------------------------------------------------------------------------
+# working-set selection and stopping test
+# ---------------------------------------------------------------------------
+@njit(cache=True)
+def select_i(G, alpha, s, U, active, n_act):
+    """First index of the pair: ``i = argmax_{t in I_up} -s_t G_t``.
+
+    Returns ``(i, m)``; ``i = -1`` when ``I_up`` is empty among the active
+    variables.
+    """
+    m = -np.inf
+    i = -1
+    for k in range(n_act):
+        t = active[k]
+        if in_up(t, s, alpha, U):
+            v = -s[t] * G[t]
+            if v >= m:
+                m = v
+                i = t
+    return i, m
+
+
+@njit(cache=True)
+def select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n_act):
+    """Second index by the second-order rule (WSS2).
+
+    Among the active ``t in I_low`` with ``b_it = m + s_t G_t > 0`` choose the
+    one minimising ``-b_it^2 / a_it`` where
+    ``a_it = K_ii + K_tt - 2 K_it + curv_i + curv_t`` is the curvature along
+    ``s_i e_i - s_t e_t`` (``curv`` holds ``phi''`` of the separable term, all
+    zeros for the quadratic duals).
+
+    Returns ``(j, Mneg)`` with ``Mneg = max_{t in I_low} s_t G_t = -M``, so
+    that the gap of the stopping test (C.7) is ``m + Mneg``.
+    """
+    ri = real_index(i, n)
+    kii = diag[ri] + curv[i]
+    best = np.inf
+    j = -1
+    Mneg = -np.inf
+    for k in range(n_act):
+        t = active[k]
+        if not in_low(t, s, alpha, U):
+            continue
+        v = s[t] * G[t]
+        if v > Mneg:
+            Mneg = v
+        b = m + v
+        if b > 0.0:
+            rt = real_index(t, n)
+            a = kii + diag[rt] + curv[t] - 2.0 * Ki[rt]
+            if a <= 0.0:
+                a = TAU
+            obj = -(b * b) / a
+            if obj <= best:
+                best = obj
+                j = t
+    return j, Mneg
+
+
+@njit(cache=True)
+def extremes(G, alpha, s, U, active, n_act):
+    """``(m, M)``: ``max_{I_up} -s G`` and ``min_{I_low} -s G`` over the active set."""
+    m = -np.inf
+    M = np.inf
+    for k in range(n_act):
+        t = active[k]
+        v = -s[t] * G[t]
+        if in_up(t, s, alpha, U) and v > m:
+            m = v
+        if in_low(t, s, alpha, U) and v < M:
+            M = v
+    return m, M
+
+
+@njit(cache=True)
+def bias(G, alpha, s, U):
+    """Bias ``b`` at a tau-optimal point.
+
+    The average of ``-s_t G_t`` over the free variables (``0 < alpha_t <
+    U_t``), which all equal ``b`` at the optimum (cases 4, 5 of C.13);
+    without free variables the midpoint ``(b_up + b_low)/2`` of the interval
+    allowed by the bounded ones (C.7).
+    """
+    acc = 0.0
+    nfree = 0
+    lo = -np.inf
+    hi = np.inf
+    for t in range(G.shape[0]):
+        v = -s[t] * G[t]
+        if 0.0 < alpha[t] < U[t]:
+            acc += v
+            nfree += 1
+        else:
+            if in_up(t, s, alpha, U) and v > lo:
+                lo = v
+            if in_low(t, s, alpha, U) and v < hi:
+                hi = v
+    if nfree > 0:
+        return acc / nfree
+    if np.isfinite(lo) and np.isfinite(hi):
+        return 0.5 * (lo + hi)
+    if np.isfinite(lo):
+        return lo
+    if np.isfinite(hi):
+        return hi
+    return 0.0
+
+
+# ---------------------------------------------------------------------------
+# two-variable steps
+# ---------------------------------------------------------------------------
+@njit(cache=True)
+def step_bounds(i, j, alpha, s, U):
+    """Largest feasible ``t >= 0`` along ``d = s_i e_i - s_j e_j`` for each of
+    the two variables (``inf`` when unbounded)."""
+    ti = (U[i] - alpha[i]) if s[i] > 0 else alpha[i]
+    tj = alpha[j] if s[j] > 0 else (U[j] - alpha[j])
+    return ti, tj
+
+
+@njit(cache=True)
+def quadratic_pair_step(i, j, kij, kii, kjj, G, alpha, s, U):
+    """Analytic solution of the two-variable QP (C.8), Table C.2.
+
+    Moves ``alpha_i += s_i t``, ``alpha_j -= s_j t`` with
+    ``t = min(b_ij / a_ij, bounds)`` where ``b_ij = -s_i G_i + s_j G_j > 0``
+    and ``a_ij = K_ii + K_jj - 2 K_ij``; a variable that reaches its bound is
+    set to it exactly. Returns ``t``.
+    """
+    a = kii + kjj - 2.0 * kij
+    if a <= 0.0:
+        a = TAU
+    b = -s[i] * G[i] + s[j] * G[j]
+    t = b / a
+    ti, tj = step_bounds(i, j, alpha, s, U)
+    hit_i = False
+    hit_j = False
+    if t >= ti:
+        t = ti
+        hit_i = True
+    if t >= tj:
+        t = tj
+        hit_j = True
+        hit_i = ti <= tj
+    if hit_i:
+        alpha[i] = U[i] if s[i] > 0 else 0.0
+    else:
+        alpha[i] += s[i] * t
+    if hit_j:
+        alpha[j] = 0.0 if s[j] > 0 else U[j]
+    else:
+        alpha[j] -= s[j] * t
+    return t
+
+
+@njit(cache=True)
+def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14):
+    """Two-variable step of the trigonometric dual (H.4) by safeguarded Newton.
+
+    Minimises ``psi(t)`` along ``alpha_i += s_i t``, ``alpha_j -= s_j t``
+    (``alpha >= 0``, no upper bound): ``psi'(t) = g0 + t eta
+    + s_i [phi'(alpha_i + s_i t) - phi'(alpha_i)] - s_j [phi'(alpha_j - s_j t)
+    - phi'(alpha_j)]`` with ``g0 = s_i G_i - s_j G_j < 0`` and
+    ``eta = K_ii + K_jj - 2 K_ij``. ``psi`` is strictly convex, so Newton
+    steps (G.2 restricted to the feasible line) are kept inside a bracket
+    ``[lo, hi]`` of the root of ``psi'`` and replaced by bisection (or
+    bracket expansion) when they leave it, as the trust region of (G.3) does.
+    Returns ``t``; ``alpha`` is updated in place.
+    """
+    eta = kii + kjj - 2.0 * kij
+    if eta < 0.0:
+        eta = 0.0
+    ai = alpha[i]
+    aj = alpha[j]
+    si = s[i]
+    sj = s[j]
+    g0 = si * G[i] - sj * G[j]
+    dpi = trig_dphi(ai)
+    dpj = trig_dphi(aj)
+    ti = ai if si < 0 else np.inf
+    tj = aj if sj > 0 else np.inf
+    hi = min(ti, tj)
+
+    def dpsi(t):
+        return (g0 + t * eta + si * (trig_dphi(ai + si * t) - dpi)
+                - sj * (trig_dphi(aj - sj * t) - dpj))
+
+    if np.isfinite(hi) and dpsi(hi) <= 0.0:
+        # minimum at the boundary: the variable(s) reaching zero leave the support
+        alpha[i] = 0.0 if ti <= hi else ai + si * hi
+        alpha[j] = 0.0 if tj <= hi else aj - sj * hi
+        return hi
+    lo = 0.0
+    t = 0.0
+    for _ in range(max_newton):
+        g = dpsi(t)
+        if g == 0.0:
+            break
+        if g > 0.0:
+            hi = t
+        else:
+            lo = t
+        h = eta + trig_d2phi(ai + si * t) + trig_d2phi(aj - sj * t)
+        tn = t - g / h
+        if not (lo < tn < hi):
+            if np.isfinite(hi):
+                tn = 0.5 * (lo + hi)
+            else:
+                tn = max(2.0 * t, t + 1.0)
+        if abs(tn - t) <= xtol * (1.0 + abs(t)):
+            t = tn
+            break
+        t = tn
+    if t < 0.0:
+        t = 0.0
+    na = ai + si * t
+    nb = aj - sj * t
+    alpha[i] = na if na > 0.0 else 0.0
+    alpha[j] = nb if nb > 0.0 else 0.0
+    return t
+
+
+# ---------------------------------------------------------------------------
+# gradient bookkeeping
+# ---------------------------------------------------------------------------
+@njit(cache=True)
+def update_gradient(G, s, t, Ki, Kj, n, active, n_act):
+    """(C.9): ``G_u += s_u t (K_{r(u) r(i)} - K_{r(u) r(j)})`` over the active set
+    after the step ``alpha_i += s_i t``, ``alpha_j -= s_j t``."""
+    for k in range(n_act):
+        u = active[k]
+        ru = real_index(u, n)
+        G[u] += s[u] * t * (Ki[ru] - Kj[ru])
+
+
+@njit(cache=True)
+def update_gbar(G_bar, s, coef, Krow, n):
+    """``G_bar_u += coef s_u K_{r(u) r}`` for every variable (a variable entered
+    (coef = +U_t s_t) or left (coef = -U_t s_t) its upper bound)."""
+    for u in range(G_bar.shape[0]):
+        G_bar[u] += coef * s[u] * Krow[real_index(u, n)]
+
+
+@njit(cache=True)
+def shrink(G, alpha, s, U, active, n_act, m, M):
+    """Drop bounded variables that cannot join a violating pair.
+
+    A variable only in ``I_up`` is kept out while ``-s_t G_t < M``; one only
+    in ``I_low`` while ``-s_t G_t > m``. Free variables are always kept.
+    Returns the new active count (the dropped indices are moved to the tail
+    of ``active``).
+    """
+    k = 0
+    while k < n_act:
+        t = active[k]
+        up = in_up(t, s, alpha, U)
+        low = in_low(t, s, alpha, U)
+        v = -s[t] * G[t]
+        drop = False
+        if up and not low:
+            drop = v < M
+        elif low and not up:
+            drop = v > m
+        if drop:
+            n_act -= 1
+            active[k] = active[n_act]
+            active[n_act] = t
+        else:
+            k += 1
+    return n_act
+
+
+@njit(cache=_CACHE_GET_ROW_CALLERS)
+def reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+                         n, G, G_bar, p, alpha, s, U, active, n_act):
+    """Rebuild ``G`` of the inactive variables: ``G_t = G_bar_t + p_t +
+    sum_{u free} alpha_u Q_tu``."""
+    l = G.shape[0]
+    if n_act >= l:
+        return
+    for k in range(n_act, l):
+        t = active[k]
+        G[t] = G_bar[t] + p[t]
+    for u in range(l):
+        if 0.0 < alpha[u] < U[u]:
+            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(u, n))
+            c = s[u] * alpha[u]
+            for k in range(n_act, l):
+                t = active[k]
+                G[t] += s[t] * c * row[real_index(t, n)]
+
+
+# ---------------------------------------------------------------------------
+# drivers
+# ---------------------------------------------------------------------------
+@njit(cache=_CACHE_GET_ROW_CALLERS)
+def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+           n, s, p, U, alpha, G, tol, max_iter, shrinking):
+    """SMO for the quadratic duals (SVC, SVR), starting from ``alpha`` (any
+    feasible point; zeros is the usual start).
+
+    Parameters
+    ----------
+    X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta
+        Row-cache state (:attr:`bsvm_scale.inference.covariance.RowCache.args`).
+    n : int
+        Number of training points; variable ``t`` belongs to point
+        ``t mod n``.
+    s, p, U : ndarray of shape (l,)
+        Signs (+-1.0), linear term and upper bounds.
+    alpha : ndarray of shape (l,)
+        Start (feasible), overwritten with the solution.
+    G : ndarray of shape (l,)
+        Output: gradient ``Q alpha + p`` at the solution.
+    tol : float
+        Stopping tolerance ``tau`` of (C.7)/(C.18).
+    max_iter : int
+        Maximum number of pair updates (negative: unlimited).
+    shrinking : bool
+        Use the shrinking heuristic.
+
+    Returns
+    -------
+    n_iter, status, gap : int, int, float
+        Pair updates done, ``STATUS_OK`` or ``STATUS_MAX_ITER``, final
+        ``m - M``.
+    """
+    l = s.shape[0]
+    diag = np.empty(n)
+    for r in range(n):
+        diag[r] = k0 + kb
+    curv = np.zeros(l)
+    G_bar = np.zeros(l)
+    for t in range(l):
+        G[t] = p[t]
+    for u in range(l):
+        if alpha[u] > 0.0:
+            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(u, n))
+            c = s[u] * alpha[u]
+            for t in range(l):
+                q = s[t] * row[real_index(t, n)]
+                G[t] += c * q
+                if alpha[u] >= U[u]:
+                    G_bar[t] += s[u] * U[u] * q
+    active = np.arange(l)
+    n_act = l
+    unshrunk = False
+    period = min(l, 1000)
+    counter = period
+    it = 0
+    status = STATUS_OK
+    gap = np.inf
+    just_rebuilt = False
+    while True:
+        if max_iter >= 0 and it >= max_iter:
+            status = STATUS_MAX_ITER
+            # leave a complete gradient behind for the bias and the caller
+            reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+                                 n, G, G_bar, p, alpha, s, U, active, n_act)
+            break
+        if shrinking and not just_rebuilt:
+            counter -= 1
+            if counter <= 0:
+                counter = period
+                m0, M0 = extremes(G, alpha, s, U, active, n_act)
+                if not unshrunk and m0 - M0 <= 10.0 * tol:
+                    unshrunk = True
+                    reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+                                         n, G, G_bar, p, alpha, s, U, active, n_act)
+                    n_act = l
+                    m0, M0 = extremes(G, alpha, s, U, active, n_act)
+                n_act = shrink(G, alpha, s, U, active, n_act, m0, M0)
+        i, m = select_i(G, alpha, s, U, active, n_act)
+        j = -1
+        Mneg = -np.inf
+        if i >= 0:
+            Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(i, n))
+            j, Mneg = select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n_act)
+        gap = m + Mneg
+        if j < 0 or gap < tol:
+            if n_act < l:
+                reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+                                     n, G, G_bar, p, alpha, s, U, active, n_act)
+                n_act = l
+                counter = 1
+                just_rebuilt = True   # re-test on the full set before shrinking again
+                continue
+            break
+        just_rebuilt = False
+        ri = real_index(i, n)
+        rj = real_index(j, n)
+        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, ri)
+        Kj = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, rj)
+        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, ri)
+        up_i = alpha[i] >= U[i]
+        up_j = alpha[j] >= U[j]
+        t = quadratic_pair_step(i, j, Ki[rj], diag[ri], diag[rj], G, alpha, s, U)
+        update_gradient(G, s, t, Ki, Kj, n, active, n_act)
+        if (alpha[i] >= U[i]) != up_i:
+            update_gbar(G_bar, s, (U[i] if not up_i else -U[i]) * s[i], Ki, n)
+        if (alpha[j] >= U[j]) != up_j:
+            update_gbar(G_bar, s, (U[j] if not up_j else -U[j]) * s[j], Kj, n)
+        it += 1
+    return it, status, gap
+
+
+@njit(cache=_CACHE_GET_ROW_CALLERS)
+def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
+             s, alpha, Kv, tol, max_iter):
+    """SMO for the trigonometric SVC dual with bias (H.4).
+
+    ``min 1/2 v^T K v - sum alpha + sum phi(alpha)``, ``v = s * alpha``,
+    ``sum v = 0``, ``alpha >= 0``. Only ``Kv = K v`` is stored; the gradient
+    is ``G_t = s_t Kv_t - 1 + phi'(alpha_t)`` and ``-s_t G_t`` is the ``F_t``
+    of (5.30) (there without the equality constraint). The pair attaining
+    ``m`` (``b_up``) and the WSS2 partner are updated by
+    :func:`trig_pair_step` until ``m - M < tol``. ``alpha`` must be feasible
+    on entry (zeros is); ``Kv`` is recomputed here.
+
+    Returns ``(n_iter, status, gap, G)``.
+    """
+    n = s.shape[0]
+    diag = np.empty(n)
+    for r in range(n):
+        diag[r] = k0 + kb
+    U = np.full(n, np.inf)
+    Kv[:] = 0.0
+    for u in range(n):
+        if alpha[u] > 0.0:
+            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, u)
+            c = s[u] * alpha[u]
+            for t in range(n):
+                Kv[t] += c * row[t]
+    G = np.empty(n)
+    curv = np.empty(n)
+    for t in range(n):
+        G[t] = s[t] * Kv[t] - 1.0 + trig_dphi(alpha[t])
+        curv[t] = trig_d2phi(alpha[t])
+    active = np.arange(n)
+    it = 0
+    status = STATUS_OK
+    gap = np.inf
+    while True:
+        if max_iter >= 0 and it >= max_iter:
+            status = STATUS_MAX_ITER
+            break
+        i, m = select_i(G, alpha, s, U, active, n)
+        j = -1
+        Mneg = -np.inf
+        if i >= 0:
+            Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, i)
+            j, Mneg = select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n)
+        gap = m + Mneg
+        if j < 0 or gap < tol:
+            break
+        Kj = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, j)
+        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, i)
+        t = trig_pair_step(i, j, Ki[j], diag[i], diag[j], G, alpha, s)
+        for u in range(n):
+            Kv[u] += t * (Ki[u] - Kj[u])
+        for u in range(n):
+            G[u] = s[u] * Kv[u] - 1.0 + trig_dphi(alpha[u])
+        curv[i] = trig_d2phi(alpha[i])
+        curv[j] = trig_d2phi(alpha[j])
+        it += 1
+    return it, status, gap, G
+
+
+@njit(cache=True)
+def decision_values(Xt, Xs, w, k0, kb, coef, b, out):
+    """``out[a] = sum_k coef_k K(Xt[a], Xs[k]) + b`` with ``K = k0 exp(-1/2
+    sum_l w_l d_l^2)`` (the ``kb`` offset of the cached covariance is not
+    part of the classical kernel and is ignored)."""
+    d = Xt.shape[1]
+    for a in range(Xt.shape[0]):
+        acc = 0.0
+        for k in range(Xs.shape[0]):
+            q = 0.0
+            for l in range(d):
+                z = Xt[a, l] - Xs[k, l]
+                q += w[l] * z * z
+            acc += coef[k] * k0 * np.exp(-0.5 * q)
+        out[a] = acc + b

@@ -1,0 +1,642 @@
+"""Numba SMO for the BSVR dual with the soft insensitive loss.
+
+Problem (thesis eq. 4.25), written in ``nu_i = alpha_i - alpha*_i`` (the
+constraint ``alpha_i alpha*_i = 0`` holds at every optimum, so one signed
+variable per point suffices)::
+
+    min_nu  1/2 nu^T Q nu - y^T nu + eps' * ||nu||_1
+    s.t.    -C <= nu_i <= C
+
+with ``Q = Sigma + (2 beta epsilon / C) I`` (4.29) and ``eps' = (1 - beta) epsilon``.
+There is no equality constraint: the bias is carried by ``kappa_b`` inside
+``Sigma = Sigma~ + kappa_b 1 1^T``.
+
+Optimality (4.31)-(4.33). With ``g = Q nu - y = -F`` (4.30) the KKT
+conditions per point are::
+
+    nu_i = 0        |g_i| <= eps'              (I_1)
+    0 < nu_i < C    g_i = -eps'                (I_0a)
+    -C < nu_i < 0   g_i = +eps'                (I_0b)
+    nu_i = C        g_i <= -eps'               (I_3)
+    nu_i = -C       g_i >= +eps'               (I_2)
+
+and the stopping rule ``b_up >= -tau, b_low <= tau`` (4.33) is the statement
+that no point violates its condition by more than ``tau``; :func:`violation`
+computes that amount per point.
+
+Why not plain SMO on ``Q``: ``Q`` has a stiff near-constant direction (the
+rank-one ``kappa_b 1 1^T`` and, for wide kernels, the constant part of
+``Sigma~``). Coordinate and pair methods crawl along it. The classical
+remedy is the equality constraint of LIBSVM, whose pair moves
+``e_i - e_j`` never touch that direction. We use it exactly: with
+``s = sum(nu)``,
+
+    min_nu F(nu) = min_s [ P(s) + kappa_b s^2 / 2 ],
+    P(s) = min { 1/2 nu^T Q~ nu - y^T nu + eps' |nu|_1 : sum(nu) = s, |nu_i| <= C }
+
+with ``Q~ = Sigma~ + (2 beta eps / C) I``. The inner problem :func:`smo_inner`
+is an SVR-type dual with one equality constraint, solved by SMO with the
+second-order working-set selection of Fan, Chen & Lin (2005); its threshold
+``theta = P'(s)`` lies between the largest "down" and smallest "up"
+directional derivatives. The outer equation ``psi(s) = kappa_b s + theta(s)
+= 0`` is increasing in ``s`` and is solved by secant steps (Illinois regula
+falsi once bracketed), each inner solve warm-started after moving ``s``
+with :func:`move_sum`. Convergence is judged on the subdifferential
+``[M_low, m_up]`` of ``P`` (``0`` in ``kappa_b s + [M_low, m_up]``), not on
+``psi`` alone: with no free point at the optimum ``theta`` jumps at the
+root, and :func:`land_on_jump` puts the bracket's remnants on their kink
+or bound so that ``s`` lands on the jump.
+
+Steps of one inner iteration, each its own small function:
+
+1. :func:`select_pair` -- ``i`` minimises the "up" derivative, ``j``
+   maximises the second-order gain ``(low_j - up_i)^2 / a_ij`` with
+   ``a_ij = Q~_ii + Q~_jj - 2 Q~_ij`` among the violating "down" moves;
+2. :func:`pair_step` -- exact minimiser along ``e_i - e_j`` of the
+   piecewise quadratic (kinks where ``nu_i`` or ``nu_j`` cross zero, the
+   four quadrants of Table 4.1), inside the box;
+3. :func:`update_gradient` -- ``g += t (Q~_i - Q~_j)`` from two cached rows;
+4. :func:`shrink` -- points held firmly at a bound leave the scans and
+   their gradient entries go stale; :func:`reconstruct` restores them on
+   un-shrinking from LIBSVM's ``G_bar`` (the part of ``Sigma~ nu`` due to
+   the points at a bound, kept up to date by :func:`update_gbar` whenever a
+   point enters or leaves a bound) plus the rows of the few free points.
+
+A warm start after a change of hyperparameters needs ``g = Q~ nu - y`` for
+the new kernel: :func:`start_gradient` forms it (and ``G_bar``) in one
+parallel pass over the ``n x s`` cross-covariance with the support vectors,
+outside the row cache.
+
+Rows of ``Sigma~`` come from the LRU cache of :mod:`bsvm_scale._compiled.row_cache`;
+the ``n x n`` matrix is never formed.
+"""
+
+import numpy as np
+from numba import njit
+
+from .covariance import _wsqdist, cov_cross_matvec
+from .row_cache import USED, get_row
+
+
+@njit(cache=True, inline="always")
+def violation(g_i, nu_i, C, eps1):
+    """KKT violation of point ``i`` (0 when its condition in (4.31) holds)."""
+    if nu_i == 0.0:
+        v = abs(g_i) - eps1
+    elif nu_i >= C:
+        v = g_i + eps1
+    elif nu_i <= -C:
+        v = eps1 - g_i
+    elif nu_i > 0.0:
+        v = abs(g_i + eps1)
+    else:
+        v = abs(g_i - eps1)
+    return v if v > 0.0 else 0.0
+
+
+@njit(cache=True)
+def max_violation(g, nu, C, eps1):
+    """Largest KKT violation (4.31) over all points."""
+    vmax = 0.0
+    for k in range(g.shape[0]):
+        v = violation(g[k], nu[k], C, eps1)
+        if v > vmax:
+            vmax = v
+    return vmax
+
+
+@njit(cache=True, inline="always")
+def up_derivative(g_k, nu_k, eps1):
+    """Derivative of the inner objective when ``nu_k`` increases."""
+    return g_k + eps1 if nu_k >= 0.0 else g_k - eps1
+
+
+@njit(cache=True, inline="always")
+def low_derivative(g_k, nu_k, eps1):
+    """Minus the derivative when ``nu_k`` decreases."""
+    return g_k + eps1 if nu_k > 0.0 else g_k - eps1
+
+
+@njit(cache=True)
+def thresholds(g, nu, C, eps1, active, n_active):
+    """``(i, m_up, M_low)``: the index of the smallest up derivative, its
+    value and the largest low derivative, over the active points."""
+    i = -1
+    m_up = np.inf
+    M_low = -np.inf
+    for a in range(n_active):
+        k = active[a]
+        if nu[k] < C:
+            u = up_derivative(g[k], nu[k], eps1)
+            if u < m_up:
+                m_up = u
+                i = k
+        if nu[k] > -C:
+            lo = low_derivative(g[k], nu[k], eps1)
+            if lo > M_low:
+                M_low = lo
+    return i, m_up, M_low
+
+
+@njit(cache=True)
+def select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active):
+    """Second-order choice of ``j`` (WSS2): maximise
+    ``(low_j - m_up)^2 / a_ij`` over the violating down moves."""
+    best = -1
+    gmax = 0.0
+    for a in range(n_active):
+        k = active[a]
+        if k == i or nu[k] <= -C:
+            continue
+        b = low_derivative(g[k], nu[k], eps1) - m_up
+        if b <= 0.0:
+            continue
+        curv = 2.0 * qdiag - 2.0 * row_i[k]
+        if curv < 1e-12:
+            curv = 1e-12
+        gain = b * b / curv
+        if gain > gmax:
+            gmax = gain
+            best = k
+    return best
+
+
+@njit(cache=True)
+def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
+    """Exact minimiser ``t >= 0`` of the inner objective along ``e_i - e_j``.
+
+    ``phi(t) = (g_i - g_j) t + curv t^2 / 2 + eps' (|nu_i + t| + |nu_j - t|)``
+    on ``[0, T]``, ``T = min(C - nu_i, C + nu_j)``, is convex and piecewise
+    quadratic with kinks where ``nu_i + t`` or ``nu_j - t`` change sign. The
+    minimiser lies in the first segment whose right end has a non-negative
+    derivative.
+    """
+    T = min(C - nu_i, C + nu_j)
+    if T <= 0.0:
+        return 0.0
+    k1 = -nu_i if (nu_i < 0.0 and -nu_i < T) else T
+    k2 = nu_j if (nu_j > 0.0 and nu_j < T) else T
+    lo = 0.0
+    for seg in range(3):
+        if seg == 0:
+            hi = min(k1, k2)
+        elif seg == 1:
+            hi = max(k1, k2)
+        else:
+            hi = T
+        if hi <= lo:
+            continue
+        tm = 0.5 * (lo + hi)
+        c = g_i - g_j + (eps1 if nu_i + tm > 0.0 else -eps1) \
+            - (eps1 if nu_j - tm > 0.0 else -eps1)
+        if c + curv * hi >= 0.0:
+            t = -c / curv if curv > 0.0 else lo
+            return min(max(t, lo), hi)
+        lo = hi
+    return T
+
+
+@njit(cache=True)
+def update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active):
+    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points."""
+    for a in range(n_active):
+        k = active[a]
+        g[k] += t * (row_i[k] - row_j[k])
+    g[i] += diag_add * t
+    g[j] -= diag_add * t
+
+
+@njit(cache=True)
+def shrink(g, nu, C, eps1, m_up, M_low, active, n_active):
+    """Drop from ``active`` the points that cannot take part in a violating
+    pair given the thresholds ``m_up <= M_low`` (LIBSVM rule): a point at
+    the upper bound whose low derivative is below ``m_up``, at the lower
+    bound with up derivative above ``M_low``, or at zero with both
+    derivatives outside ``[m_up, M_low]``. Only active points are examined:
+    the gradient of a shrunk point is stale until :func:`reconstruct`, so it
+    must not be judged (or re-admitted) on it. Returns the new count."""
+    kept = 0
+    for a in range(n_active):
+        k = active[a]
+        nk = nu[k]
+        gk = g[k]
+        if nk >= C:
+            keep = low_derivative(gk, nk, eps1) >= m_up
+        elif nk <= -C:
+            keep = up_derivative(gk, nk, eps1) <= M_low
+        elif nk == 0.0:
+            keep = up_derivative(gk, nk, eps1) <= M_low or low_derivative(gk, nk, eps1) >= m_up
+        else:
+            keep = True
+        if keep:
+            active[kept] = k
+            kept += 1
+    return kept
+
+
+@njit(cache=True, inline="always")
+def bound_part(nu_k, C):
+    """Contribution of ``nu_k`` to ``G_bar``: itself at a bound, else 0."""
+    return nu_k if (nu_k >= C or nu_k <= -C) else 0.0
+
+
+@njit(cache=True)
+def update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C):
+    """Keep ``G_bar = Sigma~[:, bound] nu[bound]`` (LIBSVM's ``G_bar``) when
+    ``nu_k`` moves from ``old`` to ``new``; a full row is needed only when
+    ``k`` enters or leaves a bound, which is rare next to the pair steps."""
+    delta = bound_part(new, C) - bound_part(old, C)
+    if delta == 0.0:
+        return
+    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    for a in range(gbar.shape[0]):
+        gbar[a] += delta * row[a]
+
+
+@njit(cache=True)
+def reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                g, gbar, nu, y, C, diag_add, active, n_active):
+    """Recompute the gradient of the points outside ``active`` (shrunk
+    points whose entries were not updated) as ``G_bar`` plus the rows of the
+    free points ``0 < |nu_j| < C`` only: the bound SVs, usually the large
+    majority, are already summed in ``G_bar``."""
+    n = g.shape[0]
+    if n_active == n:
+        return
+    mark = np.zeros(n, dtype=np.bool_)
+    for a in range(n_active):
+        mark[active[a]] = True
+    for k in range(n):
+        if not mark[k]:
+            g[k] = -y[k] + diag_add * nu[k] + gbar[k]
+    for j in range(n):
+        if nu[j] != 0.0 and bound_part(nu[j], C) == 0.0:
+            row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
+            for k in range(n):
+                if not mark[k]:
+                    g[k] += row[k] * nu[j]
+
+
+def start_gradient(X, w, kappa0, nu, y, C, diag_add):
+    """``(g, G_bar)`` for a warm start: ``g = Q~ nu - y`` and ``G_bar`` the
+    part of ``Sigma~ nu`` from the points at a bound.
+
+    One blocked, parallel pass over the ``n x s`` cross-covariance with the
+    support vectors (nothing goes through the row cache, whose rows are
+    better spent on the SMO iterations that follow).
+    """
+    bound = np.flatnonzero(np.abs(nu) >= C)
+    free = np.flatnonzero((nu != 0.0) & (np.abs(nu) < C))
+    gbar = cov_cross_matvec(X, np.ascontiguousarray(X[bound]), w, kappa0, 0.0,
+                            np.ascontiguousarray(nu[bound]))
+    g = gbar + cov_cross_matvec(X, np.ascontiguousarray(X[free]), w, kappa0, 0.0,
+                                np.ascontiguousarray(nu[free]))
+    g += diag_add * nu - y
+    return g, gbar
+
+
+@njit(cache=True)
+def fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i, active, n_active,
+              scratch):
+    """Row ``i`` of ``Sigma~`` for the inner loop.
+
+    A cached row is used when present. When the cache is full and shrinking
+    has left at most a quarter of the points active, a missing row is
+    computed on the active points only, into ``scratch`` and without caching
+    (LIBSVM's partial rows): a full row would cost ``n / n_active`` times as
+    much and evict a row that is more likely to be reused.
+    """
+    n = slot_of.shape[0]
+    if slot_of[i] >= 0 or 4 * n_active > n or meta[USED] < row_of.shape[0]:
+        return get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
+    for a in range(n_active):
+        k = active[a]
+        scratch[k] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, k, w))
+    return scratch
+
+
+@njit(cache=True)
+def unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+             g, gbar, nu, y, C, diag_add, active, n_active):
+    """Bring every point back into the scans (gradient reconstructed)."""
+    n = g.shape[0]
+    reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                g, gbar, nu, y, C, diag_add, active, n_active)
+    for k in range(n):
+        active[k] = k
+    return n
+
+
+@njit(cache=True)
+def snap(v, C):
+    """Land exactly on the kink at 0 and on the bounds a step aimed at."""
+    if abs(v) < 1e-15 * C:
+        return 0.0
+    if v > C * (1.0 - 1e-15):
+        return C
+    if v < -C * (1.0 - 1e-15):
+        return -C
+    return v
+
+
+@njit(cache=True)
+def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+              g, gbar, nu, y, C, eps1, diag_add, tau, max_iter):
+    """SMO for the inner problem at fixed ``sum(nu)`` (in place).
+
+    Returns ``(iterations, m_up, M_low)``; converged when
+    ``M_low - m_up <= tau``. On return every point is active again and
+    ``g`` is complete.
+    """
+    n = g.shape[0]
+    qdiag = kappa0 + diag_add
+    scratch_i = np.empty(n)
+    scratch_j = np.empty(n)
+    active = np.arange(n)
+    n_active = n
+    period = min(1000, n)
+    countdown = period
+    it = 0
+    while True:
+        i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+        if M_low - m_up <= tau or i < 0 or it >= max_iter:
+            if n_active < n:  # un-shrink and test again on every point
+                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                    g, gbar, nu, y, C, diag_add, active, n_active)
+                countdown = period
+                if it < max_iter:
+                    continue
+                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+            return it, m_up, M_low
+        countdown -= 1
+        if countdown <= 0:
+            countdown = period
+            if M_low - m_up < 10.0 * tau or n_active == n:
+                n_active = shrink(g, nu, C, eps1, m_up, M_low, active, n_active)
+                continue
+        row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
+                          active, n_active, scratch_i)
+        j = select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active)
+        t = 0.0
+        if j >= 0:
+            row_j = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, j,
+                              active, n_active, scratch_j)
+            if slot_of[i] < 0 and row_i is not scratch_i:  # row i evicted by row j (tiny cache)
+                row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
+                                  active, n_active, scratch_i)
+            curv = 2.0 * qdiag - 2.0 * row_i[j]
+            t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
+        if t <= 0.0:  # no partner or a numerical stall: report, never loop forever
+            if n_active < n:
+                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                    g, gbar, nu, y, C, diag_add, active, n_active)
+                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+            return it, m_up, M_low
+        old_i, old_j = nu[i], nu[j]
+        nu[i] = snap(old_i + t, C)
+        nu[j] = snap(old_j - t, C)
+        update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active)
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, i, old_i, nu[i], C)
+        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, j, old_j, nu[j], C)
+        it += 1
+
+
+@njit(cache=True)
+def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+             delta):
+    """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C``: the change is
+    put on the points with the most room, one row update per point moved.
+    Returns the change actually made (less than ``delta`` only when the box
+    is full)."""
+    n = nu.shape[0]
+    done = 0.0
+    while abs(delta - done) > 0.0:
+        rest = delta - done
+        best = -1
+        room = 0.0
+        for k in range(n):
+            r = (C - nu[k]) if rest > 0.0 else (C + nu[k])
+            if r > room:
+                room = r
+                best = k
+        if best < 0 or room <= 0.0:
+            break
+        old = nu[best]
+        if abs(rest) <= room:
+            step = rest
+            nu[best] = snap(old + step, C)
+        else:  # fill this point's room exactly up to the bound
+            nu[best] = C if rest > 0.0 else -C
+            step = nu[best] - old
+        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, best, old,
+                    nu[best], step, C, diag_add)
+        done += step
+    return done
+
+
+@njit(cache=True)
+def moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
+                step, C, diag_add):
+    """Update ``g`` (every point, one row of ``Q~``) and ``G_bar`` after ``nu_k``
+    moved from ``old`` to ``new`` by ``step`` outside a pair step."""
+    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    for a in range(g.shape[0]):
+        g[a] += row[a] * step
+    g[k] += diag_add * step
+    update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C)
+
+
+@njit(cache=True)
+def threshold(m_up, M_low):
+    """``theta = P'(s)``: the middle of ``[M_low, m_up]``, or its finite end
+    when every point sits at one bound (no point can move up, or down)."""
+    if not np.isfinite(m_up):
+        return M_low
+    if not np.isfinite(M_low):
+        return m_up
+    return 0.5 * (m_up + M_low)
+
+
+@njit(cache=True)
+def inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
+              diag_add, kappa_b, tol, max_iter):
+    """Solve the inner problem at the current ``s`` to ``tol`` and return
+    ``(iterations, s, psi(s) = kappa_b s + theta(s), off)``.
+
+    ``[M_low, m_up]`` is the subdifferential of ``P`` at ``s`` (one-sided
+    derivatives), so ``s`` is optimal when ``0`` lies in ``kappa_b s +
+    [M_low, m_up]``; ``off`` is the distance of ``0`` from that interval.
+    ``psi`` (its middle) drives the secant steps; ``off`` decides
+    convergence. The two differ where ``theta`` jumps: when no point is
+    free at the root, ``P'`` is discontinuous there and ``|psi|`` stays
+    large on both sides while ``off`` is zero at the root itself.
+    """
+    it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                g, gbar, nu, y, C, eps1, diag_add, tol, max_iter)
+    s = np.sum(nu)
+    off = max(kappa_b * s + M_low, -(kappa_b * s + m_up), 0.0)
+    return it, s, kappa_b * s + threshold(m_up, M_low), off
+
+
+@njit(cache=True)
+def polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+           width):
+    """Move every free ``nu_k`` within ``width`` of ``0`` or of ``+-C`` onto it
+    (``g`` and ``G_bar`` updated). When the root of ``psi`` sits on a jump of
+    ``theta``, regula falsi closes in on it from both sides and leaves the
+    distance to the jump as remnants of that size on free points; putting
+    them on the kink or bound lands ``s`` exactly on the jump. Returns the
+    number of points moved."""
+    n = nu.shape[0]
+    moved = 0
+    for k in range(n):
+        old = nu[k]
+        if old == 0.0 or old >= C or old <= -C:
+            continue
+        if abs(old) <= width:
+            new = 0.0
+        elif C - abs(old) <= width:
+            new = C if old > 0.0 else -C
+        else:
+            continue
+        nu[k] = new
+        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
+                    new - old, C, diag_add)
+        moved += 1
+    return moved
+
+
+@njit(cache=True)
+def count_free(nu, C):
+    """Number of free points ``0 < |nu_i| < C``."""
+    m = 0
+    for k in range(nu.shape[0]):
+        if nu[k] != 0.0 and -C < nu[k] < C:
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def capped_step(s, psi, slope, cap):
+    """Secant/Newton step on ``s`` before the root is bracketed, limited to
+    ``cap`` (which doubles each time it binds). A first slope guess can be
+    far too small (``kappa_b`` tiny, no history); an uncapped step would
+    then push every point to a bound, from where SMO cannot recover."""
+    step = -psi / slope
+    if abs(step) > cap:
+        step = cap if step > 0.0 else -cap
+        cap *= 2.0
+    return s + step, cap
+
+
+@njit(cache=True)
+def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+             y, nu, g, gbar, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
+    """Solve (4.25) in place in ``nu`` (any point with ``|nu_i| <= C`` is a
+    valid warm start; its sum is the first guess of ``s``).
+
+    ``g = Q~ nu - y`` and ``G_bar`` must match ``nu`` on entry
+    (:func:`start_gradient`); both are updated in place. ``slope0`` is the
+    previous solve's estimate of ``psi'(s)`` (0 for none). Returns
+    ``(slope, n_iter, max_violation)``; afterwards ``g = Q nu - y`` is the
+    full gradient (4.30) and ``max_violation <= tau`` the stopping rule
+    (4.33).
+    """
+    eps1 = (1.0 - beta) * epsilon
+    diag_add = 2.0 * beta * epsilon / C
+    half = 0.5 * tau
+    n = nu.shape[0]
+    slope = slope0 if slope0 > 0.0 else kappa_b
+    # inexact inner solves while s is far from its root: the inner tolerance
+    # starts at 10 tau and shrinks with |psi| down to tau / 2; each time it
+    # tightens, psi is re-measured at the same s and the bracket restarts
+    # (a bracket mixing values of different precision can be false)
+    tol_in = 20.0 * half
+    total, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
+                                   gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
+    s_a, psi_a, s_b, psi_b = s, psi, s, psi
+    bracket = False
+    cap = C * max(16.0, count_free(nu, C))
+    outer = 0
+    while (off > half or tol_in > half) and total < max_iter and outer < 100:
+        outer += 1
+        tighter = max(half, min(tol_in, 0.1 * off))
+        if tighter <= half < tol_in or tighter < 0.5 * tol_in:
+            # re-measure psi at the tighter tolerance, same s, and forget the
+            # bracket built from less precise values (not for every hair's
+            # breadth: a bracket closing on a jump of theta needs to survive)
+            tol_in = tighter
+            it, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                                        g, gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
+                                        max_iter - total)
+            total += it
+            bracket = False
+            s_a, psi_a = s, psi
+            continue
+        if off > half:
+            if bracket:
+                s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
+            else:
+                s_new, cap = capped_step(s, psi, slope, cap)
+            s_new = min(max(s_new, -n * C), n * C)
+            moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
+                             g, gbar, nu, C, diag_add, s_new - s)
+            if moved == 0.0:
+                if not bracket:
+                    break  # the box is full in that direction
+                bracket = False  # a collapsed bracket: continue with secant steps
+                s_a, psi_a = s, psi
+                continue
+        it, s_new, psi_new, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt,
+                                            meta, g, gbar, nu, y, C, eps1, diag_add, kappa_b,
+                                            tol_in, max_iter - total)
+        total += it
+        if s_new != s:
+            sec = (psi_new - psi) / (s_new - s)
+            if sec > 0.0:
+                slope = sec
+        if not bracket:
+            if (psi_new > 0.0) != (psi_a > 0.0):
+                bracket = True
+                s_b, psi_b = s_new, psi_new
+            else:
+                s_a, psi_a = s_new, psi_new
+        elif (psi_new > 0.0) == (psi_b > 0.0):
+            s_b, psi_b = s_new, psi_new
+            psi_a *= 0.5
+        else:
+            s_a, psi_a = s_b, psi_b
+            s_b, psi_b = s_new, psi_new
+        s, psi = s_new, psi_new
+    if off > half and total < max_iter:  # the root sits on a jump of theta: land on it
+        width = abs(s_b - s_a) if bracket else 0.0
+        total += land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                              nu, y, C, eps1, diag_add, kappa_b, half, max_iter - total,
+                              2.0 * width + 1e-9 * C)
+    shift = kappa_b * np.sum(nu)
+    for k in range(n):
+        g[k] += shift
+    return slope, total, max_violation(g, nu, C, eps1)
+
+
+@njit(cache=True)
+def land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
+                 diag_add, kappa_b, tol, max_iter, width):
+    """Put the remnants of a collapsed bracket (free values within ``width``,
+    twice the bracket's, of a kink or bound) onto it and re-solve the inner problem at
+    the resulting ``s``; the previous point is restored unless that lowers
+    the distance ``off`` of ``0`` from ``kappa_b s + [M_low, m_up]``.
+    Returns the inner iterations spent."""
+    it0, _, _, off0 = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                                nu, y, C, eps1, diag_add, kappa_b, tol, max_iter)
+    nu0, g0, gbar0 = nu.copy(), g.copy(), gbar.copy()
+    if polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
+              width) == 0:
+        return it0
+    it, _, _, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
+                              nu, y, C, eps1, diag_add, kappa_b, tol, max_iter - it0)
+    if off >= off0:
+        nu[:] = nu0
+        g[:] = g0
+        gbar[:] = gbar0
+    return it0 + it

@@ -1,0 +1,71 @@
+"""Pieces shared by the public estimators: input standardisation, start
+points, and checks of hyperparameter arguments.
+
+Inputs are standardised internally with training statistics (mean and
+standard deviation per column; a constant column keeps scale 1), as the thesis
+does for every experiment; targets are used as given. Hyperparameters such as
+``kappa`` therefore refer to standardised inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .validation import check_beta, check_positive  # re-exported: one implementation
+
+__all__ = ["Standardizer", "check_positive", "check_beta", "resolve_rng", "BinaryClassifierMixin"]
+
+
+class Standardizer:
+    """Column-wise standardisation with training statistics."""
+
+    def __init__(self, mean, scale):
+        self.mean = np.ascontiguousarray(mean, dtype=np.float64)
+        self.scale = np.ascontiguousarray(scale, dtype=np.float64)
+
+    @classmethod
+    def fit(cls, X):
+        mean = X.mean(axis=0)
+        scale = X.std(axis=0)
+        scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
+        return cls(mean, scale)
+
+    def transform(self, X):
+        return np.ascontiguousarray((X - self.mean) / self.scale)
+
+
+def resolve_rng(random_state):
+    """numpy Generator from None, an int seed or a Generator/RandomState."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(2**31 - 1))
+    return np.random.default_rng(random_state)
+
+
+class BinaryClassifierMixin:
+    """Prediction and scikit-learn tags of the binary-only classifiers.
+
+    Put before ``ClassifierMixin`` in the bases. Such a classifier refuses
+    more than two classes in ``fit``; the ``multi_class=False`` tag makes
+    scikit-learn's estimator checks use binary problems for it.
+    """
+
+    def predict(self, X):
+        """Labels ``classes_[f(x) > 0]`` (``f`` from ``decision_function``).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+
+        Returns
+        -------
+        ndarray of shape (m,)
+        """
+        f = self.decision_function(X)  # first: NotFittedError before any use of classes_
+        return self.classes_[(f > 0).astype(int)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

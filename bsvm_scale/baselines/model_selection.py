@@ -1,0 +1,278 @@
+"""Cross-validated grid search for the classical SVM baselines.
+
+The protocol of the thesis experiments (``experiments.md``, R2 and C1): a
+coarse 7 x 7 grid in ``(log10 C, log10 kappa)`` over a box, then a fine 9 x 9
+grid spaced 0.1 (in log10 units) centred on the best coarse point. The score
+is the cross-validation loss pooled over all held-out cases -- mean squared
+error for regression, error rate for classification -- estimated by k-fold or
+leave-one-out cross-validation. Ties are broken towards fewer support vectors
+(mean over the folds), then towards smaller ``C`` and smaller ``kappa``
+(the smoother model).
+
+Default boxes: ``[-0.5, 2.5] x [-2.5, 0.5]`` for regression (R2) and
+``[0, 3] x [-3, 0]`` for classification (C1).
+
+Every (fold, grid point) pair is one call of the pure function
+:func:`cv_task`; :func:`run_tasks` executes the list either serially or, when
+a ``dask.distributed.Client`` is given, as Dask tasks (the data are scattered
+once). Results are identical either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import clone, is_regressor
+from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
+
+__all__ = ["GridSearchResult", "grid_search_cv", "cv_task", "run_tasks", "log_grid",
+           "R2_BOX", "C1_BOX"]
+
+R2_BOX = ((-0.5, 2.5), (-2.5, 0.5))   # (log10 C, log10 kappa) for SVR, experiments R2
+C1_BOX = ((0.0, 3.0), (-3.0, 0.0))    # for SVC, experiments C1
+
+
+@dataclass
+class GridSearchResult:
+    """Outcome of :func:`grid_search_cv`.
+
+    Attributes
+    ----------
+    best_params : dict
+        ``{param_x: value, param_y: value}`` (natural, not log, units).
+    best_score : float
+        Cross-validation loss at the best point (MSE or error rate).
+    best_n_sv : float
+        Mean number of support vectors over the folds at the best point.
+    table : dict of ndarray
+        One entry per evaluated grid point: ``stage`` (0 coarse, 1 fine),
+        ``log10_<param_x>``, ``log10_<param_y>``, ``score``, ``n_sv``.
+    best_estimator : estimator
+        Clone of the input estimator with ``best_params`` refitted on all data
+        (``None`` when ``refit=False``).
+    n_folds : int
+    scoring : str
+        ``"mse"`` or ``"error_rate"``.
+    """
+
+    best_params: dict
+    best_score: float
+    best_n_sv: float
+    table: dict
+    best_estimator: object = None
+    n_folds: int = 0
+    scoring: str = ""
+    params: tuple = field(default=("C", "kappa"))
+
+
+def log_grid(lo, hi, points):
+    """``points`` equally spaced values from ``lo`` to ``hi`` (inclusive)."""
+    if points < 1:
+        raise ValueError(f"grid points must be >= 1; got {points!r}.")
+    if points == 1:
+        return np.array([0.5 * (lo + hi)])
+    return np.linspace(lo, hi, points)
+
+
+def cv_task(estimator, X, y, train, test, params, scoring):
+    """Fit ``clone(estimator).set_params(**params)`` on ``train``, score on ``test``.
+
+    A pure function of its arguments (the unit of work of the grid search).
+
+    Returns
+    -------
+    loss_sum : float
+        Sum of squared errors (``scoring="mse"``) or number of
+        misclassifications (``"error_rate"``) over ``test``.
+    n_sv : int
+        Number of support vectors of the fitted model.
+    """
+    est = clone(estimator).set_params(**params)
+    est.fit(X[train], y[train])
+    pred = est.predict(X[test])
+    if scoring == "mse":
+        r = np.asarray(pred, dtype=float) - y[test]
+        loss = float(np.dot(r, r))
+    else:
+        loss = float(np.sum(pred != y[test]))
+    return loss, int(len(est.support_))
+
+
+def run_tasks(tasks, X, y, client=None):
+    """Run ``cv_task(estimator, X, y, train, test, params, scoring)`` for every
+    ``(estimator, train, test, params, scoring)`` in ``tasks``.
+
+    Serially without ``client``; otherwise ``X`` and ``y`` are scattered to
+    the workers once and each task is submitted to the
+    ``dask.distributed.Client``. Returns the list of results in task order.
+    """
+    if client is None:
+        return [cv_task(est, X, y, tr, te, p, sc) for est, tr, te, p, sc in tasks]
+    # hash=False: fresh keys, so that releasing the data of an earlier call
+    # cannot remove the data of this one
+    Xf = client.scatter(X, broadcast=True, hash=False)
+    yf = client.scatter(y, broadcast=True, hash=False)
+    futures = [client.submit(cv_task, est, Xf, yf, tr, te, p, sc, pure=False)
+               for est, tr, te, p, sc in tasks]
+    try:
+        return client.gather(futures)
+    finally:
+        for f in futures:
+            f.release()
+        Xf.release()
+        yf.release()
+
+
+def _folds(cv, X, y, classification, shuffle, random_state):
+    n = X.shape[0]
+    if isinstance(cv, str):
+        if cv.lower() != "loo":
+            raise ValueError(f"cv must be an integer >= 2 or 'loo'; got {cv!r}.")
+        splitter = LeaveOneOut()
+    else:
+        if isinstance(cv, bool) or not isinstance(cv, (int, np.integer)) or cv < 2:
+            raise ValueError(f"cv must be an integer >= 2 or 'loo'; got {cv!r}.")
+        if cv > n:
+            raise ValueError(f"cv={cv} folds need at least {cv} samples; got {n}.")
+        if cv == n:
+            splitter = LeaveOneOut()
+        elif classification:
+            _, counts = np.unique(y, return_counts=True)
+            if counts.min() >= cv:
+                splitter = StratifiedKFold(cv, shuffle=shuffle,
+                                           random_state=random_state if shuffle else None)
+            else:
+                splitter = KFold(cv, shuffle=shuffle, random_state=random_state if shuffle else None)
+        else:
+            splitter = KFold(cv, shuffle=shuffle, random_state=random_state if shuffle else None)
+    return [(np.asarray(tr), np.asarray(te)) for tr, te in splitter.split(X, y)]
+
+
+def _check_box(name, box):
+    try:
+        lo, hi = (float(v) for v in box)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a pair (low, high) of log10 values; got {box!r}.") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo <= hi):
+        raise ValueError(f"{name} must be a finite pair with low <= high; got {box!r}.")
+    return lo, hi
+
+
+def _pick_best(lx, ly, score, nsv, rtol=1e-12):
+    """Lowest score; ties (within ``rtol``) go to fewer SVs, then smaller x, y."""
+    best = np.min(score)
+    tie = score <= best + rtol * max(1.0, abs(best))
+    idx = np.flatnonzero(tie)
+    order = np.lexsort((ly[idx], lx[idx], nsv[idx]))
+    return int(idx[order[0]])
+
+
+def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_points=7,
+                   fine_points=9, fine_step=0.1, cv=5, client=None, shuffle=True,
+                   random_state=0, refit=True, params=("C", "kappa")):
+    """Two-stage cross-validated grid search over ``(log10 C, log10 kappa)``.
+
+    Parameters
+    ----------
+    estimator : SVR or SVC (or any estimator with ``support_`` after fit)
+        Template; its other parameters (``epsilon``, ``tol``, ...) are kept.
+    X : array of shape (n, d)
+    y : array of shape (n,)
+    log10_C, log10_kappa : (low, high), optional
+        Box of the coarse grid in log10 units; defaults to
+        ``[-0.5, 2.5] x [-2.5, 0.5]`` for regressors (R2) and
+        ``[0, 3] x [-3, 0]`` for classifiers (C1).
+    coarse_points : int, default=7
+        Coarse grid is ``coarse_points x coarse_points``.
+    fine_points : int, default=9
+        Fine grid ``fine_points x fine_points`` spaced ``fine_step`` and
+        centred on the best coarse point (0 skips the fine stage).
+    fine_step : float, default=0.1
+    cv : int or "loo", default=5
+        Number of folds (stratified for classifiers when every class has
+        enough members) or leave-one-out.
+    client : dask.distributed.Client, optional
+        Run the (fold, grid point) fits as Dask tasks.
+    shuffle : bool, default=True
+        Shuffle before splitting into folds (k-fold only).
+    random_state : int, default=0
+        Seed of the fold assignment.
+    refit : bool, default=True
+        Refit the best model on all data.
+    params : (str, str), default=("C", "kappa")
+        Names of the two parameters searched in log10 units (e.g.
+        ``("kappa0", "kappa")`` for :class:`~bsvm_scale.baselines.svm.TSVC`).
+
+    Returns
+    -------
+    GridSearchResult
+    """
+    from ..inference.covariance import as_float_matrix
+
+    X = as_float_matrix(X, "X")
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must be 1-D with one entry per row of X; got shape {y.shape}.")
+    regression = is_regressor(estimator)
+    if regression:
+        y = np.asarray(y, dtype=float)
+        if not np.all(np.isfinite(y)):
+            raise ValueError("y contains NaN or infinite values.")
+    if len(params) != 2 or not all(isinstance(p, str) for p in params):
+        raise ValueError(f"params must be two parameter names; got {params!r}.")
+    valid = estimator.get_params()
+    for p in params:
+        if p not in valid:
+            raise ValueError(f"params: {type(estimator).__name__} has no parameter {p!r}.")
+    default = R2_BOX if regression else C1_BOX
+    bx = _check_box("log10_C", default[0] if log10_C is None else log10_C)
+    by = _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa)
+    for name, v in (("coarse_points", coarse_points), ("fine_points", fine_points)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (1 if name == "coarse_points" else 0):
+            raise ValueError(f"{name} must be a non-negative integer (coarse >= 1); got {v!r}.")
+    if not (np.isfinite(fine_step) and fine_step > 0):
+        raise ValueError(f"fine_step must be positive; got {fine_step!r}.")
+    scoring = "mse" if regression else "error_rate"
+    folds = _folds(cv, X, y, not regression, shuffle, random_state)
+    n = X.shape[0]
+    px, py = params
+
+    def evaluate(gx, gy, stage):
+        pts = [(a, b) for a in gx for b in gy]
+        tasks = []
+        for a, b in pts:
+            pv = {px: float(10.0 ** a), py: float(10.0 ** b)}
+            for tr, te in folds:
+                tasks.append((estimator, tr, te, pv, scoring))
+        res = run_tasks(tasks, X, y, client)
+        k = len(folds)
+        out = []
+        for g, (a, b) in enumerate(pts):
+            chunk = res[g * k:(g + 1) * k]
+            loss = sum(r[0] for r in chunk) / n
+            nsv = sum(r[1] for r in chunk) / k
+            out.append((stage, a, b, loss, nsv))
+        return out
+
+    rows = evaluate(log_grid(*bx, coarse_points), log_grid(*by, coarse_points), 0)
+    arr = np.array(rows, dtype=float)
+    b0 = _pick_best(arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
+    if fine_points > 0:
+        half = (fine_points - 1) / 2.0
+        offs = (np.arange(fine_points) - half) * fine_step
+        fine = evaluate(arr[b0, 1] + offs, arr[b0, 2] + offs, 1)
+        rows += fine
+        farr = np.array(fine, dtype=float)
+        bf = _pick_best(farr[:, 1], farr[:, 2], farr[:, 3], farr[:, 4])
+        best_row = farr[bf]
+    else:
+        best_row = arr[b0]
+    arr = np.array(rows, dtype=float)
+    table = {"stage": arr[:, 0].astype(int), f"log10_{px}": arr[:, 1], f"log10_{py}": arr[:, 2],
+             "score": arr[:, 3], "n_sv": arr[:, 4]}
+    best_params = {px: float(10.0 ** best_row[1]), py: float(10.0 ** best_row[2])}
+    best_est = clone(estimator).set_params(**best_params).fit(X, y) if refit else None
+    return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
+                            best_n_sv=float(best_row[4]), table=table, best_estimator=best_est,
+                            n_folds=len(folds), scoring=scoring, params=tuple(params))

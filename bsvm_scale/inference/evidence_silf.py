@@ -1,0 +1,223 @@
+"""Evidence of the BSVR hyperparameters and its gradient.
+
+Given the MAP solution ``nu = alpha - alpha*`` of (4.25) and ``f_MP = Sigma nu``
+(4.26), the Laplace approximation of the evidence is (4.38)::
+
+    -ln P(D|theta) = 1/2 nu^T Sigma nu + C sum_i l(y_i - f_i)
+                     + 1/2 ln |I + C/(2 beta eps) Sigma_M| + n ln Z_S
+
+where ``M`` is the set of off-bound SVs (``0 < |nu_i| < C``), ``m = |M|``,
+and ``Z_S`` the SILF normaliser (2.32). With ``B = Sigma_M + (2 beta eps / C) I``
+the log determinant is ``ln|B| + m ln(C / (2 beta eps))``, computed from the
+Cholesky factor of ``B``.
+
+Gradients (4.39)-(4.41), in log space::
+
+    d/d ln C     = C sum_i l_i + 1/2 tr(B^-1 Sigma_M) + n C dlnZ_S/dC
+    d/d ln eps   = C eps sum_i dl_i/deps - 1/2 tr(B^-1 Sigma_M) + n eps dlnZ_S/deps
+    d/d ln k'    = 1/2 tr(B^-1 dSigma_M/d ln k') - 1/2 nu^T (dSigma/d ln k') nu
+
+for ``k'`` in ``{kappa, kappa_l (ARD, 4.42), kappa_b}`` (``kappa0`` is held
+fixed, thesis footnote 9). The trace is a contraction over the ``m x m`` block
+and the quadratic form runs over the ``s`` support vectors in O(s^2 d)
+without storing an ``s x s`` array, so one evaluation costs
+O(m^3 + s^2 d) time and O(m^2 + n d) memory.
+
+The SV sets are treated as fixed under differentiation (the thesis' assumption
+that they do not change near the optimum); the first-order optimality of
+``f_MP`` removes every implicit term.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_solve, solve_triangular
+
+from . import losses
+from .._util.threads import blas_threads
+from .evidence_lowrank import PREDICT_TOL_RATIO, BlockEvidence, EvidenceSettings, factorize
+
+__all__ = ["EvidenceResult", "stable_cholesky", "silf_evidence"]
+
+_JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
+
+
+class EvidenceResult:
+    """Value, gradient and the pieces kept for prediction.
+
+    ``L`` is the dense Cholesky factor (``None`` on the matrix-free path,
+    which keeps ``block``, its :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`);
+    ``method`` and ``error`` (nats of ``-ln evidence``) say how the block
+    was handled.
+    """
+
+    def __init__(self, value, grad, L, jitter, off_bound, support, f, method="dense",
+                 error=0.0, block=None):
+        self.value = value
+        self.grad = grad
+        self.L = L
+        self.jitter = jitter
+        self.off_bound = off_bound
+        self.support = support
+        self.f = f
+        self.method = method
+        self.error = error
+        self.block = block
+
+    def info(self):
+        """Diagnostics of the block for the objective's ``info``."""
+        if self.block is None:
+            return {"method": self.method, "error": float(self.error), "rank": 0}
+        return self.block.info()
+
+
+def stable_cholesky(A):
+    """Lower Cholesky factor of ``A``, adding diagonal jitter if needed.
+
+    Returns ``(L, jitter)``; ``jitter`` is the relative amount added to the
+    diagonal (0.0 when none was needed). Raises ``np.linalg.LinAlgError`` if
+    even the largest jitter fails.
+    """
+    if A.shape[0] == 0:
+        return np.zeros((0, 0)), 0.0
+    scale = float(np.mean(np.diag(A)))
+    for jit in _JITTERS:
+        try:
+            L = np.linalg.cholesky(A + (jit * scale) * np.eye(A.shape[0]) if jit else A)
+            return L, jit
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError(
+        f"Sigma_M + (2 beta eps / C) I ({A.shape[0]} x {A.shape[0]}) is not positive "
+        f"definite even with relative jitter {_JITTERS[-1]}."
+    )
+
+
+def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
+                  settings=EvidenceSettings()):
+    """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
+
+    Parameters
+    ----------
+    X : ndarray (n, d)
+        Training inputs (standardised, contiguous).
+    y : ndarray (n,)
+        Targets.
+    nu : ndarray (n,)
+        MAP dual solution ``alpha - alpha*``.
+    f : ndarray (n,)
+        ``f_MP = Sigma nu``.
+    cov : GaussianCovariance
+        Covariance at which ``nu`` was computed.
+    C, epsilon, beta : float
+        Loss hyperparameters.
+    need_grad : bool
+        Compute the gradient too.
+    settings : EvidenceSettings
+        Dense or matrix-free block (:func:`bsvm_scale.inference.evidence_lowrank.plan_block`,
+        which raises :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError`
+        when the block does not fit the budget).
+
+    Returns
+    -------
+    EvidenceResult
+        ``grad`` is laid out as ``[ln C, ln eps, *cov.theta[1:]]`` (that is
+        ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``).
+    """
+    absnu = np.abs(nu)
+    support = np.flatnonzero(absnu > 0.0)
+    off = np.flatnonzero((absnu > 0.0) & (absnu < C))
+    method, max_rank = settings.plan(off.size, dense_arrays=3)
+    if method == "matrix_free":
+        return _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off,
+                            settings.tol, max_rank)
+    # multithreaded BLAS only pays on large blocks; on small ones its thread
+    # start-up dominates and oversubscribes cores shared with other workers
+    with blas_threads(off.size < 1500):
+        value, L, jitter, Binv, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off)
+        grad = None
+        if need_grad:
+            grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss)
+    return EvidenceResult(value, grad, L, jitter, off, support, f)
+
+
+def _value(X, y, nu, f, cov, C, epsilon, beta, off):
+    """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``."""
+    n, m = y.shape[0], off.shape[0]
+    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
+    ratio = 2.0 * beta * epsilon / C
+    B = cov.subset(X, off)
+    B[np.diag_indices_from(B)] += ratio
+    L, jitter = stable_cholesky(B)
+    logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(1.0 / ratio)
+    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * logdet + n * lnZ
+    Binv = cho_solve((L, True), np.eye(m)) if m else np.zeros((0, 0))
+    return value, L, jitter, Binv, resid, loss
+
+
+def _loss_terms(y, f, C, epsilon, beta):
+    """Residuals, SILF values (2.28) and the normaliser ``ln Z_S`` (2.32)."""
+    resid = y - f
+    return resid, losses.silf(resid, epsilon, beta), float(
+        losses.silf_log_normalizer(C, epsilon, beta))
+
+
+def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank):
+    """(4.38)-(4.42) through :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`
+    with ``Lambda = C / (2 beta eps)``: ``ln|I + C/(2 beta eps) Sigma_M| =
+    ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
+    d ln|B|`` for ``B_s = Sigma_M + (2 beta eps / C) I``."""
+    n, m = y.shape[0], off.shape[0]
+    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
+    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    block = BlockEvidence(cov, X[off], sl, tol, max_rank)
+    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * block.logdet + n * lnZ
+    grad = None
+    if need_grad:
+        tr_BS = m - float(np.sum(block.diag_inv()))
+        g_trace = block.dlogdet() if m else np.zeros(cov.theta.shape[0])
+        grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+    return EvidenceResult(value, grad, None, 0.0, off, support, f, "matrix_free",
+                          0.5 * block.error, block)
+
+
+def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace):
+    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)`` and ``tr(B_s^-1 dSigma_p)``."""
+    n = nu.shape[0]
+    dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
+    g_lnC = C * float(loss.sum()) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
+    dl_deps = losses.silf_d_epsilon(resid, epsilon, beta)
+    g_lneps = C * epsilon * float(dl_deps.sum()) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
+    p = cov.theta.shape[0]
+    g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
+    g_cov = 0.5 * g_trace - 0.5 * g_quad
+    return np.concatenate(([g_lnC, g_lneps], g_cov[1:]))
+
+
+def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
+    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
+    m = off.shape[0]
+    tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
+    g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(cov.theta.shape[0])
+    return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+
+
+def prediction_factor(X, ev, cov, C, epsilon, beta, settings):
+    """The :class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor` of a
+    matrix-free evaluation ``ev``, computed to ``PREDICT_TOL_RATIO`` of the
+    evidence tolerance."""
+    m = ev.off_bound.size
+    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
+                     settings.predict_rank(m)).predictor()
+
+
+def predictive_variance_chunk(cov, Xtest, Xoff, L):
+    """``sigma_t^2 = Cov(x, x) - k_M^T B^-1 k_M`` (4.46) for a chunk of test points."""
+    prior = cov.kappa0 + cov.kappa_b
+    if Xoff.shape[0] == 0:
+        return np.full(Xtest.shape[0], prior)
+    K = cov.cross(Xoff, Xtest)  # m x chunk
+    V = solve_triangular(L, K, lower=True, check_finite=False)
+    var = prior - np.einsum("ij,ij->j", V, V)
+    return np.maximum(var, 0.0)

@@ -1,0 +1,227 @@
+"""BSVR evidence objective: ``theta -> (-ln evidence, gradient, info)`` of
+(4.38)-(4.42) at the MAP solution of the dual (4.25).
+
+:class:`_Problem` keeps the row cache and the last dual vector, warm-starts the
+Numba SMO of :mod:`bsvm_scale._compiled.smo_silf` at every new point and evaluates the
+evidence densely or matrix-free (:func:`bsvm_scale.inference.evidence_silf.silf_evidence`).
+The estimator is :class:`bsvm_scale.models.bsvr.BayesianSVR`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .._compiled.smo_silf import smo_silf, start_gradient
+from .covariance import GaussianCovariance, RowCache
+from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
+from .evidence_silf import silf_evidence
+from .map_lowrank import next_start, silf_start
+from ..optimization.driver import BestPoint
+
+__all__ = ["_Problem"]
+
+
+class _Problem:
+    """Objective ``theta -> (-ln evidence, gradient, info)`` for one data set.
+
+    ``theta = [ln C, ln eps, ln kappa | ln kappa_1..d, ln kappa_b]``. Keeps the
+    row cache and the last dual solution, so each evaluation warm-starts SMO
+    from the previous one (clipped to the new box).
+    """
+
+    def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter,
+                 evidence=EvidenceSettings()):
+        self.X, self.y = X, y
+        self.evidence = evidence
+        self.kappa0, self.beta, self.ard = kappa0, beta, ard
+        self.tol, self.max_iter = tol, max_iter
+        d = X.shape[1]
+        init = GaussianCovariance(kappa0, np.ones(d) if ard else 1.0, 0.0)
+        self.cache = RowCache(X, init, cache_mb)
+        self.last = None
+        self.reset()
+
+    def reset(self, nu=None):
+        """Start SMO afresh (``nu = 0``) or from a stored warm-start vector."""
+        self.nu = np.zeros(self.X.shape[0]) if nu is None else np.asarray(nu, dtype=float).copy()
+        self.slope = 0.0
+        self.nu_C = None  # the C of the box self.nu was solved in
+        self.best = None  # BestPoint of the lowest value seen
+        self.pinned = False  # start the next solve from self.nu as it is
+        self.lowrank_ok = True  # False once a factor was truncated: no more attempts
+
+    def restart(self, nu=None):
+        """Start SMO afresh (or from ``nu``) for another optimiser run,
+        keeping the best point seen so far."""
+        best = self.best
+        self.reset(nu)
+        self.best = best
+
+    def _warm_start(self, C):
+        """The previous dual vector in the new box: points that sat at a bound
+        stay at the (moved) bound, the others are clipped. Bound SVs are the
+        bulk of the support set and rarely leave the bound when ``C`` moves a
+        little, so this saves SMO the walk of every one of them to the new
+        bound."""
+        nu = np.clip(self.nu, -C, C)
+        if self.nu_C is not None:
+            at_bound = np.abs(self.nu) >= self.nu_C
+            nu[at_bound] = np.sign(self.nu[at_bound]) * C
+        return nu
+
+    def _start(self, C, eps, cov):
+        """The SMO start, ``(nu0, how)``: the low-rank Newton solution when its
+        factor is exact, else the previous one in the new box
+        (:func:`bsvm_scale.inference.map_lowrank.choose_start`; no more attempts after
+        a truncated factor)."""
+        nu0, how, self.lowrank_ok = next_start(
+            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex),
+            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
+        return nu0, how
+
+    _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned")
+
+    def get_state(self):
+        """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
+        ...: every attribute but the data, the row cache and the last solve),
+        copied; :meth:`set_state` restores it exactly."""
+        return {k: _copied(v) for k, v in vars(self).items() if k not in self._NOT_STATE}
+
+    def set_state(self, state):
+        """Restore a :meth:`get_state` dict (or just ``{"nu": ...}``)."""
+        n = self.X.shape[0]
+        nu = np.asarray(state["nu"], dtype=float)
+        if nu.shape != (n,) or not np.all(np.isfinite(nu)):
+            raise ValueError(f"the warm-start vector nu must hold {n} finite values (one per "
+                             f"training case); got shape {nu.shape}. Pass the state recorded "
+                             "for the same training data.")
+        self.reset(nu)
+        for k, v in state.items():
+            if k not in self._NOT_STATE and k != "nu":
+                setattr(self, k, _copied(v))
+        self.best = _best_point(self.best, n)
+
+    def _repeat(self, theta, need_grad):
+        """True when ``theta`` is the point evaluated last (the MAP solution
+        is unique, so the stored evaluation is the answer)."""
+        return (self.last is not None and np.array_equal(self.last[0], theta)
+                and (not need_grad or self.last[5].grad is not None))
+
+    def unpack(self, theta):
+        theta = np.asarray(theta, dtype=float)
+        C, eps = float(np.exp(theta[0])), float(np.exp(theta[1]))
+        kappa = np.exp(theta[2:-1]) if self.ard else float(np.exp(theta[2]))
+        return C, eps, GaussianCovariance(self.kappa0, kappa, float(np.exp(theta[-1])))
+
+    def solve(self, C, eps, cov):
+        """MAP solution of (4.25) at the given hyperparameters: ``(nu, f,
+        bias, n_iter, max_violation, start)`` (``start`` says where SMO began)."""
+        # the cache holds rows without the bias term; SMO handles kappa_b exactly
+        self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
+        X, w, k0, _, *state = self.cache.args
+        nu, how = self._start(C, eps, cov)
+        self.pinned = False
+        diag_add = 2.0 * self.beta * eps / C
+        g, gbar = start_gradient(X, w, k0, nu, self.y, C, diag_add)
+        slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, g, gbar, C, eps,
+                                       self.beta, cov.kappa_b, self.tol, self.max_iter,
+                                       self.slope)
+        self.slope = float(slope)
+        self.nu_C = C
+        bias = cov.kappa_b * float(nu.sum())
+        f = g + self.y - (2.0 * self.beta * eps / C) * nu
+        self.nu = nu
+        return nu, f, float(bias), int(n_iter), float(vmax), how
+
+    def __call__(self, theta, need_grad=True):
+        if self._repeat(theta, need_grad):  # the point just evaluated (the final evaluation)
+            nu, ev, info, f = self.last[4], self.last[5], self.last[6], self.last[7]
+            self._keep_best(ev.value, nu, f, theta, info)
+            return ev.value, ev.grad, info
+        C, eps, cov = self.unpack(theta)
+        t0 = time.perf_counter()
+        nu, f, bias, n_iter, vmax, how = self.solve(C, eps, cov)
+        t1 = time.perf_counter()
+        try:
+            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
+                               self.evidence)
+        except EvidenceBudgetError as err:
+            if not need_grad:  # a final evaluation: the fit cannot be made
+                raise
+            warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
+                          RuntimeWarning, stacklevel=2)
+            return np.inf, np.zeros(np.size(theta)), {"rejected": str(err), "smo_iter": n_iter,
+                                                      "smo_violation": vmax}
+        t2 = time.perf_counter()
+        info = {**ev.info(), "n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
+                "n_on_bound": int(ev.support.size - ev.off_bound.size),
+                # the index sets of (4.32)
+                "n_I0a": int(np.count_nonzero((nu > 0) & (nu < C))),
+                "n_I0b": int(np.count_nonzero((nu < 0) & (nu > -C))),
+                "n_I1": int(np.count_nonzero(nu == 0)), "n_I2": int(np.count_nonzero(nu <= -C)),
+                "n_I3": int(np.count_nonzero(nu >= C)),
+                "smo_iter": n_iter, "smo_violation": vmax, "smo_start": how,
+                "jitter": ev.jitter, "bias": bias,
+                # wall time of the MAP solve and of the evidence (+ gradient)
+                "map_s": t1 - t0, "evidence_s": t2 - t1}
+        self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info, f)
+        if not need_grad or np.all(np.isfinite(ev.grad)):  # as run_start counts points
+            self._keep_best(ev.value, nu, f, theta, info)
+        return ev.value, ev.grad, info
+
+    def _keep_best(self, value, nu, f, theta, info):
+        """Remember the MAP solution at the lowest ``-ln evidence`` so far."""
+        if np.isfinite(value) and (self.best is None or value < self.best.value):
+            self.best = BestPoint(float(value), np.array(theta, dtype=float), nu.copy(),
+                                  f.copy(), dict(info))
+
+    def evaluation_at(self, theta, best):
+        """The evaluation at ``theta`` (as :attr:`last`, without gradient).
+
+        When ``best`` (a :class:`BestPoint`) was made at ``theta`` its MAP
+        solution is used as it is. A new SMO solve, even warm-started from
+        it, stops anywhere within ``tol`` of the optimum, and the evidence
+        (4.38) jumps when a case there crosses between the loss's quadratic
+        and linear pieces: re-solving moved the final evidence of Boston
+        ARD fits by up to a nat away from the best one the optimiser found.
+        Otherwise it re-solves warm from ``best``'s dual vector.
+        """
+        theta = np.asarray(theta, dtype=float)
+        if best is not None and best.f is not None and np.array_equal(best.theta, theta):
+            nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
+            C, eps, cov = self.unpack(theta)
+            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence)
+            self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
+            return self.last
+        self.reset(None if best is None else best.dual)
+        self.pinned = best is not None
+        self(theta, need_grad=False)
+        return self.last
+
+
+def _best_point(stored, n):
+    """A checkpoint's best point (a plain tuple in HDF5) as a :class:`BestPoint`.
+
+    Older checkpoints stored ``(value, nu)`` or ``(value, nu, f, theta,
+    info)``; the first is re-solved from ``nu`` (no ``theta``, no ``f``).
+    """
+    if stored is None or isinstance(stored, BestPoint):
+        return stored
+    if len(stored) == 2:
+        return BestPoint(float(stored[0]), None, np.asarray(stored[1], dtype=float))
+    if np.shape(stored[3]) != (n,):  # (value, nu, f, theta, info)
+        value, nu, f, theta, info = stored
+        return BestPoint(float(value), np.asarray(theta, dtype=float), nu, f, info)
+    return BestPoint(*stored)
+
+
+def _copied(v):
+    """Copy of a state value (arrays, and tuples of them, are copied)."""
+    if isinstance(v, np.ndarray):
+        return v.copy()
+    if isinstance(v, (tuple, list)):
+        return tuple(_copied(x) for x in v)
+    return v

@@ -1,0 +1,293 @@
+"""BTSVC evidence objective: the MAP solve of the dual (5.29) by SMO with
+shrinking, and ``theta -> (-ln evidence, gradient, info)`` (5.35)-(5.37) for the
+optimiser.
+
+:func:`solve_dual` runs the Numba SMO of :mod:`bsvm_scale._compiled.smo_trig` on a
+working problem (cases at ``alpha = 0`` far from violating (5.31) are left out
+and checked afterwards); :class:`EvidenceObjective` keeps the row cache and the
+last dual solution (the warm start of the next solve) and evaluates the
+evidence densely or matrix-free (:mod:`bsvm_scale.inference.evidence_trig`,
+:mod:`bsvm_scale.inference.evidence_lowrank`). The estimator is
+:class:`bsvm_scale.models.btsvc.BayesianSVC`.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from .._compiled.smo_trig import chunks_for, f_from_gradient, gradient_from_f, smo_loop
+from .covariance import GaussianCovariance, RowCache
+from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
+from .evidence_trig import SMALL_BLOCK, neg_log_evidence
+from .map_lowrank import next_start, trig_start
+from ..optimization.driver import BestPoint
+
+__all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB"]
+
+
+# -- MAP solve ---------------------------------------------------------------------
+#: a case at ``alpha = 0`` whose dual gradient ``y f - 1`` exceeds this is left
+#: out of the SMO working problem (shrunk) until the check after the solve
+SHRINK_MARGIN = 0.25
+#: below this fraction of cases outside the working problem SMO runs on all
+SHRINK_MIN_FRACTION = 0.05
+#: rounds of shrunk solves before the last one runs on every case
+SHRINK_ROUNDS = 8
+
+
+def _gradient_pass(cov, X, y, alpha, idx):
+    """Dual gradient ``g_i = y_i f_i - 1 + phi'(alpha_i)`` (5.23) at the cases
+    ``idx``, ``f = Sigma v`` summed over the SVs by the parallel cross-covariance
+    pass (O(|idx| m d), outside the row cache)."""
+    sv = np.flatnonzero(alpha > 0.0)
+    f = (cov.cross_matvec(np.ascontiguousarray(X[idx]), np.ascontiguousarray(X[sv]),
+                          y[sv] * alpha[sv]) if sv.size else np.zeros(idx.size))
+    g = np.empty(idx.size)
+    gradient_from_f(y[idx], np.ascontiguousarray(alpha[idx]), f, g)
+    return g
+
+
+def _working_set(alpha, g):
+    """Cases of the working problem: every SV and every case at ``alpha = 0``
+    whose gradient is within :data:`SHRINK_MARGIN` of violating."""
+    return np.flatnonzero((alpha > 0.0) | (g < SHRINK_MARGIN))
+
+
+def _smo_on(cache, y, alpha, g, idx, tol, max_iter):
+    """SMO on the cases ``idx`` (every case when ``idx`` is None), in place on
+    ``alpha`` and ``g``; a sub-problem gets its own row cache over its cases,
+    so rows have the working problem's length."""
+    if idx is None:
+        return smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter),
+                        chunks_for(y.shape[0]))
+    sub = RowCache(np.ascontiguousarray(cache.X[idx]), cache.covariance, cache.cache_mb)
+    a, gs = np.ascontiguousarray(alpha[idx]), np.ascontiguousarray(g[idx])
+    out = smo_loop(*sub.args, np.ascontiguousarray(y[idx]), a, gs, float(tol), int(max_iter),
+                   chunks_for(idx.size))
+    alpha[idx], g[idx] = a, gs
+    return out
+
+
+def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True):
+    """Solve the BTSVC dual (5.29) by SMO with shrinking.
+
+    The dual has no upper bound: a shrunk case sits at ``alpha = 0`` and
+    adds nothing to ``f = Sigma v``, so no LIBSVM-style ``G_bar`` is needed.
+    Cases at ``alpha = 0`` with ``y f - 1 >= SHRINK_MARGIN`` are left out,
+    SMO runs on the rest (rows of the working problem's length), then the
+    gradient of the left-out cases is rebuilt by one parallel pass over the
+    SVs and any that violates (5.31) joins the next round. The result
+    satisfies (5.31) on every case.
+
+    Parameters
+    ----------
+    cache : RowCache
+        Row cache over the (standardised) training inputs, holding the current
+        covariance.
+    y : ndarray of shape (n,)
+        Labels in ``{-1.0, +1.0}``.
+    alpha0 : ndarray of shape (n,), optional
+        Warm start (e.g. the solution for the previous hyperparameters).
+    tol : float
+        Tolerance ``tau`` of the stopping rule (5.31).
+    max_iter : int
+        SMO iteration limit (over all rounds).
+    shrink : bool, default=True
+        Use the working problem; False runs SMO on every case.
+
+    Returns
+    -------
+    dict
+        ``alpha``, ``f`` (``f_MP`` at every training point, 5.32),
+        ``n_iter``, ``max_violation``, ``status`` (0 converged,
+        1 iteration limit, 2 stalled) and ``n_active`` (cases in the last
+        working problem).
+    """
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    n = y.shape[0]
+    alpha = np.zeros(n) if alpha0 is None else np.maximum(np.array(alpha0, dtype=np.float64), 0.0)
+    cov = cache.covariance
+    g = _gradient_pass(cov, cache.X, y, alpha, np.arange(n))
+    n_iter, vmax, status, n_active = 0, 0.0, 1, n
+    for rnd in range(SHRINK_ROUNDS + 1):
+        last = not shrink or rnd == SHRINK_ROUNDS
+        idx = None if last else _working_set(alpha, g)
+        if idx is not None and n - idx.size < SHRINK_MIN_FRACTION * n:
+            idx = None
+        n_active = n if idx is None else idx.size
+        # every case in play (a cold start): a bounded number of iterations,
+        # after which g (kept for every case) tells which can be shrunk
+        budget = max_iter - n_iter if idx is not None or last else min(max_iter - n_iter, n)
+        it, vmax, status = _smo_on(cache, y, alpha, g, idx, tol, budget)
+        n_iter += int(it)
+        if status == 2 or n_iter >= max_iter:
+            break
+        if idx is None:
+            if status == 0:
+                break
+            continue
+        out = np.ones(n, dtype=bool)
+        out[idx] = False
+        out = np.flatnonzero(out)
+        g[out] = _gradient_pass(cov, cache.X, y, alpha, out)
+        if status == 0 and not np.any(g[out] < -tol):
+            break
+    f = np.empty(n)
+    f_from_gradient(y, alpha, g, f)
+    return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
+            "status": int(status), "n_active": int(n_active)}
+
+
+#: default memory budget (MiB) of the evidence arrays (dense block or factor)
+EVIDENCE_MB = 1024.0
+
+
+class EvidenceObjective:
+    """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
+
+    Keeps one row cache and the last dual solution, which warm-starts the
+    SMO solve at the next hyperparameters.
+    """
+
+    def __init__(self, X, y, ard, cache_mb=256.0, tol=1e-3, max_iter=1_000_000,
+                 evidence=EvidenceSettings()):
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.ard = bool(ard)
+        self.cache_mb = float(cache_mb)
+        self.tol = float(tol)
+        self.max_iter = int(max_iter)
+        self.cache = None
+        self.alpha = np.zeros(self.y.shape[0])
+        self.smo_limit_hits = 0
+        self.n_smo_iter = 0
+        self.best = None  # BestPoint (info: smo_iter) of the lowest value seen
+        self.evidence = evidence
+        self._pinned = False  # self.alpha was set by restore(): start from it
+        self.lowrank_ok = True  # False once a factor was truncated: no more attempts
+
+    def start(self, cov):
+        """The SMO start at new hyperparameters, ``(alpha0, how)``: the
+        low-rank Newton solution when its factor is exact, else the previous
+        solution (:func:`bsvm_scale.inference.map_lowrank.choose_start`); after
+        :meth:`restore` the restored solution itself. After one truncated
+        factor no more are tried (their cost is wasted on such data)."""
+        alpha0, how, self.lowrank_ok = next_start(
+            lambda r, ex: trig_start(cov, self.X, self.y, r, ex), self.alpha,
+            not np.any(self.alpha > 0.0), self._pinned, self.lowrank_ok)
+        return alpha0, how
+
+    def solve(self, theta):
+        """MAP solution at log hyperparameters ``theta`` (warm started)."""
+        cov = GaussianCovariance.from_theta(theta, self.ard)
+        if self.cache is None:
+            self.cache = RowCache(self.X, cov, self.cache_mb)
+        else:
+            self.cache.set_covariance(cov)
+        alpha0, how = self.start(cov)
+        self._pinned = False
+        sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter)
+        sol["start"] = how
+        if sol["status"] == 1:
+            self.smo_limit_hits += 1
+        self.alpha = sol["alpha"]
+        self.n_smo_iter = sol["n_iter"]
+        return cov, sol
+
+    def __call__(self, theta, keep_factor=False, with_grad=True):
+        t0 = time.perf_counter()
+        cov, sol = self.solve(theta)
+        t_map = time.perf_counter() - t0
+        m = int(np.count_nonzero(sol["alpha"] > 0.0))
+        try:
+            method, max_rank = self.evidence.plan(m)
+        except EvidenceBudgetError as err:
+            if keep_factor:
+                raise
+            warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
+                          RuntimeWarning, stacklevel=2)
+            return np.inf, np.zeros(np.size(theta)), {"n_sv": m, "jitter": 0.0,
+                                                      "smo_iter": sol["n_iter"],
+                                                      "smo_violation": sol["max_violation"],
+                                                      "map_s": t_map, "evidence_s": 0.0,
+                                                      "rejected": str(err)}
+        if m >= SMALL_BLOCK:
+            # the cached rows are dropped at the next hyperparameters anyway:
+            # give their memory to the evidence arrays
+            self.release()
+        t1 = time.perf_counter()
+        value, grad, info = neg_log_evidence(
+            cov, self.X, self.y, sol["alpha"], with_grad=with_grad, keep_factor=keep_factor,
+            method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank,
+            predict_rank=self.evidence.predict_rank(m))
+        info.setdefault("method", "dense")
+        info.setdefault("error", 0.0)
+        # wall time of the MAP solve and of the evidence (+ gradient)
+        info["map_s"] = t_map
+        info["evidence_s"] = time.perf_counter() - t1
+        info["smo_iter"] = sol["n_iter"]
+        info["smo_violation"] = sol["max_violation"]
+        info["smo_start"] = sol["start"]
+        if np.isfinite(value) and (self.best is None or value < self.best.value):
+            self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
+                                  info={"smo_iter": int(sol["n_iter"])})
+        return value, grad, info
+
+    def get_state(self):
+        """Warm-start state: the SMO vector ``alpha`` and the best point seen.
+
+        Plain arrays and numbers (storable in HDF5); with
+        :meth:`set_state` a resumed optimisation continues exactly where the
+        recorded one was.
+        """
+        state = {"alpha": self.alpha.copy(), "smo_limit_hits": int(self.smo_limit_hits),
+                 "n_smo_iter": int(self.n_smo_iter), "lowrank_ok": bool(self.lowrank_ok)}
+        if self.best is not None:
+            state.update(best_value=self.best.value, best_theta=self.best.theta.copy(),
+                         best_alpha=self.best.dual.copy(),
+                         best_smo_iter=self.best.info["smo_iter"])
+        return state
+
+    def set_state(self, state):
+        """Restore a :meth:`get_state` dict (or just ``{"alpha": ...}``)."""
+        n = self.y.shape[0]
+        alpha = np.asarray(state["alpha"], dtype=np.float64)
+        if alpha.shape != (n,) or not np.all(np.isfinite(alpha)):
+            raise ValueError(f"the warm-start vector alpha must hold {n} finite values (one per "
+                             f"training case); got shape {alpha.shape}. Pass the state recorded "
+                             "for the same training data.")
+        self.alpha = np.maximum(alpha, 0.0)
+        self.smo_limit_hits = int(state.get("smo_limit_hits", 0))
+        self.n_smo_iter = int(state.get("n_smo_iter", 0))
+        self.lowrank_ok = bool(state.get("lowrank_ok", True))
+        self.best = None
+        if "best_value" in state:
+            self.best = BestPoint(float(state["best_value"]),
+                                  np.asarray(state["best_theta"], dtype=float).copy(),
+                                  np.asarray(state["best_alpha"], dtype=np.float64).copy(),
+                                  info={"smo_iter": int(state["best_smo_iter"])})
+
+    def restart(self, alpha=None):
+        """Begin another optimiser run from the dual warm start ``alpha``
+        (None: the current one), keeping the best point seen so far."""
+        if alpha is not None:
+            self.alpha = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
+        self._pinned = False
+
+    def release(self):
+        """Drop the row cache (kept: the best dual solution)."""
+        self.cache = None
+
+    def restore(self, theta):
+        """Warm start from the dual solution kept for ``theta`` if it is the
+        best point seen, so that re-evaluating there reproduces its evidence
+        (the evidence jumps when a marginal SV enters or leaves the set)."""
+        if self.best is not None and np.array_equal(self.best.theta,
+                                                    np.asarray(theta, dtype=float)):
+            self.alpha = self.best.dual.copy()
+            self._pinned = True
+            return self.best.info["smo_iter"]
+        return None

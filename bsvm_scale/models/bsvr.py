@@ -1,0 +1,581 @@
+"""Bayesian support vector regression (BSVR), thesis chapter 4.
+
+A thin public estimator over the shared engines:
+
+- the MAP solution of (4.25) by the Numba SMO of :mod:`bsvm_scale._compiled.smo_silf`
+  over the kernel-row cache of :mod:`bsvm_scale.inference.covariance`;
+- the evidence (4.38) and its gradient (4.39)-(4.41), ARD (4.42), in
+  :mod:`bsvm_scale.inference.evidence_silf`;
+- evidence maximisation from several starts by :mod:`bsvm_scale.optimization.driver`;
+- prediction with error bars (4.46) and the SILF noise variance (2.33).
+
+Inputs are standardised with training statistics; targets are used as given.
+The default box prior and starting values of ``C`` and ``epsilon`` are the
+thesis' values (experiments.md) expressed in units of the standard deviation
+``s`` of the training targets (``C`` in units of ``1/s``, ``epsilon`` in
+units of ``s``), so that the box stays meaningful for targets of any scale;
+for targets of unit spread they coincide with the thesis' values.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+
+from ..inference import losses
+from .._util.base import Standardizer, resolve_rng
+from .._util.validation import (check_beta, check_nonconstant, check_positive,
+                                check_positive_int, check_predict_X, check_regression_data,
+                                warn_target_offset)
+from ..inference.covariance import GaussianCovariance
+from ..inference.evidence_lowrank import (DEFAULT_TOL, EvidenceSettings, LowRankPredictor,
+                                          check_method)
+from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
+from ..inference.objective_silf import _Problem
+from .warm_start import previous_model, previous_thetas
+from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
+from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, check_ard_init, coarse_starts
+from ..optimization.records import fixed_record, start_record, unrefined_record
+
+__all__ = ["BayesianSVR", "default_beta"]
+
+#: thesis box prior (experiments.md) for unit-scale targets
+BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
+       "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
+_PRED_CHUNK_BYTES = 32 * 2**20
+
+
+
+def default_beta(n):
+    """Default ``beta`` for ``n`` training samples.
+
+    The thesis heuristic (section 4.3.3): 0.3 below 2000 samples, 0.1 for
+    2000-4000 and 0.05 for 4000-6000. Beyond 6000 the number of off-bound SVs
+    grows like ``n beta``; to keep the ``m x m`` block (and the O(m^3) cost)
+    roughly constant we continue with ``beta = 300 / n`` (continuous at
+    6000, e.g. 0.006 at 50,000).
+    """
+    if n < 2000:
+        return 0.3
+    if n < 4000:
+        return 0.1
+    if n <= 6000:
+        return 0.05
+    return 300.0 / n
+
+
+def _ard_theta(theta, d):
+    """The isotropic ``[ln C, ln eps, ln kappa, ln kappa_b]`` as the equal ARD point."""
+    return np.concatenate((theta[:2], np.full(d, theta[2]), theta[-1:]))
+
+
+class BayesianSVR(RegressorMixin, BaseEstimator):
+    """Bayesian support vector regression with the soft insensitive loss.
+
+    Parameters
+    ----------
+    beta : float in (0, 1], optional
+        Shape of the soft insensitive loss (2.28); fixed, not inferred.
+        Default: :func:`default_beta` of the training-set size.
+    ard : bool, default=False
+        One relevance weight ``kappa_l`` per input (4.42).
+    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+        How an ARD search begins (``ard=True`` with more than one input;
+        :func:`bsvm_scale.optimization.driver.isotropic_stage`). ``"isotropic"``: a
+        run from every start itself, and one more run from the best optimum
+        of the isotropic model (one ``kappa``, the geometric mean of the
+        start's ``kappa_l``) fitted first from every start with every option
+        of this estimator (every ``kappa_l`` equal to its ``kappa``, dual
+        warm start from its solution, trust radius
+        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`); the best run is kept.
+        The ARD model contains the isotropic one and the search keeps its
+        best point, so the ARD evidence is at least the isotropic optimum's.
+        ``"continuation"``: only the run from the isotropic optimum (the same
+        guarantee, fewer evaluations). ``"start"``: only the runs from the
+        starts (no such guarantee: the evidence (4.38) jumps where a case
+        crosses between the loss's quadratic and linear pieces, and where the
+        search ends depends on where it began).
+    n_starts : int, optional
+        Number of optimiser starts (default: the two starts of the thesis
+        protocol, or ``len(starts)``). Starts beyond the given/default ones
+        are drawn uniformly inside the box prior with ``random_state``.
+    tol : float, default=1e-3
+        SMO tolerance ``tau`` of the stopping rule (4.33).
+    cache_mb : float, default=256
+        Memory budget of the kernel-row cache in MiB.
+    random_state : int, Generator or None
+        Seed for extra random starts.
+    optimize : bool, default=True
+        Maximise the evidence; with ``False`` the given hyperparameters are
+        used as they are (fit solves the MAP problem and evaluates the
+        evidence only).
+    C, epsilon, kappa, kappa_b : float, optional
+        Fixed hyperparameters (``optimize=False``) or the first start.
+        ``kappa`` may be an array with ``ard=True``.
+    kappa0 : float, optional
+        Signal variance; default the variance of the training targets
+        (thesis footnote 9). Never optimised.
+    starts : list of dict, optional
+        Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``.
+    bounds : dict, optional
+        Box prior overriding the default, keys ``ln_C, ln_epsilon, ln_kappa,
+        ln_kappa_b`` with ``(low, high)`` in natural-log units of the raw
+        hyperparameters.
+    max_iter : int, optional
+        SMO iteration limit per solve (default ``max(10^6, 100 n)``).
+    optimizer_options : dict, optional
+        Options of the trust-region search
+        (:class:`bsvm_scale.optimization.driver.Options`; defaults
+        :data:`bsvm_scale.optimization.driver.DEFAULT_OPTIONS`: ``maxiter=100``,
+        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
+        ``stall_rtol=1e-5, stall_evals=5``; ``stall_rtol=None,
+        stall_evals=None`` turns it off).
+    evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
+        How the off-bound block of the evidence (4.38)-(4.42) is handled:
+        ``"dense"`` factorises it (exact, O(m^3), 24 m^2 bytes);
+        ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on
+        what it leaves out, and a preconditioned stochastic Lanczos correction
+        with fixed probes when the rank budget stops it first
+        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"`` is dense up to
+        5,000 off-bound cases (when it fits ``evidence_mb``), matrix-free
+        beyond. ``evidence_method_`` and ``evidence_error_`` say what the fit used.
+    evidence_tol : float, default=0.01
+        Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
+    evidence_mb : float, default=1024
+        Memory budget (MiB) of the evidence arrays: the dense block, or
+        the ``m x r`` factor (its rank is capped to fit). A block that does
+        not fit is a rejected step during the search and an
+        :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError` naming this
+        parameter at the final fit.
+    init_subsample : int or None, default=4000
+        Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
+        every start is first optimised on a random subsample of
+        ``init_subsample`` training cases (same ``beta``, ``kappa0`` and box;
+        drawn with ``random_state``, or a fixed seed when it is None, so that
+        a fit is repeatable); the start with the highest subsample evidence
+        is then refined on the full data, from the subsample optimum, with a
+        dual warm start predicted from the subsample solution and a trust
+        radius of :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
+        noise parameters and ``kappa``, ``kappa_b`` describe the function, so
+        the subsample optimum is close to the full one and the expensive
+        full-data evaluations drop to a handful. ``None`` turns this off
+        (every start is then optimised on the full data).
+
+    warm_start_from : estimator, str or path, optional
+        An earlier fit of this class (or its model file, which keeps the new
+        model file small) whose hyperparameters start a retraining: one start
+        from its ``theta_``, refined on the full data within the trust radius
+        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP` (no other starts, no
+        subsample phase, no isotropic first stage), stopped once 2 evaluations
+        in a row have not improved on it
+        (:data:`bsvm_scale.optimization.driver.RETRAIN_OPTIONS`; ``optimizer_options``
+        override it). Its inputs and ``ard`` must match
+        (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
+        ``init["theta"]`` (resuming such a retraining).
+    Attributes
+    ----------
+    hyperparameters_ : dict
+        ``C, epsilon, beta, kappa0, kappa, kappa_b`` at the optimum.
+    log_evidence_ : float
+        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters.
+    noise_variance_ : float
+        ``sigma_n^2`` of the fitted SILF noise model (2.33).
+    support_, off_bound_, on_bound_ : ndarray of int
+        Training indices of all SVs, off-bound SVs (``0 < |nu| < C``) and
+        on-bound SVs (``|nu| = C``).
+    dual_coef_ : ndarray
+        ``alpha - alpha*`` of the support vectors.
+    intercept_ : float
+        The bias ``b = kappa_b sum(alpha - alpha*)`` of ``f`` (4.12).
+    support_vectors_ : ndarray
+        Standardised inputs of the SVs.
+    n_iter_ : int
+        SMO iterations of the final solve.
+    evidence_method_ : str
+        ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
+    evidence_error_ : float
+        Error estimate of ``log_evidence_`` (nats; 0 for dense).
+    cholesky_, predictor_ : ndarray or None, dict or None
+        What the predictive variance (4.46) reads: the dense Cholesky factor
+        of ``Sigma_M + 2 beta eps / C I``, or (matrix-free) the pivot inputs
+        ``X_S``, their weights ``sl_S`` and the triangles ``L_S``, ``L_C``
+        (:class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor`), O(r^2).
+    starts_ : list of dict
+        Every start, in the layout of
+        :func:`bsvm_scale.optimization.driver.start_record` (the trajectory records
+        hold the SV counts and SMO diagnostics of each evaluation under
+        ``info``). One record per
+        optimiser run, in order: the runs from the starts (coarse-to-fine:
+        the one refined on the full data, with ``subsample``, that phase's
+        own record); with the isotropic first stage (``ard_init``) the run
+        from the best isotropic optimum, with ``isotropic``, that fit's start
+        record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
+        starts that were not refined (subsample phase only).
+    """
+
+    def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
+                 random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
+                 kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
+                 optimizer_options=None, init_subsample=4000, ard_init="isotropic",
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
+        self.beta = beta
+        self.ard = ard
+        self.ard_init = ard_init
+        self.evidence_method = evidence_method
+        self.evidence_tol = evidence_tol
+        self.evidence_mb = evidence_mb
+        self.warm_start_from = warm_start_from
+        self.n_starts = n_starts
+        self.tol = tol
+        self.cache_mb = cache_mb
+        self.random_state = random_state
+        self.optimize = optimize
+        self.C = C
+        self.epsilon = epsilon
+        self.kappa = kappa
+        self.kappa_b = kappa_b
+        self.kappa0 = kappa0
+        self.starts = starts
+        self.bounds = bounds
+        self.max_iter = max_iter
+        self.optimizer_options = optimizer_options
+        self.init_subsample = init_subsample
+
+    # ------------------------------------------------------------------
+    def _evidence_settings(self):
+        return EvidenceSettings(self.evidence_method, float(self.evidence_tol),
+                                float(self.evidence_mb))
+
+    def _check_params(self, n, d):
+        beta = default_beta(n) if self.beta is None else check_beta(self.beta)
+        check_positive("tol", self.tol)
+        check_positive("cache_mb", self.cache_mb)
+        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
+        for name in ("C", "epsilon", "kappa_b", "kappa0"):
+            check_positive(name, getattr(self, name), allow_none=True)
+        if self.kappa is not None:
+            k = np.atleast_1d(check_positive("kappa", self.kappa))
+            if k.size not in (1, d) or (k.size == d and d > 1 and not self.ard):
+                raise ValueError(f"kappa must be a float, or an array of length n_features={d} "
+                                 f"with ard=True; got {self.kappa!r}.")
+        check_positive_int("n_starts", self.n_starts, allow_none=True)
+        check_positive_int("max_iter", self.max_iter, allow_none=True)
+        check_positive_int("init_subsample", self.init_subsample, allow_none=True)
+        check_ard_init(self.ard_init)
+        return beta
+
+    def _box(self, s, d):
+        box = dict(BOX)
+        box["ln_C"] = (box["ln_C"][0] - np.log(s), box["ln_C"][1] - np.log(s))
+        box["ln_epsilon"] = (box["ln_epsilon"][0] + np.log(s), box["ln_epsilon"][1] + np.log(s))
+        if self.bounds:
+            unknown = set(self.bounds) - set(BOX)
+            if unknown:
+                raise ValueError(f"bounds has unknown keys {sorted(unknown)}; allowed: {sorted(BOX)}.")
+            box.update({k: tuple(map(float, v)) for k, v in self.bounds.items()})
+        k = d if self.ard else 1
+        return [box["ln_C"], box["ln_epsilon"]] + [box["ln_kappa"]] * k + [box["ln_kappa_b"]]
+
+    def _theta_from(self, start, s, d):
+        """Start dict -> optimisation vector."""
+        allowed = {"C", "epsilon", "kappa", "kappa_b"}
+        unknown = set(start) - allowed
+        if unknown:
+            raise ValueError(f"start has unknown hyperparameter names {sorted(unknown)}; "
+                             f"allowed: {sorted(allowed)}.")
+        C = check_positive("C", start.get("C", 1.0 / s))
+        eps = check_positive("epsilon", start.get("epsilon", 0.05 * s))
+        kappa = np.atleast_1d(check_positive("kappa", start.get("kappa", 0.5)))
+        kappa = np.broadcast_to(kappa, (d,)) if self.ard else kappa[:1]
+        kb = check_positive("kappa_b", start.get("kappa_b", 100.0))
+        return np.concatenate(([np.log(C), np.log(eps)], np.log(kappa), [np.log(kb)]))
+
+    def _start_points(self, s, d, bounds):
+        given = {k: getattr(self, k) for k in ("C", "epsilon", "kappa", "kappa_b")
+                 if getattr(self, k) is not None}
+        if self.starts is not None:
+            starts = [dict(st) for st in self.starts]
+        else:
+            starts = [dict(given) or {}, {**given, "C": 10.0 / s, "kappa": 1.0 / d}]
+            if given:
+                starts = starts[:1] + [{"C": 10.0 / s, "kappa": 1.0 / d}]
+        n = len(starts) if self.n_starts is None else int(self.n_starts)
+        thetas = [self._theta_from(st, s, d) for st in starts[:n]]
+        rng = resolve_rng(self.random_state)
+        lo = np.array([b[0] for b in bounds])
+        hi = np.array([b[1] for b in bounds])
+        while len(thetas) < n:
+            thetas.append(rng.uniform(lo, hi))
+        return thetas
+
+    def start_points(self, X, y):
+        """The optimiser's starting points ``theta0`` for training data ``(X, y)``.
+
+        The list :meth:`fit` would start from (``[ln C, ln epsilon, ln kappa
+        (or ln kappa_l), ln kappa_b]``, box and starts scaled by the
+        standard deviation of ``y``); pipelines run start ``k`` as its own
+        task with ``fit(init={"theta": start_points(X, y)[k], ...})``.
+        """
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        if X.ndim != 2 or y.shape != (X.shape[0],):
+            raise ValueError(f"X must be 2-D and y hold one target per row of X; got shapes "
+                             f"{X.shape} and {y.shape}.")
+        n, d = X.shape
+        self._check_params(n, d)
+        s = float(np.std(y)) or 1.0
+        return self._start_points(s, d, self._box(s, d))
+
+    # ------------------------------------------------------------------
+    def fit(self, X, y, callback=None, init=None):
+        """Fit the MAP solution and, with ``optimize=True``, maximise the evidence.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        y : array-like (n_samples,)
+        callback : callable, optional
+            ``callback(run_index, record, state)`` after every full-data
+            evidence evaluation (used by pipelines for checkpoints; ``run_index``
+            indexes ``starts_``; the subsample phase and the isotropic first
+            stage are not reported, a resumed fit repeats them): ``record`` is the
+            optimiser's trajectory record (``theta``, ``fun``, ``grad``,
+            ``grad_norm``, ``info``, ``replayed``) and ``state`` the
+            objective's warm-start state (dual vector ``nu``, secant slope,
+            best point so far).
+        init : dict, optional
+            Resume one start: ``theta`` (the start point) with either ``nu``
+            (SMO warm start) or ``state`` (a ``state`` given to
+            ``callback``); optionally ``evaluations``, the records given to
+            ``callback`` since ``theta``, which the optimiser replays without
+            re-evaluating them, so that the result equals that of the
+            uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
+        """
+        X, y = check_regression_data(self, X, y)
+        n, d = X.shape
+        beta = self._check_params(n, d)
+        self._scaler = Standardizer.fit(X)
+        Xs = self._scaler.transform(X)
+        if self.kappa0 is None:
+            check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
+                              "kappa0 explicitly or check y.")
+        kappa0 = float(np.var(y)) if self.kappa0 is None else float(check_positive("kappa0", self.kappa0))
+        s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
+        bounds = self._box(s, d)
+        warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
+                           "Subtract the mean of y before fitting (add it back to predictions).")
+        max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
+        self._max_iter = max_iter
+        problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
+                           float(self.cache_mb), max_iter, self._evidence_settings())
+        thetas = self._start_points(s, d, bounds)
+        prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
+        if prev is not None:
+            thetas = [np.clip(previous_thetas(prev), [b[0] for b in bounds],
+                              [b[1] for b in bounds])]
+        if init is not None:
+            thetas = [np.asarray(init["theta"], dtype=float)]
+            problem.set_state(init["state"] if init.get("state") is not None
+                              else {"nu": init["nu"]})
+
+        if self.optimize:
+            final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
+                                   (kappa0, beta), warm=prev is not None)
+        else:
+            value, _, info = problem(thetas[0], need_grad=False)
+            final = problem.last
+            self.starts_ = [fixed_record(thetas[0], value, info)]
+        self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
+        return self
+
+    def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
+                  warm=False):
+        """Evidence maximisation from ``thetas``; the final evaluation.
+
+        The plan of optimiser runs: every start (or, coarse-to-fine, the best
+        subsample start refined on the full data); with the isotropic first
+        stage (``ard_init``) also one ARD run from the best isotropic optimum
+        of the starts, warm-started from its dual solution. ``warm``: one run from
+        ``thetas[0]`` (an earlier fit's optimum) within the trust radius.
+        """
+        replay = None if init is None else init.get("evaluations")
+        if warm:  # retraining from an earlier optimum (warm_start_from)
+            return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
+                                           callback, replay, RETRAIN_OPTIONS)
+        coarse, best, nu0 = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
+        if coarse:  # refine the best subsample start on the full data
+            if init is None or init.get("state") is None:
+                problem.reset(nu0)
+            thetas, origins = [coarse[best]["theta"]], [coarse[best]["theta0"]]
+        else:
+            origins = thetas
+        n, d = Xs.shape
+        mode = self.ard_init if bool(self.ard) and d > 1 else "start"
+        direct, _, best_iso = ard_runs(self._isotropic_fit, X, y, thetas, origins, mode,
+                                       refined=bool(coarse))
+        plan = [(theta, None, FINE_MAX_STEP if coarse else None)
+                for theta, run in zip(thetas, direct) if run]
+        stage = [] if best_iso is None else [best_iso]
+        plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
+                 for iso in stage]
+        final = self._maximise_evidence(problem, plan, bounds, callback, replay)
+        n_direct = len(plan) - len(stage)
+        for rec, iso in zip(self.starts_[n_direct:], stage):
+            rec["isotropic"] = iso.starts_[0]
+        if coarse:
+            self.starts_[0]["subsample"] = coarse[best]
+            self.starts_ += [unrefined_record(r) for k, r in enumerate(coarse) if k != best]
+        return final
+
+    def _isotropic_fit(self, X, y, theta0):
+        """The isotropic model fitted from the ARD start ``theta0`` (a clone of
+        this estimator with ``ard=False`` and the start's ``kappa_l`` replaced
+        by their geometric mean). Not checkpointed: a resumed start repeats
+        it (it is deterministic)."""
+        from sklearn.base import clone
+
+        start = {"C": float(np.exp(theta0[0])), "epsilon": float(np.exp(theta0[1])),
+                 "kappa": float(np.exp(np.mean(theta0[2:-1]))),
+                 "kappa_b": float(np.exp(theta0[-1]))}
+        iso = clone(self).set_params(ard=False, starts=[start], n_starts=1, C=None,
+                                     epsilon=None, kappa=None, kappa_b=None)
+        return iso.fit(X, y)
+
+    @staticmethod
+    def _full_dual(model, n):
+        """The dual vector ``nu`` of a fitted model over all ``n`` training cases."""
+        nu = np.zeros(n)
+        nu[model.support_] = model.dual_coef_
+        return nu
+
+    def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds):
+        """The subsample phase (:func:`bsvm_scale.optimization.driver.coarse_starts`): the
+        full-data warm start is the best subsample solution ``nu`` on its own
+        cases and 0 elsewhere. (Predicting bound SVs from the residuals
+        instead overshoots: with ``n / init_subsample`` times as many points at
+        the bound, ``f`` would be as many times too large.)"""
+        m = self.init_subsample
+
+        def objective(Xm, ym):
+            return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
+                            float(self.cache_mb), max(10**6, 100 * int(m)),
+                            self._evidence_settings())
+
+        def run(obj, theta0, bounds):
+            return run_start(obj, theta0, bounds, self.optimizer_options, precondition=True)
+
+        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state, run)
+
+    def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
+        """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``
+        (:func:`bsvm_scale.optimization.driver.run_plan`), keep their records and return
+        the final evaluation at the best point of the run with the highest
+        evidence (thesis 4.3.2); within a trust radius (the full-data phase)
+        the first radius is :data:`FINE_FIRST_STEP`."""
+        cb = None if callback is None else \
+            (lambda k, rec: callback(k, rec, problem.get_state()))
+        opts = {**DEFAULT_OPTIONS, **(options or {}), **(self.optimizer_options or {})}
+        results = run_plan(problem, plan, bounds, opts, cb, replay,
+                           precondition=True, first_step=FINE_FIRST_STEP)
+        self.starts_ = [start_record(res) for res in results]
+        for k, res in enumerate(results):
+            if res.hit_limit:
+                warnings.warn(f"optimiser run {k} (starts_[{k}]) stopped at its iteration limit: "
+                              f"{res.message}", ConvergenceWarning, stacklevel=3)
+        best = best_start(results)
+        return problem.evaluation_at(results[best].theta, problem.best)
+
+    def _set_fitted(self, final, beta, kappa0, X, settings):
+        theta, C, eps, cov, nu, ev, info = final[:7]
+        if info["smo_violation"] > self.tol:
+            hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
+                    "the solver stalled at the limit of floating-point precision; use a "
+                    "larger tol")
+            warnings.warn(f"SMO stopped after {info['smo_iter']} iterations with KKT violation "
+                          f"{info['smo_violation']:.3g} > tol={self.tol}; {hint}.",
+                          ConvergenceWarning, stacklevel=3)
+        if ev.jitter:
+            warnings.warn(f"Sigma_M was not numerically positive definite; relative jitter "
+                          f"{ev.jitter:g} was added to its diagonal.", RuntimeWarning, stacklevel=3)
+        if not np.isfinite(ev.value):
+            raise FloatingPointError("the evidence at the fitted hyperparameters is not finite.")
+        self.x_mean_ = self._scaler.mean
+        self.x_scale_ = self._scaler.scale
+        self.theta_ = theta
+        self.hyperparameters_ = {"C": C, "epsilon": eps, "beta": beta, "kappa0": kappa0,
+                                 "kappa": cov.kappa if not cov.ard else np.array(cov.kappa),
+                                 "kappa_b": cov.kappa_b}
+        self.log_evidence_ = -float(ev.value)
+        self.noise_variance_ = float(losses.silf_noise_variance(C, eps, beta))
+        absnu = np.abs(nu)
+        self.support_ = ev.support
+        self.off_bound_ = ev.off_bound
+        self.on_bound_ = np.flatnonzero(absnu >= C)
+        self.dual_coef_ = nu[ev.support].copy()
+        self.intercept_ = float(info["bias"])
+        self.support_vectors_ = X[ev.support].copy()
+        self.off_bound_vectors_ = X[ev.off_bound].copy()
+        for name in ("cholesky_", "predictor_"):  # from an earlier fit
+            self.__dict__.pop(name, None)
+        if ev.method == "matrix_free":
+            p = prediction_factor(X, ev, cov, C, eps, beta, settings)
+            self.predictor_ = p.as_dict()
+        else:
+            self.cholesky_ = ev.L
+        self.evidence_method_ = ev.method
+        self.evidence_error_ = float(ev.error)
+        self.jitter_ = float(ev.jitter)
+        self.n_iter_ = int(info["smo_iter"])
+        self.fit_info_ = dict(info)
+        del self._scaler
+
+    # ------------------------------------------------------------------
+    def _latent_variance(self, cov, Xs):
+        """``sigma_t^2`` (4.46): dense factor, or the matrix-free predictor."""
+        p = getattr(self, "predictor_", None)
+        if p is not None:
+            return LowRankPredictor.from_dict(p).variance(cov, Xs)
+        var = np.empty(Xs.shape[0])
+        rows = max(1, _PRED_CHUNK_BYTES // (8 * max(1, self.off_bound_vectors_.shape[0])))
+        for a in range(0, Xs.shape[0], rows):
+            var[a:a + rows] = predictive_variance_chunk(cov, Xs[a:a + rows],
+                                                        self.off_bound_vectors_, self.cholesky_)
+        return var
+
+    def _covariance(self):
+        h = self.hyperparameters_
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+
+    def predict(self, X, return_std=False, include_noise=False):
+        """Predictive mean (and standard deviation) at ``X``.
+
+        Parameters
+        ----------
+        X : array-like (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation: of ``f(x)`` (``sigma_t``,
+            4.46), or of the target ``sqrt(sigma_t^2 + sigma_n^2)`` with
+            ``include_noise=True``.
+        include_noise : bool, default=False
+
+        Returns
+        -------
+        mean : ndarray (n_samples,)
+        std : ndarray (n_samples,), only with ``return_std=True``
+        """
+        X = check_predict_X(self, X, "dual_coef_")
+        Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
+        cov = self._covariance()
+        # f(x) = sum_i nu_i Cov~(x, x_i) + b, with b = kappa_b sum(nu) at the optimum
+        kern = GaussianCovariance(cov.kappa0, cov.kappa, 0.0)
+        mean = kern.cross_matvec(Xs, self.support_vectors_, self.dual_coef_) \
+            if self.dual_coef_.size else np.zeros(Xs.shape[0])
+        mean = mean + self.intercept_
+        if not return_std:
+            return mean
+        var = self._latent_variance(cov, Xs)
+        if include_noise:
+            var = var + self.noise_variance_
+        return mean, np.sqrt(var)

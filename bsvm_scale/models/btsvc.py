@@ -1,0 +1,655 @@
+"""Bayesian trigonometric support vector classifier (BTSVC), thesis ch. 5.
+
+The latent function ``f`` has a zero-mean Gaussian process prior with the
+Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
+(5.8). Fitting consists of
+
+1. the MAP estimate ``f_MP = Sigma v`` (5.32), obtained from the convex dual
+   (5.29) by the Numba SMO solver of :mod:`bsvm_scale._compiled.smo_trig`, warm
+   started from the previous solution whenever the hyperparameters change;
+2. the Laplace-approximated evidence (5.35) and its gradient (5.36)/(5.37)
+   over the support-vector block (:mod:`bsvm_scale.inference.evidence_trig`);
+3. a trust-region quasi-Newton search on ``[ln kappa0, ln kappa (or ln
+   kappa_l), ln kappa_b]`` within a box prior, from one or several starts,
+   keeping the start with the highest evidence (:mod:`bsvm_scale.optimization.driver`).
+
+Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
+the class probability (5.42), whose finite integral is evaluated by a
+fixed-order Gauss-Legendre rule vectorised over test points. More than two
+classes are handled one-versus-rest (Appendix H / experiment C4): one binary
+model per class with its own hyperparameters, probabilities normalised
+across classes and the class with the highest output chosen.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+
+from .._util.base import Standardizer, resolve_rng
+from .._util.validation import (check_classification_data, check_positive, check_positive_int,
+                                check_predict_X)
+from ..inference.covariance import GaussianCovariance
+from ..inference.evidence_lowrank import (DEFAULT_TOL, EvidenceSettings, LowRankPredictor,
+                                          check_method)
+from ..inference.evidence_trig import predictive_moments, trig_class_probability
+from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
+from .warm_start import previous_model, previous_thetas
+from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
+from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, check_ard_init, coarse_starts
+from ..optimization.records import fixed_record, start_record, unrefined_record
+
+__all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
+
+#: box prior on the log hyperparameters
+BOUNDS_LN_KAPPA0 = (-5.0, 10.0)
+BOUNDS_LN_KAPPA = (-17.0, 10.0)
+BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
+#: starting values of kappa0 tried in order (experiments.md, C1-C4)
+KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
+KAPPA_B_START = 100.0
+
+
+# -- the estimator ----------------------------------------------------------------------
+class BayesianSVC(ClassifierMixin, BaseEstimator):
+    """Bayesian trigonometric support vector classifier (BTSVC).
+
+    Gaussian-process classifier with the trigonometric likelihood (5.8), MAP
+    by SMO on the dual (5.29), hyperparameters ``kappa0, kappa (or kappa_l),
+    kappa_b`` of the covariance (5.13)/(5.37) chosen by maximising the
+    Laplace evidence (5.35) with its analytic gradient (5.36).
+
+    Parameters
+    ----------
+    ard : bool, default=False
+        One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
+    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+        How an ARD search begins (``ard=True`` with more than one input;
+        :func:`bsvm_scale.optimization.driver.isotropic_stage`). ``"isotropic"``: a run
+        from every start, and one from the best optimum of the isotropic
+        model fitted first from every start (one
+        ``kappa``, the geometric mean of the start's ``kappa_l``; every
+        ``kappa_l`` equal to it, SMO warm start from its solution, trust
+        radius :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`), so that the ARD
+        evidence is at least the isotropic optimum's. ``"continuation"``: only
+        the run from the isotropic optimum (same guarantee). ``"start"``: only
+        the run from the start (no guarantee).
+    n_starts : int, optional
+        Number of starting points for the evidence maximisation; start ``k``
+        uses ``kappa0`` from ``(10, 1, 100, 0.1)`` (then log-uniform random
+        values in ``[0.1, 100]``), ``kappa = 1/d`` and ``kappa_b = 100``.
+        Default 2 (``kappa0 = 10`` and ``1``), or 1 when ``kappa0`` is given.
+    tol : float, default=1e-3
+        Tolerance ``tau`` of the SMO stopping rule (5.31).
+    cache_mb : float, default=256
+        Memory budget of the covariance-row cache in MiB.
+    random_state : int, Generator or None
+        Seeds the extra random starts (more than four starts).
+    optimize : bool, default=True
+        Maximise the evidence; if False the given (or default starting)
+        hyperparameters are used as they are and fit only solves the MAP
+        problem and evaluates the evidence.
+    kappa0, kappa, kappa_b : float, optional
+        Starting (``optimize=True``) or fixed (``optimize=False``) values;
+        ``kappa`` may be an array of length ``d`` with ``ard=True``.
+        Defaults: ``kappa0`` from the list above, ``kappa = 1/d``,
+        ``kappa_b = 100``. Inputs are standardised, so ``kappa`` refers to
+        standardised inputs.
+    starts : list of dict, optional
+        Explicit starts, each a dict with any of ``kappa0``, ``kappa``,
+        ``kappa_b`` (missing entries take the defaults). Overrides
+        ``n_starts``; used e.g. to run one start per Dask task.
+    max_iter : int, optional
+        SMO iteration limit per MAP solve (default ``max(10**6, 100 n)``).
+    evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
+        How the SV block of the evidence (5.35)-(5.37) is handled:
+        ``"dense"`` factorises it (exact, O(m^3), 8 m^2 bytes);
+        ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on what
+        it leaves out, and a preconditioned stochastic Lanczos correction
+        with fixed probes when the rank budget stops it first
+        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"`` is dense up to 5,000
+        SVs (when it fits ``evidence_mb``), matrix-free beyond.
+        ``evidence_method_`` and ``evidence_error_`` say what the fit used.
+    evidence_tol : float, default=0.01
+        Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
+    evidence_mb : float, default=1024
+        Memory budget (MiB) of the evidence arrays: the dense block, or the
+        ``m x r`` factor (its rank is capped to fit). A block that does not
+        fit is a rejected step during the search and an
+        :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError` naming this
+        parameter at the final fit.
+    init_subsample : int or None, default=4000
+        Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
+        every start is first optimised on a random subsample of
+        ``init_subsample`` training cases (seeded by ``random_state``, seed 0
+        when None, so that a fit is repeatable); the start with the highest
+        subsample evidence is then refined on the full data from its
+        subsample optimum, with the SMO warm-started from the subsample's dual
+        solution (its MAP function) and a trust radius of
+        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`. The subsample optimum is
+        usually close to the full one, so the costly full-data evaluations
+        (an SMO solve over ``n`` cases and an ``m x m`` evidence block) are
+        few.
+        ``None`` always optimises every start on the full data.
+    optimizer_options : dict, optional
+        Options of the trust-region search
+        (:class:`bsvm_scale.optimization.driver.Options`; defaults
+        :data:`bsvm_scale.optimization.driver.DEFAULT_OPTIONS`: ``maxiter=100``,
+        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
+        ``stall_rtol=1e-5, stall_evals=5``: stop once 5 evaluations in a row
+        have not lowered ``-ln P(D | theta)`` by ``1e-5`` relative;
+        ``stall_rtol=None, stall_evals=None`` turns it off).
+
+    warm_start_from : estimator, str or path, optional
+        An earlier fit of this class (or its model file, which keeps the new
+        model file small) whose hyperparameters start a retraining: one start
+        from its ``theta_``, refined on the full data within the trust radius
+        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP` (no other starts, no
+        subsample phase, no isotropic first stage; one-versus-rest: the
+        classes must match), stopped once 2 evaluations in a row have not
+        improved on it (:data:`bsvm_scale.optimization.driver.RETRAIN_OPTIONS`;
+        ``optimizer_options`` override it). Its inputs and ``ard`` must match
+        (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
+        ``init["theta"]`` (resuming such a retraining).
+    Attributes
+    ----------
+    classes_ : ndarray
+        Class labels.
+    n_features_in_ : int
+        Number of inputs.
+    hyperparameters_ : dict or list of dict
+        ``kappa0``, ``kappa`` (float, or array with ARD), ``kappa_b``; a list
+        (one per class) for more than two classes.
+    theta_ : ndarray
+        Log hyperparameters (binary).
+    log_evidence_ : float or ndarray
+        ``ln P(D | theta)`` (5.35) at the chosen hyperparameters (per class
+        for more than two classes).
+    support_ : ndarray
+        Indices of the support vectors (binary).
+    support_vectors_ : ndarray
+        Standardised inputs of the support vectors (binary).
+    dual_coef_ : ndarray
+        ``v_M = y_M alpha_M`` (5.32) of the support vectors (binary).
+    cholesky_, lam_sqrt_ : ndarray or None
+        Dense path: lower Cholesky factor of ``I + Lambda^1/2 Sigma_M
+        Lambda^1/2`` and ``Lambda_M^1/2`` (binary), read by the predictive
+        variance (5.41); None on the matrix-free path.
+    predictor_ : dict or None
+        Matrix-free path: pivot inputs ``X_S``, their weights ``sl_S`` and the
+        triangles ``L_S``, ``L_C`` of :class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor`
+        (O(r^2), never the ``m x m`` factor).
+    evidence_method_ : str
+        ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
+    evidence_error_ : float
+        Error estimate of ``log_evidence_`` (nats; 0 for dense).
+    x_mean_, x_scale_ : ndarray
+        Training statistics used to standardise inputs.
+    n_iter_ : int or ndarray
+        SMO iterations of the fit: summed over every MAP solve of the chosen
+        start (its evidence search on the full data and the final solve).
+    n_opt_iter_ : int or ndarray
+        Trust-region iterations of the chosen start (0 when ``optimize=False``).
+    starts_ : list of dict
+        Per start, in the layout of :func:`bsvm_scale.optimization.driver.start_record`
+        (each trajectory record's ``info`` holds ``n_sv``, ``smo_iter``, and
+        ``map_s`` / ``evidence_s``, the seconds of the MAP solve and of the
+        evidence + gradient). With coarse-to-fine starts (``init_subsample``)
+        the refined start comes first and holds its subsample phase under ``subsample`` (a start
+        record plus ``n_samples``); the other starts ran on the subsample
+        only (empty ``trajectory``, their record under ``subsample``).
+    best_start_ : int
+        Index in ``starts_`` of the chosen start.
+    jitter_ : float
+        Jitter that the final factorisation needed (normally 0.0).
+    estimators_ : list of BayesianSVC
+        One-versus-rest binary models (more than two classes only).
+    """
+
+    def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
+                 optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
+                 max_iter=None, optimizer_options=None, init_subsample=4000,
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
+                 warm_start_from=None, ard_init="isotropic"):
+        self.ard = ard
+        self.ard_init = ard_init
+        self.n_starts = n_starts
+        self.tol = tol
+        self.cache_mb = cache_mb
+        self.random_state = random_state
+        self.optimize = optimize
+        self.kappa0 = kappa0
+        self.kappa = kappa
+        self.kappa_b = kappa_b
+        self.starts = starts
+        self.max_iter = max_iter
+        self.optimizer_options = optimizer_options
+        self.init_subsample = init_subsample
+        self.evidence_method = evidence_method
+        self.evidence_tol = evidence_tol
+        self.evidence_mb = evidence_mb
+        self.warm_start_from = warm_start_from
+
+    # -- helpers ---------------------------------------------------------------
+    def _check_params(self, d):
+        check_positive("tol", self.tol)
+        check_positive("cache_mb", self.cache_mb)
+        check_positive_int("max_iter", self.max_iter, allow_none=True)
+        check_positive_int("n_starts", self.n_starts, allow_none=True)
+        check_positive_int("init_subsample", self.init_subsample, allow_none=True)
+        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
+        check_ard_init(self.ard_init)
+        kappa = check_positive("kappa", self.kappa, allow_none=True)
+        if kappa is not None and np.ndim(kappa) == 1:
+            if not self.ard:
+                raise ValueError("kappa is an array but ard=False; pass a float or set ard=True.")
+            if kappa.shape[0] != d:
+                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has {d} features.")
+
+    def _theta_from(self, d, kappa0, kappa, kappa_b):
+        kappa0 = float(check_positive("kappa0", kappa0))
+        kappa_b = float(check_positive("kappa_b", kappa_b))
+        kappa = check_positive("kappa", 1.0 / d if kappa is None else kappa)
+        if self.ard:
+            kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
+            if np.ndim(kappa) != 1 or kappa.shape[0] != d:
+                raise ValueError(f"kappa must have {d} entries with ard=True.")
+        else:
+            if np.ndim(kappa) != 0:
+                raise ValueError("kappa must be a float with ard=False.")
+        return GaussianCovariance(kappa0, kappa, kappa_b).theta
+
+    def _theta_kappa(self, d):
+        """The user's kappa (or 1/d) in the layout of the covariance."""
+        kappa = 1.0 / d if self.kappa is None else self.kappa
+        if self.ard:
+            return np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
+        return float(kappa)
+
+    def _start_thetas(self, d):
+        if self.starts is not None:
+            if len(self.starts) == 0:
+                raise ValueError("starts must be a non-empty list of dicts.")
+            k0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
+            kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
+            out = []
+            for s in self.starts:
+                if not isinstance(s, dict) or not set(s) <= {"kappa0", "kappa", "kappa_b"}:
+                    raise ValueError("each entry of starts must be a dict with keys among "
+                                     f"kappa0, kappa, kappa_b; got {s!r}.")
+                out.append(self._theta_from(d, s.get("kappa0", k0), s.get("kappa", self.kappa),
+                                            s.get("kappa_b", kb)))
+            return out
+        kb = KAPPA_B_START if self.kappa_b is None else self.kappa_b
+        if self.kappa0 is not None:
+            k0s = [self.kappa0]
+        else:
+            n = 2 if self.n_starts is None else int(self.n_starts)
+            k0s = list(KAPPA0_STARTS[:n])
+            if n > len(KAPPA0_STARTS):
+                rng = resolve_rng(self.random_state)
+                k0s += list(10.0 ** rng.uniform(-1.0, 2.0, size=n - len(KAPPA0_STARTS)))
+        return [self._theta_from(d, k0, self.kappa, kb) for k0 in k0s]
+
+    def _evidence_settings(self):
+        return {"evidence": EvidenceSettings(self.evidence_method, float(self.evidence_tol),
+                                             float(self.evidence_mb))}
+
+    def _bounds(self, d):
+        return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
+
+    def start_points(self, X, y=None):
+        """The optimiser's starting points ``theta0`` (``[ln kappa0, ln kappa
+        (or ln kappa_l), ln kappa_b]``) that :meth:`fit` would use for
+        inputs ``X`` (every one-versus-rest model uses the same ones);
+        pipelines run start ``k`` as its own task with
+        ``fit(init={"theta": start_points(X)[k], ...})``."""
+        d = np.asarray(X).shape[1] if np.ndim(X) == 2 else None
+        if d is None or d == 0:
+            raise ValueError(f"X must be a 2-D array with at least one feature; got shape "
+                             f"{np.shape(X)}.")
+        self._check_params(d)
+        return self._start_thetas(d)
+
+    # -- fitting ---------------------------------------------------------------
+    def fit(self, X, y, callback=None, init=None):
+        """Fit the BTSVC (one-versus-rest for more than two classes).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs (finite).
+        y : array-like of shape (n_samples,)
+            Class labels (at least two distinct values).
+        callback : callable, optional
+            ``callback(start_index, record, state)`` after every evidence
+            evaluation (used by pipelines for checkpoints): ``record`` is the
+            optimiser's trajectory record (``theta``, ``fun``, ``grad``,
+            ``grad_norm``, ``info``, ``replayed``) and ``state`` the
+            objective's warm-start state (SMO vector ``alpha`` and the best
+            point so far, :meth:`EvidenceObjective.get_state`). With more
+            than two classes ``start_index`` is the pair ``(class_index,
+            start_index)`` of the one-versus-rest model being fitted.
+        init : dict or list of dict, optional
+            Resume one start: ``theta`` (log
+            hyperparameters, the start point) with either ``alpha`` (SMO
+            warm start) or ``state`` (a ``state`` given to ``callback``);
+            optionally ``evaluations``, the records given to ``callback``
+            since ``theta``, which the optimiser replays without
+            re-evaluating them, so that the result equals that of the
+            uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
+            With more than two classes: a list with one such dict (or None,
+            the default starts) per class, in ``classes_`` order.
+
+        Returns
+        -------
+        self : BayesianSVC
+        """
+        X, y, classes, _ = check_classification_data(self, X, y)
+        self._check_params(X.shape[1])
+        self.classes_ = classes
+        prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard)
+        warm = None if prev is None else previous_thetas(prev, classes)
+        if classes.size == 2:
+            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm)
+            return self
+        if init is None:
+            init = [None] * classes.size
+        if not isinstance(init, (list, tuple)) or len(init) != classes.size:
+            raise ValueError(f"y has {classes.size} classes, so init must be a list of "
+                             f"{classes.size} entries (a dict or None per class, in classes_ "
+                             f"order); got {init!r:.200}.")
+        self.estimators_ = []
+        for i, c in enumerate(classes):
+            cb = None if callback is None else \
+                (lambda k, rec, state, i=i: callback((i, k), rec, state))
+            est = clone(self).set_params(warm_start_from=None)
+            est._fit_binary_labels(X, (y == c).astype(np.int64), cb, init[i],
+                                   None if warm is None else warm[i])
+            self.estimators_.append(est)
+        self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
+        self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
+        self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
+        self.n_opt_iter_ = np.array([e.n_opt_iter_ for e in self.estimators_])
+        self.starts_ = [e.starts_ for e in self.estimators_]
+        self.support_ = [e.support_ for e in self.estimators_]
+        self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
+        return self
+
+    def _fit_binary_labels(self, X, y01, callback, init, warm):
+        """One-versus-rest member: a binary fit on 0/1 labels, warm-started
+        from the log hyperparameters ``warm`` (or None)."""
+        X, y01, classes, _ = check_classification_data(self, X, y01)
+        self.classes_ = classes
+        self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
+
+    def _options(self, retraining=False):
+        return {**DEFAULT_OPTIONS, **(RETRAIN_OPTIONS if retraining else {}),
+                **(self.optimizer_options or {})}
+
+    def _run_start(self, obj, theta0, bounds):
+        """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
+        res = run_start(obj, theta0, bounds, self._options())
+        self._warn_limit(res)
+        obj.release()  # one row cache alive at a time
+        return res
+
+    @staticmethod
+    def _warn_limit(res):
+        if res.hit_limit:
+            warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before "
+                          "the evidence converged; increase optimizer_options['maxiter'].",
+                          ConvergenceWarning, stacklevel=5)
+
+    def _run_plan(self, obj, k, plan, bounds, callback, init, retraining=False):
+        """The runs ``plan`` of start ``k`` on ``obj`` (:func:`run_plan`),
+        optionally resumed from ``init`` (state restored, recorded
+        evaluations replayed)."""
+        replay = None
+        if init is not None:
+            obj.set_state(init["state"] if init.get("state") is not None
+                          else {"alpha": init.get("alpha", obj.alpha)})
+            replay = init.get("evaluations")
+        cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
+        # within a trust radius (coarse-to-fine, retraining, the ARD continuation)
+        # the first radius is FINE_FIRST_STEP, as for BSVR
+        results = run_plan(obj, plan, bounds, self._options(retraining), cb, replay,
+                           first_step=FINE_FIRST_STEP)
+        for res in results:
+            self._warn_limit(res)
+        obj.release()  # one row cache alive at a time
+        return results
+
+    def _isotropic_fit(self, X, y, theta0):
+        """The isotropic model fitted from the ARD start ``theta0`` (a clone
+        with ``ard=False`` and the start's ``kappa_l`` replaced by their
+        geometric mean). Not checkpointed: a resumed start repeats it (it is
+        deterministic)."""
+        start = {"kappa0": float(np.exp(theta0[0])),
+                 "kappa": float(np.exp(np.mean(theta0[1:-1]))),
+                 "kappa_b": float(np.exp(theta0[-1]))}
+        iso = clone(self).set_params(ard=False, starts=[start], n_starts=1, kappa0=None,
+                                     kappa=None, kappa_b=None, warm_start_from=None)
+        return iso.fit(X, y)
+
+    @staticmethod
+    def _continuation(iso, y, d):
+        """ARD run from an isotropic fit: its theta with every ``ln kappa_l``
+        equal to its ``ln kappa``, its dual solution ``alpha`` (``v = y alpha``
+        on the SVs) as the warm start, trust radius FINE_MAX_STEP."""
+        theta = np.concatenate((iso.theta_[:1], np.full(d, iso.theta_[1]), iso.theta_[-1:]))
+        alpha = np.zeros(y.shape[0])
+        alpha[iso.support_] = y[iso.support_] * iso.dual_coef_
+        return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
+
+    def _coarse_starts(self, X, y, thetas, bounds):
+        """The subsample phase (:func:`bsvm_scale.optimization.driver.coarse_starts`): the
+        full-data SMO warm start is the best subsample solution ``alpha`` on
+        its own cases and 0 elsewhere, whose ``f = Sigma Y alpha`` (5.32) is
+        exactly the subsample's MAP function."""
+        m = self.init_subsample
+
+        def objective(Xm, ym):
+            return self._objective(Xm, ym, max(10**6, 100 * int(m)))
+
+        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
+                             self._run_start)
+
+    def _check_init(self, init, d):
+        """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
+        if not isinstance(init, dict) or "theta" not in init:
+            raise ValueError("init must be a dict with the start point 'theta' and either "
+                             f"'alpha' or 'state'; got {init!r:.200}.")
+        theta = np.asarray(init["theta"], dtype=float)
+        k = len(self._bounds(d))
+        if theta.shape != (k,) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"init['theta'] must hold {k} finite log hyperparameters "
+                             f"(ln kappa0, ln kappa{'_l' if self.ard else ''}, ln kappa_b); "
+                             f"got {init['theta']!r}.")
+        return theta
+
+    def _objective(self, Xs, yb, max_iter):
+        return EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
+                                 **self._evidence_settings())
+
+    def _plans(self, X, Xs, yb, init, warm):
+        """The start points and, per start, the plan of optimiser runs
+        ``(theta0, alpha_warm, max_step)``; also the subsample phase (coarse-to-fine)
+        and the isotropic first stage (``ard_init``)."""
+        d = Xs.shape[1]
+        bounds = self._bounds(d)
+        thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
+        max_step, coarse, sub_best, alpha0 = None, [], None, None
+        if warm is not None:  # retraining: one start (the earlier optimum), full data
+            thetas, max_step = ([warm] if init is None else thetas), FINE_MAX_STEP
+        else:
+            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+        origins = thetas
+        if coarse:  # refine the best subsample start on the full data
+            thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
+            max_step = FINE_MAX_STEP
+        mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
+        direct, stage, best_iso = ard_runs(self._isotropic_fit, X, yb, thetas, origins, mode,
+                                           refined=bool(coarse))
+        plans = []
+        for theta0, run, iso in zip(thetas, direct, stage):
+            plan = [(theta0, None, max_step)] if run else []
+            if iso is not None and iso is best_iso:  # one continuation, from the best
+                plan.append(self._continuation(iso, yb, d))
+            if plan:
+                plans.append((plan, iso))
+        return bounds, plans, (coarse, sub_best, alpha0)
+
+    def _search(self, X, Xs, yb, callback, init, warm, max_iter):
+        """Evidence maximisation: every start's runs, the records (``starts_``),
+        and the objective restored at the best point."""
+        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm)
+        if coarse:
+            init = dict(init or {})
+            if init.get("state") is None:
+                init["alpha"] = alpha0
+        records, results, owners = [], [], []
+        for k, (plan, iso) in enumerate(plans):
+            obj = self._objective(Xs, yb, max_iter)
+            runs = self._run_plan(obj, k, plan, bounds, callback, init, warm is not None)
+            for res, (_, alpha, _) in zip(runs, plan):
+                rec = start_record(res)
+                if alpha is not None:
+                    rec["isotropic"] = iso.starts_[iso.best_start_]
+                records.append(rec)
+                results.append(res)
+                owners.append(obj)
+        if coarse:
+            records[0]["subsample"] = coarse[sub_best]
+            records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
+        best = best_start(results)
+        theta = np.asarray(results[best].theta, dtype=float)
+        owners[best].restore(theta)
+        smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
+                       for r in results[best].trajectory)
+        return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
+
+    def _fit_binary(self, X, yb, callback=None, init=None, warm=None):
+        d = X.shape[1]
+        scaler = Standardizer.fit(X)
+        Xs = scaler.transform(X)
+        self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
+        max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
+                    else int(self.max_iter))
+        if self.optimize:
+            theta, obj, records, best, n_iter, smo_iter = self._search(
+                X, Xs, yb, callback, init, warm, max_iter)
+            cov = GaussianCovariance.from_theta(theta, self.ard)
+        else:
+            kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
+            kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
+            theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
+            obj, records, best, n_iter, smo_iter = self._objective(Xs, yb, max_iter), [], 0, 0, 0
+            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)  # the user's values
+        value, _, info = obj(theta, keep_factor=True, with_grad=False)
+        if obj.smo_limit_hits:
+            warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
+                          "solve(s); the KKT conditions (5.31) may not hold to tol.",
+                          ConvergenceWarning, stacklevel=3)
+        if not self.optimize:
+            records.append(fixed_record(theta, value, info))
+        self._set_binary_fitted(theta, cov, value, info, Xs)
+        self.n_iter_ = int(smo_iter + int(info["smo_iter"]))
+        self.n_opt_iter_ = n_iter
+        self.starts_ = records
+        self.best_start_ = int(best)
+
+    def _set_binary_fitted(self, theta, cov, value, info, Xs):
+        """Fitted attributes of a binary model from its final evaluation."""
+        self.theta_ = theta
+        self.hyperparameters_ = {"kappa0": float(cov.kappa0),
+                                 "kappa": (np.array(cov.kappa) if self.ard else float(cov.kappa)),
+                                 "kappa_b": float(cov.kappa_b)}
+        self.log_evidence_ = -float(value)
+        self.support_ = np.asarray(info["support"], dtype=np.int64)
+        self.support_vectors_ = np.ascontiguousarray(Xs[self.support_])
+        self.dual_coef_ = np.asarray(info["dual_coef"], dtype=np.float64)
+        self.evidence_method_ = info["method"]
+        self.evidence_error_ = float(info["error"])
+        for name in ("cholesky_", "lam_sqrt_", "predictor_"):  # from an earlier fit
+            self.__dict__.pop(name, None)
+        if "predictor" in info:
+            self.predictor_ = info["predictor"].as_dict()
+        else:
+            self.cholesky_ = info["chol"]
+            self.lam_sqrt_ = info["lam_sqrt"]
+        self.jitter_ = float(info["jitter"])
+
+    # -- prediction ------------------------------------------------------------
+    def _covariance(self):
+        h = self.hyperparameters_
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+
+    def _latent(self, X):
+        Xs = (X - self.x_mean_) / self.x_scale_
+        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        cov = self._covariance()
+        if getattr(self, "predictor_", None) is not None:
+            p = self.predictor_
+            mu = (cov.cross_matvec(Xs, self.support_vectors_, self.dual_coef_)
+                  if self.dual_coef_.size else np.zeros(Xs.shape[0]))
+            var = LowRankPredictor.from_dict(p).variance(cov, Xs)
+            return mu, np.sqrt(var)
+        mu, var = predictive_moments(cov, self.support_vectors_, self.dual_coef_,
+                                     self.cholesky_, self.lam_sqrt_, Xs)
+        return mu, np.sqrt(var)
+
+    def decision_function(self, X, return_std=False):
+        """Mean (and standard deviation) of the latent ``f(x)``, (5.41).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the standard deviation ``sigma_t``.
+
+        Returns
+        -------
+        mu : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Predictive mean; one column per one-versus-rest model for more
+            than two classes.
+        sd : ndarray, same shape as ``mu``
+            Only with ``return_std=True``.
+        """
+        X = check_predict_X(self, X, "classes_")
+        if self.classes_.size == 2:
+            mu, sd = self._latent(X)
+        else:
+            pairs = [e._latent(X) for e in self.estimators_]
+            mu = np.column_stack([p[0] for p in pairs])
+            sd = np.column_stack([p[1] for p in pairs])
+        return (mu, sd) if return_std else mu
+
+    def predict_proba(self, X):
+        """Class probabilities, (5.42); columns follow ``classes_``.
+
+        For more than two classes each one-versus-rest probability
+        ``P(y = k | x)`` is computed by (5.42) and the row normalised.
+        """
+        return self.proba_from_latent(*self.decision_function(X, return_std=True))
+
+    def proba_from_latent(self, mu, sd):
+        """Class probabilities (5.42) from the latent mean and standard
+        deviation that :meth:`decision_function` returns (so that a caller
+        wanting both computes the latent moments once)."""
+        if self.classes_.size == 2:
+            p1 = trig_class_probability(mu, sd)
+            return np.column_stack([1.0 - p1, p1])
+        P = np.column_stack([trig_class_probability(mu[:, k], sd[:, k])
+                             for k in range(mu.shape[1])])
+        s = P.sum(axis=1, keepdims=True)
+        s[s <= 0.0] = 1.0
+        return P / s
+
+    def predict(self, X):
+        """Class with the highest predictive probability."""
+        P = self.predict_proba(X)
+        return self.classes_[np.argmax(P, axis=1)]

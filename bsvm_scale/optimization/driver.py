@@ -1,0 +1,467 @@
+"""Evidence maximisation driver shared by every Bayesian model.
+
+The models supply an objective ``theta -> (value, gradient, info)`` where
+``theta`` is the vector of log hyperparameters (possibly with some entries
+reparametrised, see the models), ``value = -ln P(D | theta)`` and ``info`` a
+small dict of diagnostics (SV counts, jitter used, ...). :func:`run_start`
+minimises it from one starting point inside the box prior by a
+quasi-Newton trust-region method (:mod:`bsvm_scale.optimization.trust_region`): one
+evaluation per iteration, every trial step judged by the ratio of the actual
+to the predicted decrease, the radius resized from that ratio. Several starts
+are run and the one with the highest evidence kept (thesis 4.3.2; the plans
+of starts are in :mod:`bsvm_scale.optimization.starts`, their records in
+:mod:`bsvm_scale.optimization.records`).
+
+The driver is a loop over small pieces, each tested on its own:
+
+- :class:`Recorder`: evaluates the objective or answers from a recorded run
+  (exact resume), keeps the trajectory, calls the callback, counts
+  non-finite values;
+- :func:`trust_region.model_step`, :func:`trust_region.bfgs_update`,
+  :func:`trust_region.next_radius`: the step, the model and the radius;
+- :class:`StallRule` and :func:`stop_reason`: when a start ends.
+
+A non-finite value (or gradient) is a rejected step: the radius shrinks and
+nothing else changes; the count is reported with a warning.
+
+Options (``options=``, every key optional; :class:`Options`): ``maxiter``
+(trust-region iterations, = evaluations after the first), ``maxfun``
+(evaluations), ``gtol`` (projected gradient, max-norm), ``ftol`` (relative
+decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
+relative decrease the model promises; 0 turns both rules off),
+``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
+``stall_rtol`` and ``stall_evals`` (:class:`StallRule`).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import NamedTuple, Protocol
+
+import numpy as np
+
+from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
+                           projected_gradient)
+
+__all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
+           "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS"]
+
+#: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
+#: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
+#: and so the evidence, is known only to the SMO tolerance; the search keeps
+#: the best point while it follows the gradients across jumps)
+STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
+DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
+class BestPoint(NamedTuple):
+    """The lowest ``-ln evidence`` an objective has evaluated: the value, the
+    point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP
+    function ``f`` where the objective keeps it, and the evaluation's info."""
+
+    value: float
+    theta: np.ndarray
+    dual: np.ndarray
+    f: np.ndarray | None = None
+    info: dict | None = None
+
+
+class EvidenceObjective(Protocol):
+    """What :func:`run_start` and :func:`run_plan` need of an objective.
+
+    ``objective(theta) -> (value, gradient, info)`` with ``value = -ln
+    evidence``; ``restart(warm)`` begins another run of the same start from
+    the dual warm start ``warm`` (None: as it is) keeping :attr:`best` (a
+    :class:`BestPoint` or None); ``get_state()`` / ``set_state(state)``
+    save and restore everything a resumed run needs (plain arrays and
+    numbers, storable in HDF5). GP objectives are plain functions: they have
+    no state, and only :func:`run_start` is used on them.
+    """
+
+    best: BestPoint | None
+
+    def __call__(self, theta): ...
+
+    def restart(self, warm=None): ...
+
+    def get_state(self): ...
+
+    def set_state(self, state): ...
+
+
+@dataclass(frozen=True)
+class Options:
+    """Settings of :func:`run_start` (see the module docstring)."""
+
+    maxiter: int = 100
+    maxfun: int | None = None
+    gtol: float = 1e-4
+    ftol: float = 1e-6
+    radius: float = 1.0
+    min_radius: float = 1e-3
+    max_radius: float = np.inf
+    stall_rtol: float | None = None
+    stall_evals: int | None = None
+
+    @classmethod
+    def parse(cls, options=None, max_step=None, first_step=None):
+        """Options from a dict; ``max_step`` caps the radius and ``first_step``
+        (else ``min(1, max_step)``) sets the initial one."""
+        given = dict(options or {})
+        if "min_step" in given:  # the name under the former line-search driver
+            given.setdefault("min_radius", given.pop("min_step"))
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(given) - names)
+        if unknown:
+            raise ValueError(f"optimizer options {unknown} are not known; the trust-region "
+                             f"driver takes {sorted(names)}.")
+        if max_step is not None:
+            given["max_radius"] = min(float(max_step), float(given.get("max_radius", np.inf)))
+        if first_step is not None or max_step is not None:
+            given.setdefault("radius", float(first_step if first_step is not None
+                                             else min(1.0, max_step)))
+        opts = cls(**given)
+        for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius"):
+            v = getattr(opts, name)
+            if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
+                raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
+        if (opts.stall_rtol is None) != (opts.stall_evals is None):
+            raise ValueError("optimizer options stall_rtol and stall_evals go together; got "
+                             f"stall_rtol={opts.stall_rtol!r}, stall_evals={opts.stall_evals!r}.")
+        return opts
+
+
+@dataclass
+class StartResult:
+    """Outcome of one start of the evidence maximisation.
+
+    Attributes
+    ----------
+    theta0, theta : ndarray
+        Starting and final (best) optimisation variables.
+    fun : float
+        ``-ln P(D | theta)`` at ``theta``.
+    grad : ndarray
+        Gradient at ``theta``.
+    info : dict
+        Diagnostics returned by the objective at ``theta``.
+    n_iter, n_eval : int
+        Trust-region iterations (trial steps) and objective evaluations.
+    success : bool
+        False when a limit (``maxiter``, ``maxfun``) ended the start, or
+        non-finite values made the radius collapse away from a stationary
+        point.
+    message : str
+        Why the start ended.
+    trajectory : list of dict
+        One record per objective evaluation: ``theta``, ``fun``, ``grad``,
+        ``grad_norm`` (projected onto the box), the objective's ``info``,
+        ``replayed`` (answered from ``replay``), ``accepted`` (the step
+        became the new incumbent) and ``radius`` (the trust radius it was
+        taken in; ``nan`` for the first point).
+    n_nonfinite : int
+        Evaluations whose value was not finite (rejected steps).
+    n_rejected : int
+        Trial steps rejected (agreement ratio at most ``ETA``, or not finite).
+    n_replayed : int
+        Evaluations answered from a recorded run (``replay``).
+    """
+
+    theta0: np.ndarray
+    theta: np.ndarray
+    fun: float
+    grad: np.ndarray
+    info: dict
+    n_iter: int
+    n_eval: int
+    success: bool
+    message: str
+    trajectory: list = field(default_factory=list)
+    n_nonfinite: int = 0
+    n_rejected: int = 0
+    n_replayed: int = 0
+
+    @property
+    def hit_limit(self):
+        """True when ``maxiter`` or ``maxfun`` ended the start."""
+        return self.message.startswith("STOP: max")
+
+
+def _box(bounds, size):
+    """Lower and upper bound arrays (infinite where a bound is None)."""
+    if bounds is None:
+        return np.full(size, -np.inf), np.full(size, np.inf)
+    lo = np.array([-np.inf if b[0] is None else float(b[0]) for b in bounds])
+    hi = np.array([np.inf if b[1] is None else float(b[1]) for b in bounds])
+    return lo, hi
+
+
+class Recorder:
+    """The evaluations of one start.
+
+    ``record = recorder(theta)`` evaluates the objective, or -- while the
+    requested points repeat the recorded run ``replay`` in order -- answers
+    from it without calling the objective (the driver is deterministic, so
+    a resumed start asks for the same points; the caller restores the
+    objective's own state to what it was after the last recorded
+    evaluation). Every record is appended to :attr:`trajectory` and given
+    to ``callback``.
+    """
+
+    def __init__(self, objective, lo, hi, replay=None, callback=None):
+        self.objective, self.lo, self.hi = objective, lo, hi
+        self.replay = list(replay or [])
+        self.callback = callback
+        self.trajectory = []
+        self.n_replayed = 0
+        self.n_nonfinite = 0
+
+    def _answer(self, theta):
+        i = self.n_replayed
+        if (i < len(self.replay) and len(self.trajectory) == i
+                and np.array_equal(theta, np.asarray(self.replay[i]["theta"], dtype=float))):
+            rec = self.replay[i]
+            self.n_replayed += 1
+            return float(rec["fun"]), np.array(rec["grad"], dtype=float), dict(rec["info"]), True
+        value, grad, info = self.objective(theta)
+        return value, grad, info, False
+
+    def __call__(self, theta, radius=np.nan):
+        value, grad, info, replayed = self._answer(theta)
+        grad = np.asarray(grad, dtype=float)
+        finite = bool(np.isfinite(value) and np.all(np.isfinite(grad)))
+        gnorm = (float(np.max(np.abs(projected_gradient(theta, grad, self.lo, self.hi)),
+                              initial=0.0)) if finite else np.inf)
+        record = {"theta": np.array(theta, dtype=float), "fun": float(value), "grad": grad.copy(),
+                  "grad_norm": gnorm, "info": dict(info), "replayed": replayed,
+                  "accepted": False, "radius": float(radius)}
+        self.trajectory.append(record)
+        self.n_nonfinite += not finite
+        if self.callback is not None:
+            self.callback(record)
+        return record
+
+
+class StallRule:
+    """Ends a start once ``n_evals`` consecutive finite values have not lowered
+    the best value by more than ``rtol * max(1, |best|)``.
+
+    The MAP solution, and so the evidence, is known only to the SMO
+    tolerance; past that resolution further evaluations cannot matter. The
+    rule sees only the sequence of values, so a replayed run stops where the
+    original did.
+    """
+
+    def __init__(self, rtol=None, n_evals=None):
+        self.rtol = None if rtol is None else float(rtol)
+        self.n_evals = None if n_evals is None else int(n_evals)
+        self.best, self.count = None, 0
+
+    def __call__(self, value):
+        """Take the next value; True when the start has stalled."""
+        if self.rtol is None or not np.isfinite(value):
+            return False
+        if self.best is None or value < self.best - self.rtol * max(1.0, abs(self.best)):
+            self.best, self.count = value, 0
+            return False
+        self.count += 1
+        return self.count >= self.n_evals
+
+
+def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicted=None):
+    """``(success, message)`` when the start should end, else None.
+
+    ``decrease``: relative decrease of the last accepted step when it lay
+    strictly inside the trust region (a step cut by the radius says the
+    radius is small, not that the evidence is flat). ``predicted``: the
+    relative decrease the quadratic model promises over the whole box (no
+    trust region): below ``ftol`` no step can gain more than the evidence's
+    resolution.
+    """
+    if grad_norm <= opts.gtol:
+        return True, f"CONVERGENCE: projected gradient {grad_norm:.3g} <= gtol={opts.gtol:g}"
+    if predicted is not None and opts.ftol > 0 and predicted <= opts.ftol:
+        return True, (f"CONVERGENCE: the model predicts a relative decrease {predicted:.3g} <= "
+                      f"ftol={opts.ftol:g}")
+    if decrease is not None and opts.ftol > 0 and decrease <= opts.ftol:
+        return True, (f"CONVERGENCE: relative decrease {decrease:.3g} <= ftol={opts.ftol:g} "
+                      "in a step inside the trust region")
+    if radius < opts.min_radius:
+        return True, (f"CONVERGENCE: trust radius {radius:.3g} below min_radius="
+                      f"{opts.min_radius:g}")
+    if n_iter >= opts.maxiter:
+        return False, f"STOP: maxiter={opts.maxiter} iterations reached"
+    if opts.maxfun is not None and n_eval >= opts.maxfun:
+        return False, f"STOP: maxfun={opts.maxfun} evaluations reached"
+    return None
+
+
+def _no_finite_start(theta0, record):
+    reason = record["info"].get("rejected") if isinstance(record.get("info"), dict) else None
+    why = (f" The point was rejected because {reason[:1].lower()}{reason[1:]}" if reason
+           else " Check the data and the starting values.")
+    return FloatingPointError("the evidence was not finite at the starting point theta0="
+                              f"{np.array2string(theta0, precision=4)}.{why}")
+
+
+def _promised(here, B, lo, hi):
+    """Relative decrease of the model's minimiser over the box (no trust region)."""
+    x = here["theta"]
+    _, pred = model_step(here["grad"], B, lo - x, hi - x)
+    return pred / max(abs(here["fun"]), 1.0)
+
+
+def _relative_decrease(old, new):
+    return (old - new) / max(abs(old), abs(new), 1.0)
+
+
+def agreement(here, trial, s, predicted):
+    """Agreement ratio of a trial step: the larger of the values' ratio
+    ``(f(x) - f(x + s)) / predicted`` and the gradients' ratio
+    ``-(g(x) + g(x + s))' s / (2 predicted)`` (the trapezoid rule for the
+    change of the smooth piece along ``s``; exact for a quadratic). The
+    evidence jumps where a case changes pieces of the loss while its
+    gradient follows the smooth piece: there the values disagree with the
+    model but the gradients agree, and the step is taken (the best point
+    seen is kept apart). ``nan`` for a non-finite trial."""
+    if not np.isfinite(trial["grad_norm"]):
+        return np.nan
+    by_value = (here["fun"] - trial["fun"]) / predicted
+    by_gradient = -0.5 * float((here["grad"] + trial["grad"]) @ s) / predicted
+    return max(by_value, by_gradient)
+
+
+def run_start(objective, theta0, bounds=None, options=None, callback=None, max_step=None,
+              precondition=False, replay=None, first_step=None):
+    """Minimise ``objective`` from ``theta0`` by the trust-region method.
+
+    Parameters
+    ----------
+    objective : callable
+        ``theta -> (value, gradient, info)``.
+    theta0 : array-like
+        Starting point (clipped into ``bounds``).
+    bounds : sequence of (low, high) or None
+        Box prior on the variables.
+    options : dict, optional
+        :class:`Options` (defaults :data:`DEFAULT_OPTIONS`).
+    callback : callable, optional
+        ``callback(record)`` after every evaluation (replayed ones included,
+        flagged ``record["replayed"]``), with the trajectory record (used for
+        checkpointing).
+    max_step : float, optional
+        Largest trust radius (max-norm) around the current point.
+    precondition : bool, default=False
+        Diagonal first model Hessian from the gradient at ``theta0``
+        (:func:`trust_region.initial_hessian`).
+    replay : sequence of dict, optional
+        Evaluations recorded by ``callback`` in an interrupted run of the
+        same start (keys ``theta``, ``fun``, ``grad``, ``info``), answered
+        without calling ``objective`` (:class:`Recorder`), so that the run
+        continues exactly as the uninterrupted one would.
+    first_step : float, optional
+        Initial trust radius (default ``min(1, max_step)``, or 1).
+
+    Returns
+    -------
+    StartResult
+        At the best point evaluated.
+    """
+    opts = Options.parse({**DEFAULT_OPTIONS, **(options or {})}, max_step, first_step)
+    theta0 = np.asarray(theta0, dtype=float).copy()
+    lo, hi = _box(bounds, theta0.size)
+    theta0 = np.clip(theta0, lo, hi)
+    rec = Recorder(objective, lo, hi, replay, callback)
+    here = best = rec(theta0)
+    if not np.isfinite(here["grad_norm"]):
+        raise _no_finite_start(theta0, here)
+    here["accepted"] = True
+    radius = min(opts.radius, opts.max_radius)
+    B = initial_hessian(here["grad"], radius, precondition)
+    stall = StallRule(opts.stall_rtol, opts.stall_evals)
+    stall(here["fun"])
+    n_iter, n_rejected, decrease = 0, 0, None
+    while (stop := stop_reason(opts, n_iter, len(rec.trajectory), here["grad_norm"], radius,
+                               decrease, _promised(here, B, lo, hi))) is None:
+        x = here["theta"]
+        s, pred = model_step(here["grad"], B, np.maximum(lo - x, -radius),
+                             np.minimum(hi - x, radius))
+        step = float(np.max(np.abs(s), initial=0.0))
+        if pred <= 0.0 or step == 0.0:
+            stop = True, "CONVERGENCE: the model predicts no decrease inside the box"
+            break
+        trial = rec(np.clip(x + s, lo, hi), radius)
+        n_iter += 1
+        rho = agreement(here, trial, s, pred)
+        if np.isfinite(rho):
+            B = bfgs_update(B, s, trial["grad"] - here["grad"], first=n_iter == 1)
+            best = trial if trial["fun"] < best["fun"] else best
+        decrease = None
+        if rho > ETA:
+            if step < 0.99 * radius and trial["fun"] <= here["fun"]:
+                decrease = _relative_decrease(here["fun"], trial["fun"])
+            trial["accepted"], here = True, trial
+        else:
+            n_rejected += 1
+        radius = next_radius(radius, rho, step, opts.max_radius)
+        if stall(trial["fun"]):
+            stop = True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
+                          f"{opts.stall_rtol:g} (relative) over the last {opts.stall_evals} "
+                          "evaluations")
+            break
+    success, message = stop
+    if rec.n_nonfinite:
+        success, message = _after_nonfinite(rec, best, opts, success, message)
+    return StartResult(theta0=theta0, theta=best["theta"], fun=best["fun"], grad=best["grad"],
+                       info=best["info"], n_iter=n_iter, n_eval=len(rec.trajectory),
+                       success=bool(success), message=str(message), trajectory=rec.trajectory,
+                       n_nonfinite=rec.n_nonfinite, n_rejected=n_rejected,
+                       n_replayed=rec.n_replayed)
+
+
+def _after_nonfinite(rec, best, opts, success, message):
+    """Warn about rejected non-finite evaluations; a start whose radius then
+    collapsed (the last trial not finite) away from a stationary point is
+    reported as not successful."""
+    text = f"{rec.n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
+    last_failed = not np.isfinite(rec.trajectory[-1]["grad_norm"])
+    if success and last_failed and best["grad_norm"] > opts.gtol:
+        success = False
+        message = (f"STOP: non-finite evidence values around the best point, whose projected "
+                   f"gradient is {best['grad_norm']:.3g} > gtol={opts.gtol:g} (not a maximum "
+                   "of the evidence)")
+        text += (f"; the search then ended where the projected gradient is "
+                 f"{best['grad_norm']:.3g} > gtol={opts.gtol:g}, so the evidence may not be "
+                 "maximised (other starts, a smaller box or a larger tol may avoid the failing "
+                 "region)")
+    warnings.warn(text + ".", RuntimeWarning, stacklevel=3)
+    return success, message
+
+
+def run_plan(objective, plan, bounds, options=None, callback=None, replay=None, **kw):
+    """Run every ``(theta0, warm, max_step)`` of ``plan`` in turn on one
+    objective and return the :class:`StartResult` of each run.
+
+    The runs of one start (the run from the start itself, the run from the
+    isotropic optimum, ...) share the objective, so that its best point is
+    kept across them; ``objective.restart(warm)`` begins each later run
+    from its dual warm start ``warm`` (None: afresh). ``callback(k, record)``
+    gets the run index. ``replay``: the recorded evaluations of a resumed
+    start, in the order the runs made them; each run replays its own part.
+    The objective's state restored from the checkpoint belongs to the run
+    that was interrupted, so a run that follows a wholly replayed one keeps
+    it while recorded evaluations remain. Other keywords go to
+    :func:`run_start`; ``first_step`` applies to runs with a ``max_step``.
+    """
+    results, replay, used = [], list(replay or []), 0
+    first_step = kw.pop("first_step", None)
+    for k, (theta0, warm, max_step) in enumerate(plan):
+        if k > 0 and not (results[-1].n_replayed == len(results[-1].trajectory)
+                          and used < len(replay)):
+            objective.restart(warm)
+        cb = None if callback is None else (lambda rec, k=k: callback(k, rec))
+        res = run_start(objective, theta0, bounds, options, cb, max_step=max_step,
+                        replay=replay[used:],
+                        first_step=first_step if max_step is not None else None, **kw)
+        used += len(res.trajectory)
+        results.append(res)
+    return results

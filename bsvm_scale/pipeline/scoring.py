@@ -1,0 +1,380 @@
+"""Batch scoring: a saved model applied to new inputs, chunk by chunk.
+
+:func:`predict_file` reads a model file (:func:`bsvm_scale.storage.save_model`)
+and an input file -- a data set of the project's HDF5 format, a ``.npy``
+array or a CSV file with a header -- and writes the predictions to an HDF5
+file:
+
+* regression: ``mean``, ``std_f`` (standard deviation of the latent ``f``,
+  (4.46) for BSVR) and ``std_y`` (with the noise, where the model has a noise
+  model);
+* classification: ``label``, ``proba`` (one column per class, ``classes`` as
+  an attribute) and, for binary models with a latent function, ``latent_mean``
+  and ``latent_std`` (5.41).
+
+Rows are scored in chunks of ``chunk_size`` (memory stays flat in the number
+of rows). BLAS kernels handle the rows of a block in groups, and a row's last
+bits depend on where in its block it falls (a remainder group is summed
+differently), so each chunk is scored in blocks of :data:`BLOCK` rows aligned
+to the row index (the last one padded) and chunk sizes are rounded up to a
+multiple of it: every row is computed in the same block at the same place
+whatever the chunk size or the number of Dask workers, and the predictions
+are the same bit for bit (tested). On
+a Dask cluster (``scheduler`` or ``workers``) each chunk is a task that opens
+the model and the inputs by path; the driver is the only writer. The output is
+written atomically and carries the model's provenance (path, SHA-256,
+estimator, parameters, library version) and the input's SHA-256.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .._util.atomic import atomic_path, file_sha256
+from .._util.tables import TableError, csv_count_rows, csv_header, csv_rows
+
+__all__ = ["ScoringError", "Inputs", "open_inputs", "read_rows", "score_rows", "predict_file",
+           "file_sha256", "DEFAULT_CHUNK", "BLOCK", "FORMAT_VERSION"]
+
+#: rows per chunk by default
+DEFAULT_CHUNK = 10_240
+#: rows per model call, aligned to the row index (chunks are multiples of it)
+BLOCK = 256
+#: version of the predictions file layout
+FORMAT_VERSION = 1
+#: chunks in flight per Dask worker (bounds the driver's memory)
+_WINDOW_PER_WORKER = 2
+
+
+class ScoringError(TableError):
+    """Input that cannot be scored (one line naming the problem)."""
+
+
+# -- inputs -----------------------------------------------------------------------
+@dataclass
+class Inputs:
+    """An input file opened for scoring.
+
+    ``array`` is the path of an ``.npy`` or data set file holding the rows
+    (a CSV is converted to a temporary ``.npy`` first); ``order`` maps the
+    model's features to input columns.
+    """
+
+    path: str
+    kind: str
+    n_rows: int
+    columns: list
+    sha256: str
+    array: str
+    order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def _column_order(columns, feature_names, n_features, by_position, where):
+    """Input column of each model feature."""
+    n_in = len(columns)
+    if by_position or feature_names is None:
+        if n_in != n_features:
+            hint = "" if by_position else (" (the model stores no feature names, so columns "
+                                           "are taken by position)")
+            raise ScoringError(f"{where} has {n_in} columns; the model takes {n_features}{hint}.")
+        return np.arange(n_features, dtype=np.int64)
+    missing = [name for name in feature_names if name not in columns]
+    if missing:
+        raise ScoringError(f"{where} lacks the model's columns {missing[:5]} (it has "
+                           f"{list(columns)[:8]}); rename them or pass --by-position.")
+    return np.array([list(columns).index(name) for name in feature_names], dtype=np.int64)
+
+
+def _csv_to_npy(path, columns, out):
+    """Stream a CSV file into an ``.npy`` array (two passes, flat memory)."""
+    n = csv_count_rows(path)
+    if n < 1:
+        raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
+    arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, len(columns)))
+    for i, values in enumerate(csv_rows(path, columns)):
+        arr[i] = values
+    arr.flush()
+    del arr
+
+
+def _npy_shape(path):
+    a = np.load(path, mmap_mode="r")
+    if a.ndim != 2 or a.dtype.kind not in "fiu":
+        raise ScoringError(f".npy input {str(path)!r} must be a 2-D numeric array; got "
+                           f"shape {a.shape}, dtype {a.dtype}.")
+    return a.shape
+
+
+def open_inputs(path, feature_names, n_features, by_position=False, workdir=None):
+    """Open ``path`` (``.h5``/``.hdf5`` data set, ``.npy``, ``.csv``) for a
+    model with ``n_features`` inputs named ``feature_names`` (or None)."""
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"input file {str(p)!r} does not exist")
+    suffix = p.suffix.lower()
+    where = f"input {str(p)!r}"
+    if suffix == ".npy":
+        shape = _npy_shape(p)
+        columns, kind, array = [f"column {k}" for k in range(shape[1])], "npy", str(p)
+        names = None  # an array has no names: by position
+    elif suffix in (".h5", ".hdf5"):
+        from ..datasets import dataset_info
+
+        info = dataset_info(p)
+        shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
+        kind, array, names = "dataset", str(p), feature_names
+    elif suffix == ".csv":
+        columns = csv_header(p)
+        array = str(Path(workdir or tempfile.gettempdir()) / f".{p.name}.{os.getpid()}.npy")
+        _csv_to_npy(p, columns, array)
+        shape, kind, names = _npy_shape(array), "csv", feature_names
+    else:
+        raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
+                           "a .npy array or a .csv file with a header.")
+    order = _column_order(columns, names, n_features, by_position or names is None, where)
+    return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order)
+
+
+def read_rows(inputs, start, stop):
+    """Rows ``start:stop`` in the model's feature order (float64, C-ordered);
+    a NaN or infinite value raises naming its row and column."""
+    if inputs.kind == "dataset":
+        import h5py
+
+        with h5py.File(inputs.array, "r") as f:
+            X = np.asarray(f["X"][start:stop], dtype=np.float64)
+    else:
+        X = np.asarray(np.load(inputs.array, mmap_mode="r")[start:stop], dtype=np.float64)
+    X = np.ascontiguousarray(X[:, inputs.order])
+    bad = ~np.isfinite(X)
+    if bad.any():
+        r, c = np.argwhere(bad)[0]
+        raise ScoringError(f"input {inputs.path!r} row {start + r + 1}, column "
+                           f"{inputs.columns[inputs.order[c]]!r}: {X[r, c]} (the model needs "
+                           "finite values).")
+    return X
+
+
+# -- predictions ------------------------------------------------------------------
+def _accepts(fn, name):
+    return name in inspect.signature(fn).parameters
+
+
+def score_rows(model, X):
+    """Every output the model gives for the rows ``X`` (a dict of arrays)."""
+    from sklearn.base import is_classifier
+
+    if not is_classifier(model):
+        if not _accepts(model.predict, "return_std"):
+            return {"mean": np.asarray(model.predict(X), dtype=np.float64)}
+        mean, std_f = model.predict(X, return_std=True)
+        out = {"mean": mean, "std_f": std_f}
+        if _accepts(model.predict, "include_noise"):
+            out["std_y"] = model.predict(X, return_std=True, include_noise=True)[1]
+        return out
+    if hasattr(model, "proba_from_latent"):  # BTSVC: the latent moments once
+        mu, sd = model.decision_function(X, return_std=True)
+        proba = model.proba_from_latent(mu, sd)
+        out = {"label": model.classes_[np.argmax(proba, axis=1)], "proba": proba}
+        if len(model.classes_) == 2:
+            out["latent_mean"], out["latent_std"] = mu, sd
+        return out
+    out = {"label": np.asarray(model.predict(X))}
+    if hasattr(model, "predict_proba"):
+        out["proba"] = np.asarray(model.predict_proba(X), dtype=np.float64)
+    binary = len(getattr(model, "classes_", ())) == 2
+    dec = getattr(model, "decision_function", None)
+    if binary and dec is not None and _accepts(dec, "return_std"):
+        out["latent_mean"], out["latent_std"] = dec(X, return_std=True)
+    return out
+
+
+_MODELS = {}
+
+
+def _model_at(path):
+    """The model at ``path`` (cached per process by path, mtime and size)."""
+    from ..storage import load_model
+
+    st = os.stat(path)
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _MODELS:
+        _MODELS.clear()
+        _MODELS[key] = load_model(path)
+    return _MODELS[key]
+
+
+def score_chunk(model_path, inputs, start, stop):
+    """Task: the predictions of rows ``start:stop`` (model and inputs by path),
+    in blocks of :data:`BLOCK` rows (``start`` is a multiple of it)."""
+    model = _model_at(model_path)
+    X = read_rows(inputs, start, stop)
+    parts = [_score_block(model, X[b:b + BLOCK]) for b in range(0, X.shape[0], BLOCK)]
+    return start, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def _score_block(model, X):
+    """Predictions of at most :data:`BLOCK` rows, computed as a full block
+    (the last row repeated) so that every row sees the same BLAS path."""
+    t = X.shape[0]
+    if t < BLOCK:
+        X = np.concatenate([X, np.repeat(X[-1:], BLOCK - t, axis=0)])
+    return {k: v[:t] for k, v in score_rows(model, X).items()}
+
+
+# -- writer -----------------------------------------------------------------------
+class _Writer:
+    """Fills the output datasets slice by slice (created at the first chunk)."""
+
+    def __init__(self, f, n_rows):
+        self.f, self.n = f, n_rows
+
+    def put(self, start, out):
+        for name, arr in out.items():
+            arr = np.asarray(arr)
+            if name not in self.f:
+                shape = (self.n,) + arr.shape[1:]
+                dtype = arr.dtype if arr.dtype.kind in "biuf" else np.float64
+                self.f.create_dataset(name, shape=shape, dtype=dtype, chunks=True,
+                                      compression="gzip", compression_opts=4)
+            self.f[name][start:start + arr.shape[0]] = arr
+
+
+def _provenance(f, model_path, model, inputs, chunk_size):
+    from .. import __version__
+
+    f.attrs["library"] = "bsvm_scale"
+    f.attrs["library_version"] = __version__
+    f.attrs["format_version"] = np.int64(FORMAT_VERSION)
+    f.attrs["kind"] = "predictions"
+    f.attrs["model_path"] = str(Path(model_path).resolve())
+    f.attrs["model_sha256"] = file_sha256(model_path)
+    f.attrs["estimator"] = type(model).__name__
+    f.attrs["params_json"] = json.dumps(model.get_params(deep=False), default=str,
+                                        sort_keys=True)
+    f.attrs["input_path"] = str(Path(inputs.path).resolve())
+    f.attrs["input_sha256"] = inputs.sha256
+    f.attrs["input_kind"] = inputs.kind
+    f.attrs["n_rows"] = np.int64(inputs.n_rows)
+    f.attrs["chunk_size"] = np.int64(chunk_size)
+    f.attrs["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if hasattr(model, "classes_"):
+        f.attrs["classes"] = np.asarray(model.classes_)
+
+
+def _chunks(n, size):
+    return [(s, min(n, s + size)) for s in range(0, n, size)]
+
+
+def _run_local(model_path, inputs, chunks, writer, progress):
+    for start, stop in chunks:
+        writer.put(*score_chunk(model_path, inputs, start, stop))
+        progress.task_done()
+
+
+def _run_dask(model_path, inputs, chunks, writer, progress, client):
+    """Chunks as Dask tasks, a bounded number in flight; the driver writes."""
+    from dask.distributed import as_completed
+
+    n_workers = max(1, len(client.scheduler_info().get("workers", {})))
+    todo = list(chunks)
+    window = _WINDOW_PER_WORKER * n_workers
+
+    def submit(c):
+        return client.submit(score_chunk, model_path, inputs, *c, pure=False)
+
+    pending = as_completed([submit(todo.pop(0)) for _ in range(min(window, len(todo)))])
+    for fut in pending:
+        writer.put(*fut.result())
+        fut.release()
+        progress.task_done()
+        if todo:
+            pending.add(submit(todo.pop(0)))
+
+
+def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, scheduler=None,
+                 workers=None, by_position=False, progress=True, stream=None):
+    """Score ``input_path`` with the model file ``model_path`` into ``out_path``.
+
+    Parameters
+    ----------
+    model_path : path of a model file (:func:`bsvm_scale.storage.save_model`).
+    input_path : a data set file (``.h5``), a ``.npy`` array or a ``.csv``
+        file with a header; columns are matched to the model's feature names
+        when the model file stores them, else taken by position.
+    out_path : the HDF5 file to write (atomically).
+    chunk_size : int
+        Rows per chunk (per Dask task), rounded up to a multiple of
+        :data:`BLOCK`.
+    scheduler : str, optional
+        Address of a running Dask scheduler.
+    workers : int, optional
+        Start a LocalCluster with this many worker processes (with neither
+        option the chunks run in this process).
+    by_position : bool
+        Take the input columns by position even when names are known.
+    progress : bool
+        A progress line on ``stream`` (default stderr).
+
+    Returns
+    -------
+    dict
+        ``out``, ``n_rows``, ``n_chunks``, ``seconds`` and the output names.
+    """
+    from .progress import Progress
+    from ..storage import model_feature_names
+
+    chunk_size = -(-_positive("chunk_size", chunk_size) // BLOCK) * BLOCK
+    t0 = time.perf_counter()
+    model = _model_at(model_path)
+    names = model_feature_names(model_path)
+    n_features = int(getattr(model, "n_features_in_", len(names or [])))
+    with tempfile.TemporaryDirectory(dir=Path(out_path).resolve().parent) as work:
+        inputs = open_inputs(input_path, names, n_features, by_position, work)
+        chunks = _chunks(inputs.n_rows, chunk_size)
+        bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
+                       enabled=progress).start()
+        try:
+            outputs = _write(model_path, model, inputs, chunks, out_path, bar,
+                             scheduler, workers, chunk_size)
+        finally:
+            bar.close()
+    return {"out": str(out_path), "n_rows": inputs.n_rows, "n_chunks": len(chunks),
+            "seconds": time.perf_counter() - t0, "outputs": outputs}
+
+
+def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers, chunk_size):
+    import h5py
+
+    with atomic_path(out_path, what="predictions file") as tmp:
+        with h5py.File(tmp, "w", track_order=True) as f:
+            _provenance(f, model_path, model, inputs, chunk_size)
+            writer = _Writer(f, inputs.n_rows)
+            if scheduler or workers:
+                from .executor import _start_client
+
+                client, cluster = _start_client(scheduler, workers)
+                try:
+                    _run_dask(str(Path(model_path).resolve()), inputs, chunks, writer, bar,
+                              client)
+                finally:
+                    client.close()
+                    if cluster is not None:
+                        cluster.close()
+            else:
+                _run_local(model_path, inputs, chunks, writer, bar)
+            return sorted(k for k in f.keys())
+
+
+def _positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ScoringError(f"{name} must be a positive integer; got {value!r}.")
+    return int(value)
