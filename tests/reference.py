@@ -103,3 +103,14 @@ def dense_dcov_fd(X, theta, ard, h=1e-5):
         tm[p] -= h
         out.append((dense_cov_theta(X, X, tp, ard) - dense_cov_theta(X, X, tm, ard)) / (2 * h))
     return out
+
+
+# ---------------------------------------------------------------------------
+# data shared by several test modules
+# ---------------------------------------------------------------------------
+def sinc_data(n, seed, noise=0.2):
+    """``n`` cases of ``y = sin(x) / x + N(0, noise^2)`` on ``x ~ U(-10, 10)``
+    (the thesis's sinc example, 4.4.1)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-10, 10, (n, 1))
+    return X, np.sinc(X[:, 0] / np.pi) + noise * rng.standard_normal(n)

@@ -7,7 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.bench
 
 
 def test_peer_runner_writes_rows_for_the_results_page(tmp_path):

@@ -85,7 +85,7 @@ def test_the_wheel_carries_the_data_files_and_their_licence(tmp_path):
     import zipfile
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
                     "-q", "-w", str(tmp_path), str(root)], check=True)
     wheel = next(tmp_path.glob("bsvm_scale-*.whl"))

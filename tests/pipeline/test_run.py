@@ -18,7 +18,7 @@ from bsvm_scale.pipeline.config import load_pipeline
 from bsvm_scale.pipeline.executor import WORKER_ENV, run_pipeline
 from bsvm_scale.pipeline.runfile import read_run_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 PIPELINE = """
 [run]

@@ -8,7 +8,7 @@ import pytest
 from bsvm_scale.cli import main
 from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 GOOD = """
 [run]

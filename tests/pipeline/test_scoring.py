@@ -163,7 +163,7 @@ def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch
 
     from bsvm_scale.storage import load_model
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     (tmp_path / "pipelines").mkdir()
     text = (repo / "pipelines" / "from_csv.toml").read_text()
     (tmp_path / "pipelines" / "from_csv.toml").write_text(

@@ -16,7 +16,7 @@ from bsvm_scale.pipeline.results import (DATA_USED, bench_exponents, bench_ratio
                                         fit_exponent, protocol_of, write_results)
 from bsvm_scale.pipeline.variants import cv_folds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 BASE = """
 [run]

@@ -49,14 +49,6 @@ def _slow_rvr(Xs, t, kappa, beta, max_iter=20000, prune=1e9):
 
 
 @pytest.fixture(scope="module")
-def sinc_data():
-    rng = np.random.default_rng(1)
-    x = rng.uniform(-10, 10, size=(80, 1))
-    t = np.sinc(x[:, 0] / np.pi) + rng.normal(0, 0.1, 80)
-    return x, t
-
-
-@pytest.fixture(scope="module")
 def centre_data():
     """Targets built from three kernel centres plus small noise."""
     rng = np.random.default_rng(0)
@@ -67,8 +59,8 @@ def centre_data():
     return X, t + 0.05 * rng.normal(size=150), centres, kappa
 
 
-def test_rvr_evidence_equals_dense_formula(sinc_data):
-    x, t = sinc_data
+def test_rvr_evidence_equals_dense_formula(sinc80):
+    x, t = sinc80
     m = RVR(kappa=10.0).fit(x, t)
     assert m.converged_
     Xs = (x - m.x_mean_) / m.x_scale_
@@ -88,8 +80,8 @@ def test_rvr_evidence_equals_dense_formula(sinc_data):
                                rtol=1e-6)
 
 
-def test_rvr_fast_reaches_slow_reestimation_evidence(sinc_data):
-    x, t = sinc_data
+def test_rvr_fast_reaches_slow_reestimation_evidence(sinc80):
+    x, t = sinc80
     kappa = 10.0
     m = RVR(kappa=kappa).fit(x, t)
     Xs = (x - m.x_mean_) / m.x_scale_
@@ -101,11 +93,11 @@ def test_rvr_fast_reaches_slow_reestimation_evidence(sinc_data):
 
 
 @pytest.mark.parametrize("kappa", [10.0, 30.0])
-def test_rvr_result_is_coordinatewise_optimal(sinc_data, kappa):
+def test_rvr_result_is_coordinatewise_optimal(sinc80, kappa):
     """Dense check of the end point: with C (7.86) built explicitly, no single
     alpha_i (added, re-estimated or deleted, Bishop 7.97-7.101) raises the
     evidence by more than a tiny amount."""
-    x, t = sinc_data
+    x, t = sinc80
     m = RVR(kappa=kappa).fit(x, t)
     Xs = (x - m.x_mean_) / m.x_scale_
     P_all = _design(Xs, Xs, True, kappa)                 # column 0 = bias
@@ -240,10 +232,10 @@ def test_rvm_fitted_state_is_plain(centre_data):
 
 
 @pytest.mark.parametrize("est, data", [(RVR, "sinc"), (RVC, "circle")])
-def test_kappa_grid_keeps_the_highest_evidence_fit(est, data, sinc_data, tmp_path):
+def test_kappa_grid_keeps_the_highest_evidence_fit(est, data, sinc80, tmp_path):
     """With kappa_grid the fitted model is exactly the single-width fit at the
     grid's evidence maximum, and every grid evidence is that width's own."""
-    X, y = sinc_data if data == "sinc" else _circle(120, 8)
+    X, y = sinc80 if data == "sinc" else _circle(120, 8)
     grid = [0.3, 3.0, 30.0]
     singles = [est(kappa=k).fit(X, y) for k in grid]
     ev = np.array([m.log_marginal_likelihood_ for m in singles])
@@ -268,19 +260,19 @@ def test_kappa_grid_keeps_the_highest_evidence_fit(est, data, sinc_data, tmp_pat
 
 
 @pytest.mark.parametrize("bad", [[], [1.0, -2.0], [[1.0]], [np.nan]])
-def test_bad_kappa_grid_is_refused(bad, sinc_data):
-    x, t = sinc_data
+def test_bad_kappa_grid_is_refused(bad, sinc80):
+    x, t = sinc80
     with pytest.raises(ValueError, match="kappa_grid must be a non-empty 1-D sequence"):
         RVR(kappa_grid=bad).fit(x, t)
 
 
-def test_rvr_iteration_limit_warning_names_the_remedy(sinc_data):
+def test_rvr_iteration_limit_warning_names_the_remedy(sinc80):
     """Stopped by max_iter with beta re-estimated only at alpha's convergence:
     the warning says so and names beta_every; with beta_every set it does not
     suggest it again."""
     from sklearn.exceptions import ConvergenceWarning
 
-    X, t = sinc_data
+    X, t = sinc80
     with pytest.warns(ConvergenceWarning, match="set beta_every=10"):
         RVR(max_iter=3).fit(X, t)
     with pytest.warns(ConvergenceWarning) as rec:

@@ -12,18 +12,12 @@ from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 from bsvm_scale.baselines.svm import SVC, SVR, TSVC, epsilon_noise_variance
+from reference import sinc_data
 
 
 # ---------------------------------------------------------------------------
 # data
 # ---------------------------------------------------------------------------
-def sinc_data(n, seed, noise=0.2):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-10, 10, (n, 1))
-    y = np.sinc(X[:, 0] / np.pi) + noise * rng.standard_normal(n)
-    return X, y
-
-
 def sinc2d_data(n, seed):
     rng = np.random.default_rng(seed)
     X = rng.uniform(-3, 3, (n, 2))

@@ -7,12 +7,7 @@ from sklearn.model_selection import KFold
 from bsvm_scale.baselines.model_selection import (C1_BOX, R2_BOX, _pick_best, grid_search_cv,
                                                   log_grid)
 from bsvm_scale.baselines.svm import SVC, SVR, TSVC
-
-
-def sinc_data(n, seed):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-10, 10, (n, 1))
-    return X, np.sinc(X[:, 0] / np.pi) + 0.2 * rng.standard_normal(n)
+from reference import sinc_data
 
 
 def c1_data(seed, n_per=15):

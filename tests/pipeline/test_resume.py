@@ -202,7 +202,7 @@ def test_sigkill_mid_start_then_resume(tmp_path, kind):
     checkpoint, resumes (replaying the recorded evaluations) to the result of
     an uninterrupted run."""
     ref = run_task(_spec(None, 1, kind))["result"]
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_pipeline_resume import _spec; "
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_resume import _spec; "
             "from bsvm_scale.pipeline.tasks import run_task; "
             "s = _spec(sys.argv[2], 1, sys.argv[3]); s['eval_delay'] = 0.5; run_task(s)")
     ckpt = tmp_path / "checkpoint.h5"

@@ -20,7 +20,7 @@ import pytest
 from bsvm_scale.cli import main
 from bsvm_scale.pipeline.runfile import read_run_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PIPELINE = """
 [run]
 name = "{name}"
