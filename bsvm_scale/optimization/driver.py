@@ -295,6 +295,15 @@ def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicte
     return None
 
 
+def _first_point(rec, theta0):
+    """The evaluation at the starting point, which must be finite."""
+    here = rec(theta0)
+    if not np.isfinite(here["grad_norm"]):
+        raise _no_finite_start(theta0, here)
+    here["accepted"] = True
+    return here
+
+
 def _no_finite_start(theta0, record):
     reason = record["info"].get("rejected") if isinstance(record.get("info"), dict) else None
     why = (f" The point was rejected because {reason[:1].lower()}{reason[1:]}" if reason
@@ -371,51 +380,74 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     lo, hi = _box(bounds, theta0.size)
     theta0 = np.clip(theta0, lo, hi)
     rec = Recorder(objective, lo, hi, replay, callback)
-    here = best = rec(theta0)
-    if not np.isfinite(here["grad_norm"]):
-        raise _no_finite_start(theta0, here)
-    here["accepted"] = True
+    here = _first_point(rec, theta0)
     radius = min(opts.radius, opts.max_radius)
-    B = initial_hessian(here["grad"], radius, precondition)
+    st = _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
     stall = StallRule(opts.stall_rtol, opts.stall_evals)
     stall(here["fun"])
-    n_iter, n_rejected, decrease = 0, 0, None
-    while (stop := stop_reason(opts, n_iter, len(rec.trajectory), here["grad_norm"], radius,
-                               decrease, _promised(here, B, lo, hi))) is None:
-        x = here["theta"]
-        s, pred = model_step(here["grad"], B, np.maximum(lo - x, -radius),
-                             np.minimum(hi - x, radius))
-        step = float(np.max(np.abs(s), initial=0.0))
-        if pred <= 0.0 or step == 0.0:
-            stop = True, "CONVERGENCE: the model predicts no decrease inside the box"
-            break
-        trial = rec(np.clip(x + s, lo, hi), radius)
-        n_iter += 1
-        rho = agreement(here, trial, s, pred)
-        if np.isfinite(rho):
-            B = bfgs_update(B, s, trial["grad"] - here["grad"], first=n_iter == 1)
-            best = trial if trial["fun"] < best["fun"] else best
-        decrease = None
-        if rho > ETA:
-            if step < 0.99 * radius and trial["fun"] <= here["fun"]:
-                decrease = _relative_decrease(here["fun"], trial["fun"])
-            trial["accepted"], here = True, trial
-        else:
-            n_rejected += 1
-        radius = next_radius(radius, rho, step, opts.max_radius)
-        if stall(trial["fun"]):
-            stop = True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
-                          f"{opts.stall_rtol:g} (relative) over the last {opts.stall_evals} "
-                          "evaluations")
-            break
+    stop = None
+    while stop is None:
+        stop = (stop_reason(opts, st.n_iter, len(rec.trajectory), st.here["grad_norm"],
+                            st.radius, st.decrease, _promised(st.here, st.B, lo, hi))
+                or _iterate(st, rec, opts, (lo, hi), stall))
     success, message = stop
+    best = st.best
     if rec.n_nonfinite:
         success, message = _after_nonfinite(rec, best, opts, success, message)
     return StartResult(theta0=theta0, theta=best["theta"], fun=best["fun"], grad=best["grad"],
-                       info=best["info"], n_iter=n_iter, n_eval=len(rec.trajectory),
+                       info=best["info"], n_iter=st.n_iter, n_eval=len(rec.trajectory),
                        success=bool(success), message=str(message), trajectory=rec.trajectory,
-                       n_nonfinite=rec.n_nonfinite, n_rejected=n_rejected,
+                       n_nonfinite=rec.n_nonfinite, n_rejected=st.n_rejected,
                        n_replayed=rec.n_replayed)
+
+
+@dataclass
+class _Search:
+    """State of one start between iterations: the incumbent ``here``, the
+    best point evaluated, the model Hessian ``B``, the trust radius, the
+    counts, and the relative decrease of the last step taken strictly inside
+    the trust region (None otherwise; :func:`stop_reason`)."""
+
+    here: dict
+    best: dict
+    B: np.ndarray
+    radius: float
+    n_iter: int = 0
+    n_rejected: int = 0
+    decrease: float | None = None
+
+
+def _iterate(st, rec, opts, box, stall):
+    """One trust-region iteration on ``st``: the model's step inside the
+    radius, its evaluation, the quasi-Newton update from every finite trial,
+    acceptance by :func:`agreement`, the new radius. Returns ``(success,
+    message)`` when the start ends, else None."""
+    lo, hi = box
+    x = st.here["theta"]
+    s, pred = model_step(st.here["grad"], st.B, np.maximum(lo - x, -st.radius),
+                         np.minimum(hi - x, st.radius))
+    step = float(np.max(np.abs(s), initial=0.0))
+    if pred <= 0.0 or step == 0.0:
+        return True, "CONVERGENCE: the model predicts no decrease inside the box"
+    trial = rec(np.clip(x + s, lo, hi), st.radius)
+    st.n_iter += 1
+    rho = agreement(st.here, trial, s, pred)
+    if np.isfinite(rho):
+        st.B = bfgs_update(st.B, s, trial["grad"] - st.here["grad"], first=st.n_iter == 1)
+        st.best = trial if trial["fun"] < st.best["fun"] else st.best
+    st.decrease = None
+    if rho > ETA:
+        if step < 0.99 * st.radius and trial["fun"] <= st.here["fun"]:
+            st.decrease = _relative_decrease(st.here["fun"], trial["fun"])
+        trial["accepted"], st.here = True, trial
+    else:
+        st.n_rejected += 1
+    st.radius = next_radius(st.radius, rho, step, opts.max_radius)
+    if stall(trial["fun"]):
+        return True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
+                      f"{opts.stall_rtol:g} (relative) over the last {opts.stall_evals} "
+                      "evaluations")
+    return None
 
 
 def _after_nonfinite(rec, best, opts, success, message):
