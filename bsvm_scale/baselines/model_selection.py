@@ -1,6 +1,6 @@
 """Cross-validated grid search for the classical SVM baselines.
 
-The protocol of the thesis experiments (``experiments.md``, R2 and C1): a
+The protocol of the thesis experiments (``docs/protocols.md``, R2 and C1): a
 coarse 7 x 7 grid in ``(log10 C, log10 kappa)`` over a box, then a fine 9 x 9
 grid spaced 0.1 (in log10 units) centred on the best coarse point. The score
 is the cross-validation loss pooled over all held-out cases -- mean squared
@@ -13,9 +13,10 @@ Default boxes: ``[-0.5, 2.5] x [-2.5, 0.5]`` for regression (R2) and
 ``[0, 3] x [-3, 0]`` for classification (C1).
 
 Every (fold, grid point) pair is one call of the pure function
-:func:`cv_task`; :func:`run_tasks` executes the list either serially or, when
-a ``dask.distributed.Client`` is given, as Dask tasks (the data are scattered
-once). Results are identical either way.
+:func:`cv_task`, run serially or, when a ``dask.distributed.Client`` is given,
+as Dask tasks through the package's one scheduling helper
+(:func:`bsvm_scale._util.scheduling.map_tasks`: the data are scattered once).
+Results are identical either way.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import numpy as np
 from sklearn.base import clone, is_regressor
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
 
-__all__ = ["GridSearchResult", "grid_search_cv", "cv_task", "run_tasks", "log_grid",
+from .._util.scheduling import map_tasks
+
+__all__ = ["GridSearchResult", "grid_search_cv", "cv_task", "log_grid",
            "R2_BOX", "C1_BOX"]
 
 R2_BOX = ((-0.5, 2.5), (-2.5, 0.5))   # (log10 C, log10 kappa) for SVR, experiments R2
@@ -75,10 +78,11 @@ def log_grid(lo, hi, points):
     return np.linspace(lo, hi, points)
 
 
-def cv_task(estimator, X, y, train, test, params, scoring):
+def cv_task(X, y, estimator, train, test, params, scoring):
     """Fit ``clone(estimator).set_params(**params)`` on ``train``, score on ``test``.
 
-    A pure function of its arguments (the unit of work of the grid search).
+    A pure function of its arguments (the unit of work of the grid search;
+    the data come first, as the arguments every task shares).
 
     Returns
     -------
@@ -97,31 +101,6 @@ def cv_task(estimator, X, y, train, test, params, scoring):
     else:
         loss = float(np.sum(pred != y[test]))
     return loss, int(len(est.support_))
-
-
-def run_tasks(tasks, X, y, client=None):
-    """Run ``cv_task(estimator, X, y, train, test, params, scoring)`` for every
-    ``(estimator, train, test, params, scoring)`` in ``tasks``.
-
-    Serially without ``client``; otherwise ``X`` and ``y`` are scattered to
-    the workers once and each task is submitted to the
-    ``dask.distributed.Client``. Returns the list of results in task order.
-    """
-    if client is None:
-        return [cv_task(est, X, y, tr, te, p, sc) for est, tr, te, p, sc in tasks]
-    # hash=False: fresh keys, so that releasing the data of an earlier call
-    # cannot remove the data of this one
-    Xf = client.scatter(X, broadcast=True, hash=False)
-    yf = client.scatter(y, broadcast=True, hash=False)
-    futures = [client.submit(cv_task, est, Xf, yf, tr, te, p, sc, pure=False)
-               for est, tr, te, p, sc in tasks]
-    try:
-        return client.gather(futures)
-    finally:
-        for f in futures:
-            f.release()
-        Xf.release()
-        yf.release()
 
 
 def _folds(cv, X, y, classification, shuffle, random_state):
@@ -208,6 +187,36 @@ def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_po
     -------
     GridSearchResult
     """
+    X, y, regression = _check_data(estimator, X, y)
+    _check_grid(estimator, params, coarse_points, fine_points, fine_step)
+    default = R2_BOX if regression else C1_BOX
+    bx = _check_box("log10_C", default[0] if log10_C is None else log10_C)
+    by = _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa)
+    grid = _Grid(estimator, X, y, _folds(cv, X, y, not regression, shuffle, random_state),
+                 tuple(params), "mse" if regression else "error_rate", client)
+    rows = grid.evaluate(log_grid(*bx, coarse_points), log_grid(*by, coarse_points), 0)
+    best_row = _best_row(rows)
+    if fine_points > 0:
+        offs = (np.arange(fine_points) - (fine_points - 1) / 2.0) * fine_step
+        fine = grid.evaluate(best_row[1] + offs, best_row[2] + offs, 1)
+        rows, best_row = rows + fine, _best_row(fine)
+    best_params = {params[0]: float(10.0 ** best_row[1]), params[1]: float(10.0 ** best_row[2])}
+    best_est = clone(estimator).set_params(**best_params).fit(X, y) if refit else None
+    return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
+                            best_n_sv=float(best_row[4]), table=_table(rows, params),
+                            best_estimator=best_est,
+                            n_folds=len(grid.folds), scoring=grid.scoring, params=tuple(params))
+
+
+def _table(rows, params):
+    """The ``table`` of :class:`GridSearchResult` from the evaluated rows."""
+    arr = np.array(rows, dtype=float)
+    return {"stage": arr[:, 0].astype(int), f"log10_{params[0]}": arr[:, 1],
+            f"log10_{params[1]}": arr[:, 2], "score": arr[:, 3], "n_sv": arr[:, 4]}
+
+
+def _check_data(estimator, X, y):
+    """``(X, y, regression)`` validated for the grid search."""
     from ..inference.covariance import as_float_matrix
 
     X = as_float_matrix(X, "X")
@@ -219,60 +228,54 @@ def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_po
         y = np.asarray(y, dtype=float)
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values.")
+    return X, y, regression
+
+
+def _check_grid(estimator, params, coarse_points, fine_points, fine_step):
+    """Validate the searched parameter names and the grid sizes."""
     if len(params) != 2 or not all(isinstance(p, str) for p in params):
         raise ValueError(f"params must be two parameter names; got {params!r}.")
     valid = estimator.get_params()
     for p in params:
         if p not in valid:
             raise ValueError(f"params: {type(estimator).__name__} has no parameter {p!r}.")
-    default = R2_BOX if regression else C1_BOX
-    bx = _check_box("log10_C", default[0] if log10_C is None else log10_C)
-    by = _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa)
     for name, v in (("coarse_points", coarse_points), ("fine_points", fine_points)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < (1 if name == "coarse_points" else 0):
             raise ValueError(f"{name} must be a non-negative integer (coarse >= 1); got {v!r}.")
     if not (np.isfinite(fine_step) and fine_step > 0):
         raise ValueError(f"fine_step must be positive; got {fine_step!r}.")
-    scoring = "mse" if regression else "error_rate"
-    folds = _folds(cv, X, y, not regression, shuffle, random_state)
-    n = X.shape[0]
-    px, py = params
 
-    def evaluate(gx, gy, stage):
+
+def _best_row(rows):
+    """The row of ``rows`` (stage, log10 x, log10 y, loss, n_sv) :func:`_pick_best` picks."""
+    arr = np.array(rows, dtype=float)
+    return arr[_pick_best(arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])]
+
+
+@dataclass
+class _Grid:
+    """One grid search's fixed parts: the template, the data, the folds."""
+
+    estimator: object
+    X: np.ndarray
+    y: np.ndarray
+    folds: list
+    params: tuple
+    scoring: str
+    client: object = None
+
+    def evaluate(self, gx, gy, stage):
+        """Rows ``(stage, a, b, pooled loss, mean n_sv)`` of the grid ``gx x gy``
+        (log10 values), every (point, fold) fit one :func:`cv_task`."""
+        px, py = self.params
         pts = [(a, b) for a in gx for b in gy]
-        tasks = []
-        for a, b in pts:
-            pv = {px: float(10.0 ** a), py: float(10.0 ** b)}
-            for tr, te in folds:
-                tasks.append((estimator, tr, te, pv, scoring))
-        res = run_tasks(tasks, X, y, client)
-        k = len(folds)
+        items = [(self.estimator, tr, te, {px: float(10.0 ** a), py: float(10.0 ** b)},
+                  self.scoring) for a, b in pts for tr, te in self.folds]
+        res = map_tasks(cv_task, items, shared=(self.X, self.y), client=self.client)
+        k = len(self.folds)
         out = []
         for g, (a, b) in enumerate(pts):
             chunk = res[g * k:(g + 1) * k]
-            loss = sum(r[0] for r in chunk) / n
-            nsv = sum(r[1] for r in chunk) / k
-            out.append((stage, a, b, loss, nsv))
+            out.append((stage, a, b, sum(r[0] for r in chunk) / self.X.shape[0],
+                        sum(r[1] for r in chunk) / k))
         return out
-
-    rows = evaluate(log_grid(*bx, coarse_points), log_grid(*by, coarse_points), 0)
-    arr = np.array(rows, dtype=float)
-    b0 = _pick_best(arr[:, 1], arr[:, 2], arr[:, 3], arr[:, 4])
-    if fine_points > 0:
-        half = (fine_points - 1) / 2.0
-        offs = (np.arange(fine_points) - half) * fine_step
-        fine = evaluate(arr[b0, 1] + offs, arr[b0, 2] + offs, 1)
-        rows += fine
-        farr = np.array(fine, dtype=float)
-        bf = _pick_best(farr[:, 1], farr[:, 2], farr[:, 3], farr[:, 4])
-        best_row = farr[bf]
-    else:
-        best_row = arr[b0]
-    arr = np.array(rows, dtype=float)
-    table = {"stage": arr[:, 0].astype(int), f"log10_{px}": arr[:, 1], f"log10_{py}": arr[:, 2],
-             "score": arr[:, 3], "n_sv": arr[:, 4]}
-    best_params = {px: float(10.0 ** best_row[1]), py: float(10.0 ** best_row[2])}
-    best_est = clone(estimator).set_params(**best_params).fit(X, y) if refit else None
-    return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
-                            best_n_sv=float(best_row[4]), table=table, best_estimator=best_est,
-                            n_folds=len(folds), scoring=scoring, params=tuple(params))

@@ -39,10 +39,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
+from .._util.scheduling import scatter_shared
 from ..models.warm_start import run_model_file
+from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
 from .cluster import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from .config import BAYES_KINDS, TASK_OF, Pipeline
+from .evidence_grid import dependencies, grid_records, grid_specs, is_grid
 from .fingerprint import (KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key,
                           reconcile_tasks, task_keys, write_key)
 from .progress import Progress
@@ -126,6 +128,7 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
                 else:
                     tid = f"{ds.label}__{m.label}__p{p:03d}"
                     specs.append({**base, "task_id": tid, "start": -1, "n_starts": 1})
+    specs += grid_specs(specs, pipeline.models)  # evidence grids wait for their starts
     for s in specs:
         s["task_dir"] = str(run_dir / "tasks" / s["task_id"])
     link_fixed(specs, pipeline.models)  # protocol A: tasks that wait for others
@@ -248,7 +251,8 @@ def aggregate(pipeline, data, results, run_dir: Path):
     models_dir.mkdir(exist_ok=True)
     groups = {}
     for r in results.values():
-        groups.setdefault((r["dataset"], r["model"], r["partition"]), []).append(r)
+        if not is_grid(r):  # grids are kept apart (grid_records)
+            groups.setdefault((r["dataset"], r["model"], r["partition"]), []).append(r)
     mspec = {m.label: m for m in pipeline.models}
     for (ds, model, p), rs in sorted(groups.items()):
         rs = sorted(rs, key=lambda r: r["start"])
@@ -407,7 +411,10 @@ def _finished(specs):
 
 
 def _model_matches(task_dir, rec):
-    """``model.h5`` exists and is the one the result was written with."""
+    """``model.h5`` exists and is the one the result was written with (an
+    evidence grid has no model)."""
+    if is_grid(rec):
+        return True
     path = task_dir / "model.h5"
     if not path.exists():
         return False
@@ -451,7 +458,7 @@ def _submit(run, todo, client):
     seen = client.run(_paths_visible, sorted({s["data"] for s in todo}))
     scatter = bool(os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")) or not all(seen.values())
     if scatter:
-        scattered = {d["path"]: client.scatter((d["X"], d["y"]), broadcast=True, hash=False)
+        scattered = {d["path"]: scatter_shared(client, (d["X"], d["y"]))
                      for d in run.data.values()}
         for s in todo:
             s["data"] = scattered[s["data"]]
@@ -460,9 +467,9 @@ def _submit(run, todo, client):
         for s in todo:  # driver writes the result files; no mid-start checkpoints
             s["task_dir"] = None
     futures, by_id = {}, {}
-    for s in sorted(todo, key=lambda s: "fix_from" in s):  # dependents last
+    for s in sorted(todo, key=lambda s: bool(dependencies(s))):  # dependents last
         key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
-        deps = [by_id[t] if t in by_id else run.results[t] for t in s.get("fix_from", [])]
+        deps = [by_id[t] if t in by_id else run.results[t] for t in dependencies(s)]
         # partition-major: every data set's and model's partition 0 before any
         # partition 1, so that a run stopped early holds the first partitions of all
         by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
@@ -545,7 +552,8 @@ def _collect(fut, s, run, client=None):
         return False
     out = fut.result()
     res = out["result"]
-    if not (task_dir / "model.h5").exists() or s.get("task_dir") is None:
+    if out["model_h5"] is not None and (not (task_dir / "model.h5").exists()
+                                        or s.get("task_dir") is None):
         atomic_write_bytes(task_dir / "model.h5", out["model_h5"])
     if read_record(task_dir / "result.h5") is None or s.get("task_dir") is None:
         write_record(task_dir / "result.h5", res)
@@ -586,6 +594,7 @@ def _run_record(run, status=None):
                              "committee": m.committee} for m in pipeline.models},
         "tasks": {k: results[k] for k in sorted(results)},
         "results": agg,
+        "grids": grid_records(results),
         "failures": run.failures,
     }
 
