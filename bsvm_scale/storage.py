@@ -90,82 +90,97 @@ def _child_name(key, index):
 
 def encode(group, name, value, where="model"):
     """Write ``value`` under ``group[name]`` (recursively, no pickling)."""
-    from ._util.base import Standardizer
+    if _encode_container(group, name, value, where):
+        return
+    if isinstance(value, np.ndarray):
+        _encode_array(group, name, value, where)
+        return
+    data, kind, dtype = _scalar_leaf(value, f"{where}.{name}")
+    ds = group.create_dataset(name, data=data, dtype=dtype)
+    ds.attrs["kind"] = kind
+
+
+def _encode_container(group, name, value, where):
+    """Write an estimator, Standardizer, dict, list or tuple as a group;
+    False for any other value."""
     from sklearn.base import BaseEstimator
 
+    from ._util.base import Standardizer
+
     if isinstance(value, BaseEstimator):
-        g = group.create_group(name, track_order=True)
-        g.attrs["kind"] = "estimator"
+        kind = "estimator"
+    elif isinstance(value, Standardizer):
+        kind = "standardizer"
+    elif isinstance(value, dict):
+        kind = "dict"
+    elif isinstance(value, (list, tuple)):
+        kind = "list" if isinstance(value, list) else "tuple"
+    else:
+        return False
+    g = group.create_group(name, track_order=True)
+    g.attrs["kind"] = kind
+    if kind == "estimator":
         _write_estimator(g, value, f"{where}.{name}")
-        return
-    if isinstance(value, Standardizer):
-        g = group.create_group(name, track_order=True)
-        g.attrs["kind"] = "standardizer"
+    elif kind == "standardizer":
         encode(g, "mean", value.mean, where)
         encode(g, "scale", value.scale, where)
-        return
-    if isinstance(value, dict):
-        g = group.create_group(name, track_order=True)
-        g.attrs["kind"] = "dict"
+    elif kind == "dict":
         _encode_items(g, value, f"{where}.{name}")
-        return
-    if isinstance(value, (list, tuple)):
-        g = group.create_group(name, track_order=True)
-        g.attrs["kind"] = "list" if isinstance(value, list) else "tuple"
+    else:
         g.attrs["length"] = np.int64(len(value))
         for i, v in enumerate(value):
             encode(g, str(i), v, f"{where}.{name}[{i}]")
-        return
+    return True
+
+
+def _scalar_leaf(value, where):
+    """``(data, kind, dtype)`` of a scalar leaf dataset (dtype None: NumPy's)."""
+    import h5py
+
     if value is None:
-        ds = group.create_dataset(name, data=np.int8(0))
-        ds.attrs["kind"] = "none"
-    elif isinstance(value, (bool, np.bool_)) and not isinstance(value, np.ndarray):
-        ds = group.create_dataset(name, data=np.bool_(value))
-        ds.attrs["kind"] = "bool" if isinstance(value, bool) else "npscalar"
-    elif isinstance(value, int):
+        return np.int8(0), "none", None
+    if isinstance(value, (bool, np.bool_)):
+        return np.bool_(value), ("bool" if isinstance(value, bool) else "npscalar"), None
+    if isinstance(value, int):
         if not -2**63 <= value < 2**63:
-            raise TypeError(f"{where}.{name}: integer {value} does not fit in 64 bits")
-        ds = group.create_dataset(name, data=np.int64(value))
-        ds.attrs["kind"] = "int"
-    elif isinstance(value, float):
-        ds = group.create_dataset(name, data=np.float64(value))
-        ds.attrs["kind"] = "float"
-    elif isinstance(value, complex):
-        ds = group.create_dataset(name, data=np.complex128(value))
-        ds.attrs["kind"] = "complex"
-    elif isinstance(value, str):
-        import h5py
-
-        ds = group.create_dataset(name, data=value, dtype=h5py.string_dtype())
-        ds.attrs["kind"] = "str"
-    elif isinstance(value, np.generic):
+            raise TypeError(f"{where}: integer {value} does not fit in 64 bits")
+        return np.int64(value), "int", None
+    if isinstance(value, float):
+        return np.float64(value), "float", None
+    if isinstance(value, complex):
+        return np.complex128(value), "complex", None
+    if isinstance(value, str):
+        return value, "str", h5py.string_dtype()
+    if isinstance(value, np.generic):
         if value.dtype.kind in "OUSV":
-            raise TypeError(f"{where}.{name}: unsupported numpy scalar dtype {value.dtype}")
-        ds = group.create_dataset(name, data=value)
-        ds.attrs["kind"] = "npscalar"
-    elif isinstance(value, np.ndarray):
-        if value.dtype.kind in "OV":
-            raise TypeError(f"{where}.{name}: arrays of dtype {value.dtype} cannot be stored")
-        if value.dtype.kind in "US":
-            import h5py
+            raise TypeError(f"{where}: unsupported numpy scalar dtype {value.dtype}")
+        return value, "npscalar", None
+    raise TypeError(f"{where}: cannot store an object of type "
+                    f"{type(value).__module__}.{type(value).__name__}")
 
-            flat = np.array([str(v) for v in value.ravel()], dtype=object)
-            ds = group.create_dataset(name, data=flat, dtype=h5py.string_dtype())
-            ds.attrs["kind"] = "strarray"
-            ds.attrs["shape"] = np.array(value.shape, dtype=np.int64)
-            ds.attrs["dtype"] = value.dtype.str
-            return
-        fortran = bool(value.ndim > 1 and value.flags.f_contiguous and not value.flags.c_contiguous)
-        data = np.ascontiguousarray(value.T if fortran else value)
-        if data.size == 0:
-            ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype)
-        else:
-            ds = group.create_dataset(name, data=data)
-        ds.attrs["kind"] = "ndarray"
-        ds.attrs["fortran"] = fortran
+
+def _encode_array(group, name, value, where):
+    """Write an ndarray losslessly: dtype, shape and memory order (a
+    Fortran-ordered array is stored transposed and flagged)."""
+    import h5py
+
+    if value.dtype.kind in "OV":
+        raise TypeError(f"{where}.{name}: arrays of dtype {value.dtype} cannot be stored")
+    if value.dtype.kind in "US":
+        flat = np.array([str(v) for v in value.ravel()], dtype=object)
+        ds = group.create_dataset(name, data=flat, dtype=h5py.string_dtype())
+        ds.attrs["kind"] = "strarray"
+        ds.attrs["shape"] = np.array(value.shape, dtype=np.int64)
+        ds.attrs["dtype"] = value.dtype.str
+        return
+    fortran = bool(value.ndim > 1 and value.flags.f_contiguous and not value.flags.c_contiguous)
+    data = np.ascontiguousarray(value.T if fortran else value)
+    if data.size == 0:
+        ds = group.create_dataset(name, shape=data.shape, dtype=data.dtype)
     else:
-        raise TypeError(f"{where}.{name}: cannot store an object of type "
-                        f"{type(value).__module__}.{type(value).__name__}")
+        ds = group.create_dataset(name, data=data)
+    ds.attrs["kind"] = "ndarray"
+    ds.attrs["fortran"] = fortran
 
 
 #: longest string kept inline in a dict's ``scalars`` attribute; longer ones
