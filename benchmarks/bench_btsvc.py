@@ -14,7 +14,7 @@ Three parts (``--part``; ``all`` runs them all):
     ``GaussianProcessClassifier`` optimiser iteration, i.e. one call of its
     ``log_marginal_likelihood(theta, eval_gradient=True)`` (Newton iterations
     for the Laplace mode plus the O(n^3) gradient), on the C2 data
-    (experiments.md) for several training sizes. Both at the same covariance
+    (docs/protocols.md, C2) for several training sizes. Both at the same covariance
     starting point (kappa0 = 10, kappa = 1/d on standardised inputs; the GPC
     kernel is ``ConstantKernel * RBF`` with matching variance and length).
 

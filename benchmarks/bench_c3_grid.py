@@ -1,5 +1,5 @@
 """How far the BTSVC evidence search ends from the best point of the C3
-contour grid (experiments.md C3: a 13 x 13 grid over (kappa0, kappa) around
+contour grid (docs/protocols.md, C3: a 13 x 13 grid over (kappa0, kappa) around
 the fitted point, kappa_b fixed), on the first partition of each C3 data set.
 
 ``gap = -ln evidence of the fit - the grid's lowest -ln evidence`` (positive:

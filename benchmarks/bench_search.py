@@ -2,7 +2,7 @@
 
 The evidence of BSVR and BTSVC is only piecewise smooth, so the optimiser's
 cost is counted in evidence evaluations (each one MAP solve plus one evidence
-and gradient). Cases (experiments.md):
+and gradient). Cases (docs/protocols.md):
 
 - ``r1``: BSVR, sinc + SILF noise (R1), 4,000 cases (up to 3 training sets), beta
   0.3, the two protocol starts;

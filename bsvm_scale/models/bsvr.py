@@ -11,10 +11,10 @@ A thin public estimator over the shared engines:
 
 Inputs are standardised with training statistics; targets are used as given.
 The default box prior and starting values of ``C`` and ``epsilon`` are the
-thesis' values (experiments.md) expressed in units of the standard deviation
-``s`` of the training targets (``C`` in units of ``1/s``, ``epsilon`` in
-units of ``s``), so that the box stays meaningful for targets of any scale;
-for targets of unit spread they coincide with the thesis' values.
+thesis' values (docs/protocols.md, Conventions) expressed in units of the
+standard deviation ``s`` of the training targets (``C`` in units of ``1/s``,
+``epsilon`` in units of ``s``), so that the box stays meaningful for targets
+of any scale; for targets of unit spread they coincide with the thesis' values.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
 
-#: thesis box prior (experiments.md) for unit-scale targets
+#: thesis box prior (docs/protocols.md, Conventions) for unit-scale targets
 BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
        "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
 _PRED_CHUNK_BYTES = 32 * 2**20

@@ -48,7 +48,7 @@ __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjec
 BOUNDS_LN_KAPPA0 = (-5.0, 10.0)
 BOUNDS_LN_KAPPA = (-17.0, 10.0)
 BOUNDS_LN_KAPPA_B = (-13.0, 10.0)
-#: starting values of kappa0 tried in order (experiments.md, C1-C4)
+#: starting values of kappa0 tried in order (docs/protocols.md, Conventions)
 KAPPA0_STARTS = (10.0, 1.0, 100.0, 0.1)
 KAPPA_B_START = 100.0
 

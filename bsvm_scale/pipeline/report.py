@@ -6,7 +6,8 @@
 * the evidence trajectory (-ln evidence per evaluation) of every start;
 * per-partition distributions of the test metrics, with paired t-tests between
   the models of a data set (``t = mean(e) / sqrt(sum((e_i - mean(e))^2) / (n(n-1)))``,
-  ``e_i`` the difference in test error on partition ``i``; experiments.md);
+  ``e_i`` the difference in test error on partition ``i``; docs/protocols.md,
+  Conventions);
 * time per model.
 """
 

@@ -296,7 +296,7 @@ def check_fix_from(models, bad):
     ``fix_from = { model = "BTSVC", partitions = 5 }`` fixes the hyperparameters
     of a BSVR/BTSVC model to the average of those inferred by the named model
     (same kind) on the first ``partitions`` partitions of each data set
-    (experiments.md C3, protocol A); the model is then fitted without evidence
+    (docs/protocols.md, C3 protocol A); the model is then fitted without evidence
     maximisation on every partition.
 
     Parameters

@@ -93,7 +93,9 @@ def test_ard_fit_ranks_relevant_inputs():
     assert k[0] > k[2] and k[1] > k[2]
 
 
-#: the protocol box of experiments.md on unscaled targets (as in pipelines/repro_r5.toml)
+#: the protocol box (docs/protocols.md, Conventions) on unscaled targets, as in
+#: pipelines/repro_r5.toml
+
 _R5_BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7)}
 _R5_START = [{"C": 1.0, "epsilon": 0.05, "kappa": 0.5, "kappa_b": 100.0}]
 
