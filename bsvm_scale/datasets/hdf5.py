@@ -135,26 +135,27 @@ def write_dataset(ds: Dataset, path, *, compression="gzip", compression_opts=4):
             f.attrs["format_version"] = np.int64(FORMAT_VERSION)
             f.attrs["library"] = LIBRARY
             if ds.splits:
-                g = f.create_group("splits")
-                g.attrs["n_splits"] = np.int64(len(ds.splits))
-                tr_sizes = {len(tr) for tr, _ in ds.splits}
-                te_sizes = {len(te) for _, te in ds.splits}
-                if len(tr_sizes) == 1 and len(te_sizes) == 1:
-                    g.attrs["layout"] = "stacked"
-                    _write_array(g, "train", np.stack([tr for tr, _ in ds.splits]),
-                                 compression, compression_opts)
-                    _write_array(g, "test", np.stack([te for _, te in ds.splits]),
-                                 compression, compression_opts)
-                else:
-                    g.attrs["layout"] = "per_split"
-                    for k, (tr, te) in enumerate(ds.splits):
-                        _write_array(g, f"train_{k}", tr, compression, compression_opts)
-                        _write_array(g, f"test_{k}", te, compression, compression_opts)
+                _write_splits(f.create_group("splits"), ds.splits, compression, compression_opts)
             if ds.extra:
                 g = f.create_group("extra")
                 for key, arr in ds.extra.items():
                     _write_array(g, key, arr, compression, compression_opts)
     return path
+
+
+def _write_splits(g, splits, compression, compression_opts):
+    """The train/test index pairs: two stacked arrays when every split has the
+    same sizes (``layout="stacked"``), else ``train_<k>``/``test_<k>``."""
+    g.attrs["n_splits"] = np.int64(len(splits))
+    if len({len(tr) for tr, _ in splits}) == 1 and len({len(te) for _, te in splits}) == 1:
+        g.attrs["layout"] = "stacked"
+        _write_array(g, "train", np.stack([tr for tr, _ in splits]), compression, compression_opts)
+        _write_array(g, "test", np.stack([te for _, te in splits]), compression, compression_opts)
+        return
+    g.attrs["layout"] = "per_split"
+    for k, (tr, te) in enumerate(splits):
+        _write_array(g, f"train_{k}", tr, compression, compression_opts)
+        _write_array(g, f"test_{k}", te, compression, compression_opts)
 
 
 # ---------------------------------------------------------------- reading
@@ -204,7 +205,32 @@ def _open(path):
 
 def _header(f, where):
     """Validate the root attributes and array shapes; return the metadata."""
-    h5py = _h5py()
+    version = _check_format(f, where)
+    xs = _check_arrays(f, where)
+    task = _str_attr(f, "task", where)
+    if task not in TASKS:
+        raise DatasetFileError(f"{where}: task {task!r} is not one of {TASKS}")
+    n_splits, layout = _splits_header(f, where)
+    return {
+        "name": _str_attr(f, "name", where),
+        "task": task,
+        "description": _str_attr(f, "description", where, required=False, default=""),
+        "n_samples": int(xs[0]),
+        "n_features": int(xs[1]),
+        "feature_names": _feature_names(f, xs[1], where),
+        "provenance": _provenance(f, where),
+        "format_version": version,
+        "n_splits": int(n_splits),
+        "splits_layout": layout,
+        "extra": _extras_header(f, xs[0], where),
+        "X_dtype": str(f["X"].dtype),
+        "y_dtype": str(f["y"].dtype),
+        "compression": f["X"].compression,
+    }
+
+
+def _check_format(f, where):
+    """The file's format version, after checking it is a data set file of it."""
     lib = _str_attr(f, "library", where, required=False, default=None)
     if lib != LIBRARY:
         raise DatasetFileError(
@@ -220,6 +246,12 @@ def _header(f, where):
         raise DatasetFileError(
             f"{where}: unknown format_version {version} (this library reads {FORMAT_VERSION})"
         )
+    return version
+
+
+def _check_arrays(f, where):
+    """The shape of /X after checking /X and /y exist, are numeric and agree."""
+    h5py = _h5py()
     for key in ("X", "y"):
         if key not in f or not isinstance(f[key], h5py.Dataset):
             raise DatasetFileError(f"{where}: missing dataset /{key}")
@@ -230,65 +262,62 @@ def _header(f, where):
         raise DatasetFileError(f"{where}: /y has shape {ys}, expected ({xs[0]},) to match /X {xs}")
     if not np.issubdtype(f["X"].dtype, np.number) or not np.issubdtype(f["y"].dtype, np.number):
         raise DatasetFileError(f"{where}: /X and /y must be numeric")
-    task = _str_attr(f, "task", where)
-    if task not in TASKS:
-        raise DatasetFileError(f"{where}: task {task!r} is not one of {TASKS}")
-    name = _str_attr(f, "name", where)
+    return xs
+
+
+def _feature_names(f, d, where):
+    """The stored column names (``x1..xd`` when absent), one per column."""
     if "feature_names" in f.attrs:
         raw = np.atleast_1d(f.attrs["feature_names"])
-        feature_names = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in raw]
+        names = [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in raw]
     else:
-        feature_names = [f"x{j + 1}" for j in range(xs[1])]
-    if len(feature_names) != xs[1]:
-        raise DatasetFileError(
-            f"{where}: {len(feature_names)} feature_names for {xs[1]} columns of /X"
-        )
-    prov_text = _str_attr(f, "provenance", where, required=False, default="{}")
+        names = [f"x{j + 1}" for j in range(d)]
+    if len(names) != d:
+        raise DatasetFileError(f"{where}: {len(names)} feature_names for {d} columns of /X")
+    return names
+
+
+def _provenance(f, where):
+    """The provenance attribute, parsed from JSON."""
+    text = _str_attr(f, "provenance", where, required=False, default="{}")
     try:
-        provenance = json.loads(prov_text) if prov_text else {}
+        return json.loads(text) if text else {}
     except json.JSONDecodeError as exc:
         raise DatasetFileError(f"{where}: provenance attribute is not valid JSON ({exc})") from None
-    description = _str_attr(f, "description", where, required=False, default="")
-    n_splits, layout = 0, None
-    if "splits" in f:
-        g = f["splits"]
-        layout = _str_attr(g, "layout", where + " /splits", required=False, default="per_split")
-        if layout == "stacked":
-            for key in ("train", "test"):
-                if key not in g or len(g[key].shape) != 2:
-                    raise DatasetFileError(f"{where}: /splits/{key} missing or not 2-D")
-            n_splits = g["train"].shape[0]
-            if g["test"].shape[0] != n_splits:
-                raise DatasetFileError(f"{where}: /splits/train and /splits/test disagree in count")
-        elif layout == "per_split":
-            n_splits = sum(1 for k in g if k.startswith("train_"))
-            for k in range(n_splits):
-                if f"train_{k}" not in g or f"test_{k}" not in g:
-                    raise DatasetFileError(f"{where}: /splits lacks train_{k} or test_{k}")
-        else:
-            raise DatasetFileError(f"{where}: unknown /splits layout {layout!r}")
+
+
+def _splits_header(f, where):
+    """``(n_splits, layout)`` of /splits, checked (``(0, None)`` without it)."""
+    if "splits" not in f:
+        return 0, None
+    g = f["splits"]
+    layout = _str_attr(g, "layout", where + " /splits", required=False, default="per_split")
+    if layout == "stacked":
+        for key in ("train", "test"):
+            if key not in g or len(g[key].shape) != 2:
+                raise DatasetFileError(f"{where}: /splits/{key} missing or not 2-D")
+        n_splits = g["train"].shape[0]
+        if g["test"].shape[0] != n_splits:
+            raise DatasetFileError(f"{where}: /splits/train and /splits/test disagree in count")
+        return n_splits, layout
+    if layout == "per_split":
+        n_splits = sum(1 for k in g if k.startswith("train_"))
+        for k in range(n_splits):
+            if f"train_{k}" not in g or f"test_{k}" not in g:
+                raise DatasetFileError(f"{where}: /splits lacks train_{k} or test_{k}")
+        return n_splits, layout
+    raise DatasetFileError(f"{where}: unknown /splits layout {layout!r}")
+
+
+def _extras_header(f, n, where):
+    """``{key: (shape, dtype)}`` of the per-case arrays in /extra (``n`` rows each)."""
+    h5py = _h5py()
     extras = {}
-    if "extra" in f:
-        for key, dset in f["extra"].items():
-            if not isinstance(dset, h5py.Dataset) or len(dset.shape) < 1 or dset.shape[0] != xs[0]:
-                raise DatasetFileError(f"{where}: /extra/{key} does not have {xs[0]} rows")
-            extras[key] = (tuple(dset.shape), str(dset.dtype))
-    return {
-        "name": name,
-        "task": task,
-        "description": description,
-        "n_samples": int(xs[0]),
-        "n_features": int(xs[1]),
-        "feature_names": feature_names,
-        "provenance": provenance,
-        "format_version": version,
-        "n_splits": int(n_splits),
-        "splits_layout": layout,
-        "extra": extras,
-        "X_dtype": str(f["X"].dtype),
-        "y_dtype": str(f["y"].dtype),
-        "compression": f["X"].compression,
-    }
+    for key, dset in (f["extra"].items() if "extra" in f else ()):
+        if not isinstance(dset, h5py.Dataset) or len(dset.shape) < 1 or dset.shape[0] != n:
+            raise DatasetFileError(f"{where}: /extra/{key} does not have {n} rows")
+        extras[key] = (tuple(dset.shape), str(dset.dtype))
+    return extras
 
 
 def _read_splits(g, meta):
