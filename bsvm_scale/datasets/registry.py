@@ -133,16 +133,7 @@ def generate(name: str, n: int | None = None, seed=0, *, n_splits: int = 0,
         if n < 1:
             raise ValueError(f"n must be positive; got {n}")
     if kind == "real":
-        if params:
-            raise ValueError(f"real data set {name!r} takes no parameters; got {sorted(params)}")
-        ds = load_real(name)
-        if n is not None and n < ds.n_samples:
-            rng, seed_rec = make_seed_rng(seed)
-            idx = np.sort(rng.choice(ds.n_samples, size=int(n), replace=False))
-            ds = ds.subset(idx)
-            ds.provenance["subset_seed"] = seed_rec
-        elif n is not None and n > ds.n_samples:
-            raise ValueError(f"real data set {name!r} has only {ds.n_samples} cases; asked for {n}")
+        ds = _real_subset(name, n, seed, params)
     else:
         accepted = dataset_params(name)
         unknown = sorted(set(params) - set(accepted))
@@ -153,26 +144,42 @@ def generate(name: str, n: int | None = None, seed=0, *, n_splits: int = 0,
             )
         ds = s.func(s.default_n if n is None else int(n), seed, **params)
     if n_splits:
-        if n_splits < 0:
-            raise ValueError(f"n_splits must be >= 0; got {n_splits}")
-        if n_train is None:
-            raise ValueError("n_train is required when n_splits > 0")
-        if s.ordered:
-            if n_splits != 1:
-                raise ValueError(f"{name!r} is a time series: only one chronological split")
-            sp = ordered_split(ds.n_samples, n_train, n_test)
-            note = {"kind": "chronological", "n_train": int(n_train),
-                    "n_test": int(len(sp[0][1]))}
-        else:
-            if split_seed is None:
-                if isinstance(seed, np.random.Generator):
-                    split_seed = seed
-                else:
-                    split_seed = np.random.default_rng([int(seed), 0x5EED])
-            sp = random_splits(ds.n_samples, n_train, n_splits, split_seed, n_test=n_test)
-            note = {"kind": "random", "n_splits": int(n_splits), "n_train": int(n_train),
-                    "n_test": int(len(sp[0][1])),
-                    "split_seed": split_seed if isinstance(split_seed, int)
-                    else f"derived from seed {seed!r}"}
-        ds = ds.with_splits(sp, note)
+        ds = _attach_splits(ds, s, n_splits, n_train, n_test, seed, split_seed)
     return ds
+
+
+def _real_subset(name, n, seed, params):
+    """The real data set ``name``, or a random subset of ``n`` of its rows."""
+    if params:
+        raise ValueError(f"real data set {name!r} takes no parameters; got {sorted(params)}")
+    ds = load_real(name)
+    if n is not None and n > ds.n_samples:
+        raise ValueError(f"real data set {name!r} has only {ds.n_samples} cases; asked for {n}")
+    if n is not None and n < ds.n_samples:
+        rng, seed_rec = make_seed_rng(seed)
+        ds = ds.subset(np.sort(rng.choice(ds.n_samples, size=int(n), replace=False)))
+        ds.provenance["subset_seed"] = seed_rec
+    return ds
+
+
+def _attach_splits(ds, spec, n_splits, n_train, n_test, seed, split_seed):
+    """``ds`` with ``n_splits`` partitions: the chronological one of a time
+    series, else random ones from ``split_seed`` (default derived from ``seed``)."""
+    if n_splits < 0:
+        raise ValueError(f"n_splits must be >= 0; got {n_splits}")
+    if n_train is None:
+        raise ValueError("n_train is required when n_splits > 0")
+    if spec.ordered:
+        if n_splits != 1:
+            raise ValueError(f"{ds.name!r} is a time series: only one chronological split")
+        sp = ordered_split(ds.n_samples, n_train, n_test)
+        return ds.with_splits(sp, {"kind": "chronological", "n_train": int(n_train),
+                                   "n_test": int(len(sp[0][1]))})
+    if split_seed is None:
+        split_seed = (seed if isinstance(seed, np.random.Generator)
+                      else np.random.default_rng([int(seed), 0x5EED]))
+    sp = random_splits(ds.n_samples, n_train, n_splits, split_seed, n_test=n_test)
+    return ds.with_splits(sp, {"kind": "random", "n_splits": int(n_splits),
+                               "n_train": int(n_train), "n_test": int(len(sp[0][1])),
+                               "split_seed": split_seed if isinstance(split_seed, int)
+                               else f"derived from seed {seed!r}"})
