@@ -217,10 +217,7 @@ def silf_hess(delta, epsilon, beta):
 
     Parameters
     ----------
-    delta : array_like
-        Residuals.
-    epsilon, beta : float or array_like
-        SILF parameters (``epsilon > 0``, ``0 < beta <= 1``).
+    delta, epsilon, beta : as in :func:`silf`.
 
     Returns
     -------
@@ -243,10 +240,7 @@ def silf_d_epsilon(delta, epsilon, beta):
 
     Parameters
     ----------
-    delta : array_like
-        Residuals.
-    epsilon, beta : float or array_like
-        SILF parameters (``epsilon > 0``, ``0 < beta <= 1``).
+    delta, epsilon, beta : as in :func:`silf`.
 
     Returns
     -------
@@ -425,10 +419,7 @@ def silf_cdf(delta, C, epsilon, beta):
 
     Parameters
     ----------
-    delta : array_like
-        Noise values.
-    C, epsilon, beta : float or array_like
-        ``C > 0``, ``epsilon > 0``, ``0 < beta <= 1``.
+    delta, C, epsilon, beta : as in :func:`silf_pdf`.
 
     Returns
     -------
@@ -533,10 +524,8 @@ def eps_insensitive_normalizer(C, epsilon):
 
     Parameters
     ----------
-    C : float or array_like
-        ``C > 0``.
-    epsilon : float or array_like
-        ``epsilon >= 0``.
+    C, epsilon : float or array_like
+        ``C > 0``, ``epsilon >= 0``.
 
     Returns
     -------
@@ -553,10 +542,8 @@ def eps_insensitive_noise_variance(C, epsilon):
 
     Parameters
     ----------
-    C : float or array_like
-        ``C > 0``.
-    epsilon : float or array_like
-        ``epsilon >= 0``.
+    C, epsilon : float or array_like
+        ``C > 0``, ``epsilon >= 0``.
 
     Returns
     -------
@@ -628,10 +615,7 @@ def trig_loss(z, delta=1.0):
 
     Parameters
     ----------
-    z : array_like
-        Margins ``y * f(x)``.
-    delta : float, optional
-        ``delta > 0`` (``1`` gives (5.7)).
+    z, delta : as in :func:`trig_likelihood` (``delta = 1`` gives (5.7)).
 
     Returns
     -------
@@ -651,10 +635,7 @@ def trig_loss_grad(z, delta=1.0):
 
     Parameters
     ----------
-    z : array_like
-        Margins ``y * f(x)``.
-    delta : float, optional
-        ``delta > 0``.
+    z, delta : as in :func:`trig_likelihood`.
 
     Returns
     -------
@@ -677,10 +658,7 @@ def trig_loss_hess(z, delta=1.0):
 
     Parameters
     ----------
-    z : array_like
-        Margins ``y * f(x)``.
-    delta : float, optional
-        ``delta > 0``.
+    z, delta : as in :func:`trig_likelihood`.
 
     Returns
     -------
