@@ -17,10 +17,11 @@ call :func:`get_row` without returning to Python:
 
 A lookup is O(1) (array index plus list splice); a miss costs one covariance
 row, O(n d). Rows are computed serially here: the SMO loop is sequential, and
-measurements on the 2-core machine showed a prange row launched from inside
-the loop costing up to ten times a serial one whenever the other core was
-busy (another worker, another start). :func:`bsvm_scale._compiled.covariance.cov_row`
-(prange) remains for one-off rows from Python.
+a parallel (prange) row launched from inside it waits for every thread, so it
+costs several serial rows whenever another process (a Dask worker, another
+start) occupies a core (docs/design/history.md, "Row cache").
+:func:`bsvm_scale._compiled.covariance.cov_row` (prange) remains for one-off
+rows from Python.
 """
 
 import numpy as np

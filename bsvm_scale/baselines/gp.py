@@ -145,7 +145,7 @@ class GPR(RegressorMixin, BaseEstimator):
         Target scale divided out (1 unless ``normalize_y``).
     starts_ : list of dict
         Every optimiser start, in the layout of
-        :func:`bsvm_scale.optimization.driver.start_record` (``neg_log_evidence`` and
+        :func:`bsvm_scale.optimization.records.start_record` (``neg_log_evidence`` and
         the trajectory values are those of the given targets).
     best_start_ : int
         Index of the kept start.

@@ -71,8 +71,9 @@ __all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "BlockEvidence
 #: default bound (nats) on the error of -ln evidence left by the factor
 DEFAULT_TOL = 0.01
 #: the factor kept for prediction is computed to this fraction of the
-#: evidence tolerance (its projection error drives that of the predictive
-#: standard deviation: 1e-4 nats gave 8e-5 relative on the 2-D C2 data)
+#: evidence tolerance: its projection error drives the relative error of the
+#: predictive standard deviation, which stays of the order of the factor's
+#: own tolerance (docs/design/history.md, "Matrix-free evidence")
 PREDICT_TOL_RATIO = 1e-2
 #: arrays of m x r float64 alive at once (the factor, and one temporary of
 #: the gradient or a trimmed copy of the pivot buffer)

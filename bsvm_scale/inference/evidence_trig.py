@@ -58,9 +58,9 @@ __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter", "trig_cla
 
 _JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 _XI_MAX = 2.0 - 1e-12
-#: below this SV-block size BLAS runs single-threaded: with Numba's OpenMP
-#: workers spinning after each parallel kernel, multi-threaded BLAS on small
-#: blocks is up to 20x slower than one thread.
+#: below this SV-block size BLAS runs single-threaded: Numba's OpenMP workers
+#: keep spinning after each parallel kernel, and multi-threaded BLAS on a small
+#: block competes with them for the cores (docs/design/history.md, "BLAS threads").
 SMALL_BLOCK = 2000
 
 

@@ -179,8 +179,9 @@ def choose_start(low_rank, warm, cold):
     exact (``tr E <= TRACE_TOL n`` within :data:`MAX_RANK` columns: smooth
     kernels on few inputs, where the SMO would walk tens of thousands of
     pairs and from the start has next to nothing left to do). A truncated
-    factor is not used: on 20 inputs its start was no better than the
-    previous solution, and its Newton steps cost more than the SMO saved.
+    factor is not used: its start is not reliably closer to the optimum than
+    the previous solution, and its Newton steps cost more than the SMO
+    iterations they could save (docs/design/lowrank_map_start.md).
     ``exact`` is None when no factor was tried, else whether it was exact
     (callers stop trying after a truncated one). The choice depends only on
     the hyperparameters, the data and ``warm``, so resume and replay stay

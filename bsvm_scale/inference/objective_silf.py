@@ -185,9 +185,10 @@ class _Problem:
         solution is used as it is. A new SMO solve, even warm-started from
         it, stops anywhere within ``tol`` of the optimum, and the evidence
         (4.38) jumps when a case there crosses between the loss's quadratic
-        and linear pieces: re-solving moved the final evidence of Boston
-        ARD fits by up to a nat away from the best one the optimiser found.
-        Otherwise it re-solves warm from ``best``'s dual vector.
+        and linear pieces, so a re-solve could return a model whose evidence
+        differs from the best one the optimiser found (docs/design/history.md,
+        "Evidence jumps"). Otherwise it re-solves warm from ``best``'s dual
+        vector.
         """
         theta = np.asarray(theta, dtype=float)
         if best is not None and best.f is not None and np.array_equal(best.theta, theta):

@@ -84,13 +84,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         One relevance weight ``kappa_l`` per input (4.42).
     ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimization.driver.isotropic_stage`). ``"isotropic"``: a
+        :func:`bsvm_scale.optimization.starts.isotropic_stage`). ``"isotropic"``: a
         run from every start itself, and one more run from the best optimum
         of the isotropic model (one ``kappa``, the geometric mean of the
         start's ``kappa_l``) fitted first from every start with every option
         of this estimator (every ``kappa_l`` equal to its ``kappa``, dual
         warm start from its solution, trust radius
-        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`); the best run is kept.
+        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`); the best run is kept.
         The ARD model contains the isotropic one and the search keeps its
         best point, so the ARD evidence is at least the isotropic optimum's.
         ``"continuation"``: only the run from the isotropic optimum (the same
@@ -158,7 +158,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         a fit is repeatable); the start with the highest subsample evidence
         is then refined on the full data, from the subsample optimum, with a
         dual warm start predicted from the subsample solution and a trust
-        radius of :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
+        radius of :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
         noise parameters and ``kappa``, ``kappa_b`` describe the function, so
         the subsample optimum is close to the full one and the expensive
         full-data evaluations drop to a handful. ``None`` turns this off
@@ -168,10 +168,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         An earlier fit of this class (or its model file, which keeps the new
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
-        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP` (no other starts, no
+        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
         subsample phase, no isotropic first stage), stopped once 2 evaluations
         in a row have not improved on it
-        (:data:`bsvm_scale.optimization.driver.RETRAIN_OPTIONS`; ``optimizer_options``
+        (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`; ``optimizer_options``
         override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
@@ -205,7 +205,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         (:class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
         Every start, in the layout of
-        :func:`bsvm_scale.optimization.driver.start_record` (the trajectory records
+        :func:`bsvm_scale.optimization.records.start_record` (the trajectory records
         hold the SV counts and SMO diagnostics of each evaluation under
         ``info``). One record per
         optimiser run, in order: the runs from the starts (coarse-to-fine:
@@ -451,7 +451,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return nu
 
     def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds):
-        """The subsample phase (:func:`bsvm_scale.optimization.driver.coarse_starts`): the
+        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
         full-data warm start is the best subsample solution ``nu`` on its own
         cases and 0 elsewhere. (Predicting bound SVs from the residuals
         instead overshoots: with ``n / init_subsample`` times as many points at

@@ -68,12 +68,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
     ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimization.driver.isotropic_stage`). ``"isotropic"``: a run
+        :func:`bsvm_scale.optimization.starts.isotropic_stage`). ``"isotropic"``: a run
         from every start, and one from the best optimum of the isotropic
         model fitted first from every start (one
         ``kappa``, the geometric mean of the start's ``kappa_l``; every
         ``kappa_l`` equal to it, SMO warm start from its solution, trust
-        radius :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`), so that the ARD
+        radius :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`), so that the ARD
         evidence is at least the isotropic optimum's. ``"continuation"``: only
         the run from the isotropic optimum (same guarantee). ``"start"``: only
         the run from the start (no guarantee).
@@ -129,7 +129,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         subsample evidence is then refined on the full data from its
         subsample optimum, with the SMO warm-started from the subsample's dual
         solution (its MAP function) and a trust radius of
-        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`. The subsample optimum is
+        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`. The subsample optimum is
         usually close to the full one, so the costly full-data evaluations
         (an SMO solve over ``n`` cases and an ``m x m`` evidence block) are
         few.
@@ -147,10 +147,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         An earlier fit of this class (or its model file, which keeps the new
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
-        :data:`bsvm_scale.optimization.driver.FINE_MAX_STEP` (no other starts, no
+        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
         subsample phase, no isotropic first stage; one-versus-rest: the
         classes must match), stopped once 2 evaluations in a row have not
-        improved on it (:data:`bsvm_scale.optimization.driver.RETRAIN_OPTIONS`;
+        improved on it (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`;
         ``optimizer_options`` override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
@@ -194,7 +194,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     n_opt_iter_ : int or ndarray
         Trust-region iterations of the chosen start (0 when ``optimize=False``).
     starts_ : list of dict
-        Per start, in the layout of :func:`bsvm_scale.optimization.driver.start_record`
+        Per start, in the layout of :func:`bsvm_scale.optimization.records.start_record`
         (each trajectory record's ``info`` holds ``n_sv``, ``smo_iter``, and
         ``map_s`` / ``evidence_s``, the seconds of the MAP solve and of the
         evidence + gradient). With coarse-to-fine starts (``init_subsample``)
@@ -446,7 +446,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
 
     def _coarse_starts(self, X, y, thetas, bounds):
-        """The subsample phase (:func:`bsvm_scale.optimization.driver.coarse_starts`): the
+        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
         full-data SMO warm start is the best subsample solution ``alpha`` on
         its own cases and 0 elsewhere, whose ``f = Sigma Y alpha`` (5.32) is
         exactly the subsample's MAP function."""

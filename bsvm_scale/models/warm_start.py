@@ -3,8 +3,8 @@
 A nightly job retrains on data that changed a little since the last run. The
 earlier model's log hyperparameters ``theta_`` are the only start, refined on
 the full data within the trust radius of the coarse-to-fine refinement
-(:data:`bsvm_scale.optimization.driver.FINE_MAX_STEP`, first step
-:data:`bsvm_scale.optimization.driver.FINE_FIRST_STEP`): no other starts, no subsample
+(:data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`, first step
+:data:`bsvm_scale.optimization.starts.FINE_FIRST_STEP`): no other starts, no subsample
 phase and no isotropic first stage. The MAP solves start as usual (the
 low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank` when its factor is
 exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run

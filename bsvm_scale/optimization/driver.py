@@ -107,7 +107,7 @@ class Options:
         """Options from a dict; ``max_step`` caps the radius and ``first_step``
         (else ``min(1, max_step)``) sets the initial one."""
         given = dict(options or {})
-        if "min_step" in given:  # the name under the former line-search driver
+        if "min_step" in given:  # accepted as another name of min_radius
             given.setdefault("min_radius", given.pop("min_step"))
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(given) - names)

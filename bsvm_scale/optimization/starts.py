@@ -27,9 +27,9 @@ __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isot
 #: improved on it (user options override this)
 RETRAIN_OPTIONS = {"stall_evals": 2}
 #: initial trust radius (max-norm, log units) of the full-data phase of
-#: coarse-to-fine starts: on diamonds the best point along the first
-#: direction lay 0.08 (20,000 cases) and 0.17 (50,000) from the subsample
-#: optimum
+#: coarse-to-fine starts: the full-data optimum lies close to the subsample
+#: optimum, and a first step of the full radius tends to be rejected or to
+#: land far below the start (docs/design/history.md, "Coarse-to-fine starts")
 FINE_FIRST_STEP = 0.2
 #: largest trust radius of the full-data phase of coarse-to-fine starts and of
 #: retraining: it begins at the subsample (or earlier) optimum, which is close
@@ -119,9 +119,10 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run):
 
 def best_isotropic(stage):
     """The isotropic fit with the highest evidence in ``stage`` (None if every
-    fit failed): the ARD search continues from this one only. Continued from
-    each start's isotropic optimum, the ARD runs ended within 0.01 nats of
-    each other on Friedman #1 (2,000 cases), at twice the cost."""
+    fit failed): the ARD search continues from this one only, one ARD run
+    instead of one per start; the runs from the other isotropic optima add
+    cost and seldom a better evidence (docs/design/trust_region_search.md,
+    "ARD")."""
     fitted = [iso for iso in stage if iso is not None]
     return max(fitted, key=lambda m: m.log_evidence_) if fitted else None
 
