@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from ._util.atomic import atomic_path
+from ._util.hdf5 import decode_text
 
 __all__ = ["save_model", "load_model", "model_feature_names", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
@@ -287,14 +288,7 @@ def _decode_items(node, where):
 
 
 def _attr_str(obj, key):
-    v = obj.attrs.get(key)
-    if isinstance(v, bytes):
-        v = v.decode("utf-8")
-    if isinstance(v, np.ndarray) and v.shape == ():
-        v = v.item()
-        if isinstance(v, bytes):
-            v = v.decode("utf-8")
-    return v
+    return decode_text(obj.attrs.get(key))
 
 
 def decode(node, where="model"):

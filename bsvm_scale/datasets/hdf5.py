@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .._util.atomic import atomic_path
+from .._util.hdf5 import decode_text
 from ._dataset import TASKS, Dataset
 
 __all__ = [
@@ -166,13 +167,7 @@ def _str_attr(f, key, where, *, required=True, default=""):
         if required:
             raise DatasetFileError(f"{where}: missing attribute {key!r}")
         return default
-    val = f.attrs[key]
-    if isinstance(val, bytes):
-        val = val.decode("utf-8")
-    if isinstance(val, np.ndarray) and val.shape == ():
-        val = val.item()
-        if isinstance(val, bytes):
-            val = val.decode("utf-8")
+    val = decode_text(f.attrs[key])
     if not isinstance(val, str):
         raise DatasetFileError(f"{where}: attribute {key!r} is not a string")
     return val

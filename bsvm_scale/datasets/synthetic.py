@@ -93,24 +93,23 @@ def sinc_silf(n, seed, *, C=10.0, epsilon=0.1, beta=0.3, low=-10.0, high=10.0):
     rng, seed_rec = make_seed_rng(seed)
     x = rng.uniform(low, high, size=n)
     noise = np.asarray(silf_sample(C, epsilon, beta, size=n, random_state=rng), dtype=np.float64)
-    f = sinc(x)
     params = {"C": float(C), "epsilon": float(epsilon), "beta": float(beta),
               "low": float(low), "high": float(high)}
-    return Dataset(
-        X=x[:, None],
-        y=f + noise,
-        name="sinc_silf",
-        task="regression",
-        feature_names=["x"],
-        provenance=_prov(
-            "sinc_silf", seed_rec, params,
-            "x ~ U[low, high]; y = sin|x|/|x| + delta, delta ~ SILF(C, epsilon, beta) "
-            "drawn by inverse CDF (thesis Appendix F) via bsvm_scale.inference.losses.silf_sample",
-            noise_variance=float(silf_noise_variance(C, epsilon, beta)),
-        ),
-        extra={"f": f, "noise": noise},
-        description="sinc(x) on [-10, 10] with SILF noise (R1)",
-    )
+    how = ("x ~ U[low, high]; y = sin|x|/|x| + delta, delta ~ SILF(C, epsilon, beta) drawn by "
+           "inverse CDF (thesis Appendix F) via bsvm_scale.inference.losses.silf_sample")
+    return _sinc_dataset("sinc_silf", x, noise, _prov(
+        "sinc_silf", seed_rec, params, how,
+        noise_variance=float(silf_noise_variance(C, epsilon, beta))),
+        "sinc(x) on [-10, 10] with SILF noise (R1)")
+
+
+def _sinc_dataset(name, x, noise, provenance, description):
+    """The one-input sinc data set ``y = sinc(x) + noise`` with ``f`` and the
+    noise kept as extra columns."""
+    f = sinc(x)
+    return Dataset(X=x[:, None], y=f + noise, name=name, task="regression", feature_names=["x"],
+                   provenance=provenance, extra={"f": f, "noise": noise},
+                   description=description)
 
 
 def sinc_gauss(n, seed, *, noise_variance=0.04, noise_free=False, low=-10.0, high=10.0):
@@ -129,23 +128,13 @@ def sinc_gauss(n, seed, *, noise_variance=0.04, noise_free=False, low=-10.0, hig
     noise = math.sqrt(noise_variance) * rng.standard_normal(n)
     if noise_free:
         noise = np.zeros(n)
-    f = sinc(x)
     params = {"noise_variance": float(noise_variance), "noise_free": bool(noise_free),
               "low": float(low), "high": float(high)}
-    return Dataset(
-        X=x[:, None],
-        y=f + noise,
-        name="sinc_gauss",
-        task="regression",
-        feature_names=["x"],
-        provenance=_prov(
-            "sinc_gauss", seed_rec, params,
-            "x ~ U[low, high]; y = sin|x|/|x| + N(0, noise_variance) (zero noise if noise_free)",
-            noise_variance=0.0 if noise_free else float(noise_variance),
-        ),
-        extra={"f": f, "noise": noise},
-        description="sinc(x) on [-10, 10] with Gaussian noise, variance 0.04 (R2)",
-    )
+    return _sinc_dataset("sinc_gauss", x, noise, _prov(
+        "sinc_gauss", seed_rec, params,
+        "x ~ U[low, high]; y = sin|x|/|x| + N(0, noise_variance) (zero noise if noise_free)",
+        noise_variance=0.0 if noise_free else float(noise_variance)),
+        "sinc(x) on [-10, 10] with Gaussian noise, variance 0.04 (R2)")
 
 
 # ---------------------------------------------------------------- robot arm
