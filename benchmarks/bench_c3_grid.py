@@ -17,10 +17,10 @@ import numpy as np
 
 def _gap(X, y, Xt, yt):
     from bsvm_scale import BayesianSVC
-    from bsvm_scale.pipeline.results import c3_grid
+    from bsvm_scale.pipeline.evidence_grid import GRID_DEFAULTS, compute_grid
 
     m = BayesianSVC(n_starts=1).fit(X, y)
-    _, _, ev, _ = c3_grid(X, y, Xt, yt, m.hyperparameters_)
+    ev = compute_grid(X, y, Xt, yt, m.hyperparameters_, GRID_DEFAULTS)["neg_log_evidence"]
     fit = -float(m.log_evidence_)
     return {"fit": fit, "grid_best": float(ev.min()), "gap": fit - float(ev.min())}
 

@@ -23,13 +23,17 @@ Commands
     (:mod:`bsvm_scale.pipeline.scoring`).
 ``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
     Write ``report.md`` and PNG plots of a run.
-``bsvm-scale results RUN... [--out docs] [--bench FILE.json ...]``
-    Write ``results.md`` and figures from the reproduction runs
-    (:mod:`bsvm_scale.pipeline.results`).
-``bsvm-scale export RUN... [--out docs/runs]``
+``bsvm-scale results [RUN...] [--from ARCHIVE|FOLDER] [--out docs] [--bench FILE.json ...]
+[--prose FILE.md]``
+    Write ``results.md``, its figures and summary tables from the reproduction
+    runs. The page is a tool of the source checkout (its ``repro/`` package,
+    imported from the checkout that holds this package); an installed wheel
+    says so and exits.
+``bsvm-scale export RUN... [--out docs/runs | --archive OUT.tar.gz [--base OLD.tar.gz]]``
     Write compact copies of runs (run record, generated data, partition-0
-    models) from which ``results`` remakes the page
-    (:mod:`bsvm_scale.pipeline.export`).
+    models; :mod:`bsvm_scale.pipeline.export`), or one archive of them with a
+    SHA-256 checksum file beside it (:mod:`bsvm_scale.pipeline.archive`) from
+    which ``results --from`` remakes the page.
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
@@ -44,6 +48,7 @@ stderr and exit status 2 (argparse usage errors also exit 2).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import signal
 import sys
@@ -388,24 +393,119 @@ def add_report_parser(subparsers) -> None:
     p.set_defaults(func=cmd_report)
 
 
-def add_results_parser(subparsers) -> None:
-    from .pipeline.results import add_arguments, cmd_results
+def _repro_root() -> Path:
+    """The folder that holds this package: a source checkout's root, where the
+    results page's ``repro/`` package lives beside ``bsvm_scale/``."""
+    return Path(__file__).resolve().parents[1]
 
-    p = subparsers.add_parser("results", help="write docs/results.md from reproduction runs",
-                              description="Write results.md and PNG figures from the run files "
-                                          "of the reproduction pipelines (pipelines/repro_*.toml).")
-    add_arguments(p)
+
+def load_repro():
+    """The ``repro`` package of the source checkout holding this package.
+
+    Raises
+    ------
+    CLIError
+        When there is none (an installed wheel ships ``bsvm_scale`` only).
+    """
+    init = _repro_root() / "repro" / "__init__.py"
+    if not init.is_file():
+        raise CLIError(f"results: the results page is a tool of the source checkout, and "
+                       f"{str(init.parent)!r} (beside the installed bsvm_scale) does not exist; "
+                       "run 'bsvm-scale results' from a checkout of the repository "
+                       "(pip install -e .)")
+    loaded = sys.modules.get("repro")
+    if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == init.resolve():
+        return loaded
+    spec = importlib.util.spec_from_file_location("repro", init,
+                                                  submodule_search_locations=[str(init.parent)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["repro"] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop("repro", None)
+        raise
+    return module
+
+
+def cmd_results(args) -> int:
+    """``bsvm-scale results``: write the page with the checkout's ``repro`` package."""
+    if not args.runs and args.source is None:
+        raise CLIError("results: give RUN directories, or --from an archive or a folder of run "
+                       "exports")
+    repro = load_repro()
+    path = repro.write_results(args.runs, args.out, bench_files=args.bench, prose=args.prose,
+                               source=args.source)
+    print(f"wrote {path}")
+    return EXIT_OK
+
+
+def add_results_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "results", help="write docs/results.md from reproduction runs (source checkout)",
+        description="Write results.md, its PNG figures (figures/) and summary tables (results/) "
+                    "from the runs of the reproduction pipelines (pipelines/repro_*.toml). A "
+                    "tool of the source checkout: the repro/ package beside bsvm_scale/.")
+    p.add_argument("runs", nargs="*", metavar="RUN",
+                   help="run directories, exports or run.h5 files")
+    p.add_argument("--from", dest="source", default=None, metavar="ARCHIVE|FOLDER",
+                   help="an archive written by 'bsvm-scale export --archive' (its .sha256 file "
+                        "beside it is checked first) or a folder of run exports")
+    p.add_argument("--out", default="docs", metavar="DIR", help="output folder (default: docs)")
+    p.add_argument("--bench", nargs="+", action="extend", default=[], metavar="FILE",
+                   help="benchmark JSON result files (rows of benchmarks/*.py --out); "
+                        "repeatable")
+    p.add_argument("--prose", default=None, metavar="FILE.md",
+                   help="the page's prose, one '## <key>' section per paragraph (default: "
+                        "repro/prose.md of the checkout)")
     p.set_defaults(func=cmd_results)
 
 
-def add_export_parser(subparsers) -> None:
-    from .pipeline.export import add_arguments, cmd_export
+def cmd_export(args) -> int:
+    """``bsvm-scale export``: compact copies of runs, or one checksummed archive of them."""
+    from .pipeline.export import export_runs
 
-    p = subparsers.add_parser("export", help="compact copies of runs for docs/runs",
-                              description="Write what the results page reads from each run "
-                                          "(run record, generated data, partition-0 models) "
-                                          "to OUT/<run name>.")
-    add_arguments(p)
+    if args.archive is not None:
+        from .pipeline.archive import checksum_path, write_archive
+
+        info = write_archive(args.runs, args.archive, base=args.base,
+                             max_prediction_cases=args.max_prediction_cases)
+        print(f"wrote {info['archive']} ({info['bytes'] / 2 ** 20:.2f} MiB; runs "
+              f"{', '.join(info['runs'])}) and {checksum_path(info['archive'])} "
+              f"(SHA-256 {info['sha256']})")
+        return EXIT_OK
+    if args.base is not None:
+        raise CLIError(f"--base {args.base!r}: an earlier archive is merged into a new one only; "
+                       "give --archive OUT.tar.gz as well")
+    for r, info in export_runs(args.runs, args.out or "docs/runs", args.max_prediction_cases):
+        print(f"exported {r} -> {info['path']} ({info['bytes'] / 2 ** 20:.2f} MiB, "
+              f"{info['models']} model files, predictions dropped from "
+              f"{info['predictions_dropped']} tasks)")
+    return EXIT_OK
+
+
+def add_export_parser(subparsers) -> None:
+    from .pipeline.export import MAX_PREDICTION_CASES
+
+    p = subparsers.add_parser(
+        "export", help="compact copies of runs, or one checksummed archive of them",
+        description="Write a compact copy of each run (run record, generated data, the models "
+                    "of the first partition) to OUT/<run name>, or pack the copies into one "
+                    ".tar.gz with a SHA-256 checksum file beside it (--archive), from which "
+                    "'bsvm-scale results --from' remakes the results page.")
+    p.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run directories, run.h5 files or exports")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--out", default=None, metavar="DIR",
+                   help="folder of the exports (default: docs/runs, not kept in git)")
+    g.add_argument("--archive", default=None, metavar="OUT.tar.gz",
+                   help="write one archive of the exports and OUT.tar.gz.sha256 beside it")
+    p.add_argument("--base", default=None, metavar="OLD.tar.gz",
+                   help="with --archive: also pack the runs of this earlier archive that no RUN "
+                        "replaces (its checksum is checked first)")
+    p.add_argument("--max-prediction-cases", type=int, default=MAX_PREDICTION_CASES,
+                   help="keep the shown tasks' test predictions up to this many test "
+                        f"cases (default: {MAX_PREDICTION_CASES})")
     p.set_defaults(func=cmd_export)
 
 

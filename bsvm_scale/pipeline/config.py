@@ -32,6 +32,8 @@ or more ``[[models]]``::
     settings = { ard = false } # estimator parameters
     committee = false          # bsvr/btsvc: also an evidence-weighted committee of starts
     warm_start = "runs/nightly-20261126"  # bsvr/btsvc: retrain from that run's models
+    evidence_grid = { points = 13 }       # btsvc: -ln evidence / test error over (kappa0, kappa)
+                                          # around the optimum (bsvm_scale.pipeline.evidence_grid)
     [models.search]            # bsvr/btsvc/gpr/gpc: n_starts, starts, bounds, beta, random_state
     n_starts = 2
     starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }]  # bsvr/btsvc
@@ -53,6 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cluster import ClusterSpec, parse_cluster
+from .evidence_grid import check_evidence_grid
 from .variants import check_fix_from, expand_sizes, expand_sweep, resolve_groups
 
 __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeline",
@@ -88,7 +91,8 @@ DATASET_KEYS = {"name": str, "generator": str, "path": str, "n": int, "seed": in
                 "params": dict, "partitions": (int, str), "n_train": (int, list), "n_test": int,
                 "split_seed": int, "max_partitions": int, "test": dict, "split": str}
 MODEL_KEYS = {"kind": str, "name": str, "datasets": list, "settings": dict, "search": dict,
-              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict, "warm_start": str}
+              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict, "warm_start": str,
+              "evidence_grid": dict}
 SEARCH_KEYS = {
     "bsvr": {"n_starts": int, "starts": list, "bounds": dict, "beta": (int, float),
              "random_state": int},
@@ -147,6 +151,7 @@ class ModelSpec:
     committee: bool = False
     fix_from: dict | None = None      # protocol A: hyperparameters of another model (variants.py)
     warm_start: str | None = None     # an earlier run's directory: retrain from its models
+    evidence_grid: dict | None = None  # btsvc: (kappa0, kappa) grid tasks (evidence_grid.py)
 
     @property
     def task(self):
@@ -637,9 +642,12 @@ def _model_spec(m, i, by_label, labels, bad):
                 bad(f"{where}.datasets: {dn!r} is a {by_label[dn].task} data set but {kind} is "
                     f"for {TASK_OF[kind]}", "models", i, "datasets")
                 ok = False
+    grid = check_evidence_grid(m.get("evidence_grid"), kind, settings, m.get("fix_from"), where,
+                               lambda msg: bad(msg, "models", i, "evidence_grid"))
+    ok = ok and (grid is not None or "evidence_grid" not in m)
     if not ok:
         return None
     return ModelSpec(label=label, kind=kind, datasets=list(names), settings=settings,
                      search=search, cv=dict(cv) if cv is not None else None,
                      committee=bool(committee), fix_from=m.get("fix_from"),
-                     warm_start=m.get("warm_start"))
+                     warm_start=m.get("warm_start"), evidence_grid=grid)

@@ -2,7 +2,8 @@
 
 :func:`run_pipeline` turns a validated :class:`~bsvm_scale.pipeline.config.Pipeline`
 into tasks -- one per (data set, model, partition, start) for BSVR/BTSVC, one
-per (data set, model, partition) otherwise -- and runs them on a
+per (data set, model, partition) otherwise, one per evidence grid
+(:mod:`.evidence_grid`) -- and runs them on a
 ``dask.distributed`` cluster: a ``LocalCluster`` (processes, one thread per
 worker, closed at the end) or an existing scheduler given by address.
 
@@ -128,11 +129,10 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
                 else:
                     tid = f"{ds.label}__{m.label}__p{p:03d}"
                     specs.append({**base, "task_id": tid, "start": -1, "n_starts": 1})
-    specs += grid_specs(specs, pipeline.models)  # evidence grids wait for their starts
     for s in specs:
         s["task_dir"] = str(run_dir / "tasks" / s["task_id"])
     link_fixed(specs, pipeline.models)  # protocol A: tasks that wait for others
-    return specs
+    return specs + grid_specs(specs, pipeline.models)  # evidence grids wait for their starts
 
 
 def _retraining(params, m, dataset, partition):

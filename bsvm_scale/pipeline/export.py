@@ -1,30 +1,27 @@
-"""Compact, committable copies of run directories for the results page.
+"""Compact copies of run directories: what a reader of the run's results needs.
 
 A run directory (``runs/<name>/``) holds every task's result, model, checkpoint
 and earlier versions; the reproduction runs behind ``docs/results.md`` take
-hours on 2 cores and are not kept in the repository. ``export_run`` writes what
-the page reads, and nothing else, into ``<out>/<name>/``::
+hours on 2 cores. ``export_run`` writes a compact copy into ``<out>/<name>/``::
 
     run.h5        the run record, packed (gzip-compressed tagged JSON, see
                   ``runfile.write_run_file``): every task (metrics, hyperparameters, evidence
-                  trajectory, timings, memory) and every chosen start; test
-                  predictions only of the task the page shows first for each
+                  trajectory, timings, memory, evidence grids) and every chosen
+                  start; test predictions only of the task shown first for each
                   (data set, model), up to ``max_prediction_cases`` test cases
-                  (the R4 plot)
-    data/         the run's generated data sets, as ``<label>.h5`` (the page plots
-                  them, and the C2 / C3 sections recompute Bayes rates and
-                  evidence grids on them); a data set that is a file of the
-                  repository's ``data/`` folder is recorded as ``repo:data/<file>``
-                  and not copied
-    models/       the models that ``results.Run.model`` loads: the first
-                  partition shown of each (data set, model) named by
-                  ``results.MODELS_READ`` for the run's protocol
+    data/         the run's generated data sets, as ``<label>.h5``; a data set
+                  that is a file of the repository's ``data/`` folder is
+                  recorded as ``repo:data/<file>`` and not copied
+    models/       the model of the first partition shown of each (data set,
+                  model) (:func:`keep_common_partitions`) when it can be
+                  reloaded (not a scikit-learn reference) and was trained on at
+                  most :data:`MAX_MODEL_TRAIN` cases
 
-``bsvm-scale results docs/runs/<name> ...`` reads such a directory exactly as it
-reads the run directory, so the page is regenerated from committed files and a
-rerun of one pipeline replaces one export (``bsvm-scale export runs/<name> --out
-docs/runs``). The export is assembled beside its destination and renamed into
-place; a failed export removes its partial copy and leaves the previous one.
+A copy is read exactly as the run directory is (the recorded data paths are
+rewritten to the copy's own files). An export of an export is the same files
+again. The export is assembled beside its destination and renamed into place; a
+failed export removes its partial copy and leaves the previous one.
+:mod:`.archive` packs exports into one checksummed archive.
 """
 
 from __future__ import annotations
@@ -36,11 +33,15 @@ from pathlib import Path
 
 from .runfile import read_run_file, write_run_file
 
-__all__ = ["export_run", "data_path_candidates", "read_checked", "repo_root", "add_arguments",
-           "cmd_export"]
+__all__ = ["export_run", "export_runs", "data_path_candidates", "read_checked", "repo_root",
+           "keep_common_partitions", "is_export", "MAX_PREDICTION_CASES", "MAX_MODEL_TRAIN"]
 
 #: test predictions of a shown task with more test cases than this are dropped
 MAX_PREDICTION_CASES = 2000
+#: models trained on more cases are not copied: a model fitted on the dense evidence
+#: path keeps the m x m Cholesky factor of its SV block for the error bars (1.4 GB at
+#: 20,000 cases before the matrix-free path existed)
+MAX_MODEL_TRAIN = 5000
 #: prefix of a data path relative to the repository root (a shipped data set)
 REPO_PREFIX = "repo:"
 
@@ -125,21 +126,61 @@ def _export_data(rec, src, dst):
         info["path"] = rel
 
 
-def _shown(rec, src):
-    """``(tasks, model files)``: the chosen task of the first partition the page
-    shows for each (data set, model), and the model files ``Run.model`` loads."""
-    from .results import Run
+def _all_starts(entry):
+    """True when every optimiser start of a partition's entry finished."""
+    return int(entry.get("n_starts_done", 1)) >= int(entry.get("n_starts", 1))
 
-    run = Run(src, rec)
+
+def keep_common_partitions(rec):
+    """Keep, per data set, only the partitions every one of its models finished
+    (with all of its optimiser starts).
+
+    A stopped run (or one with failed tasks) holds different partitions for
+    different models; means, tables and paired tests then compare models over
+    the same partitions. Changes ``rec["results"]`` in place (a model left
+    with no partition is removed).
+
+    Returns
+    -------
+    dict
+        ``{data set: number of partition results left out}`` (data sets with
+        none left out are not listed).
+    """
+    left_out = {}
+    for ds, models in rec.get("results", {}).items():
+        done = [{k for k, v in parts.items() if _all_starts(v)} for parts in models.values()]
+        common = set.intersection(*done) if done else set()
+        n = sum(len(parts) - len(common) for parts in models.values())
+        if n:
+            left_out[ds] = n
+            for model in list(models):
+                kept = {k: v for k, v in models[model].items() if k in common}
+                if kept:
+                    models[model] = kept
+                else:  # nothing in common: the model is not compared at all
+                    del models[model]
+    return left_out
+
+
+def _shown(rec):
+    """``(tasks, model files)``: the chosen task of the first partition shown for
+    each (data set, model) (:func:`keep_common_partitions`), and the model
+    files of those that can be reloaded and were trained on at most
+    :data:`MAX_MODEL_TRAIN` cases."""
+    from .external import EXTERNAL_KINDS
+
+    results = {ds: {m: dict(parts) for m, parts in models.items()}
+               for ds, models in rec.get("results", {}).items()}
+    keep_common_partitions({"results": results})
     tasks, files = set(), set()
-    for ds in run.datasets():
-        for m in run.models(ds):
-            entries = run.entries(ds, m)
-            if not entries:
-                continue
-            tasks.add(entries[0]["best_task"])
-            if run.loads_model(ds, m):
-                files.add(entries[0]["model_file"])
+    for models in results.values():
+        for parts in models.values():
+            first = parts[min(parts)]
+            task = rec.get("tasks", {}).get(first["best_task"], {})
+            tasks.add(first["best_task"])
+            if first["kind"] not in EXTERNAL_KINDS and \
+                    int(task.get("n_train", MAX_MODEL_TRAIN + 1)) <= MAX_MODEL_TRAIN:
+                files.add(first["model_file"])
     return tasks, files
 
 
@@ -155,7 +196,7 @@ def _trim_predictions(rec, keep, max_cases):
 
 def _fill(rec, src, tmp, max_cases):
     """Write the export of ``rec`` (read from ``src``) into the empty folder ``tmp``."""
-    keep, files = _shown(rec, src)
+    keep, files = _shown(rec)
     _export_data(rec, src, tmp)
     for mf in sorted(files):
         if not (src / mf).exists():
@@ -193,8 +234,24 @@ def _source_dir(run_path):
     raise FileNotFoundError(f"RUN {str(run_path)!r}: no run directory or run.h5 file there")
 
 
+def is_export(rec):
+    """True when the run record ``rec`` was read from an export."""
+    return "exported_from" in rec.get("meta", {})
+
+
+def _copy_export(src, tmp):
+    """Copy the export ``src`` file by file into the empty folder ``tmp``."""
+    for f in sorted(src.rglob("*")):
+        if f.is_file():
+            (tmp / f.relative_to(src)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, tmp / f.relative_to(src))
+
+
 def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES, rec=None):
     """Write the compact copy of one run to ``<out>/<run name>/``.
+
+    An export given as ``run_path`` is copied file by file (its record is
+    not rewritten).
 
     Parameters
     ----------
@@ -226,7 +283,11 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES, rec=Non
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     try:
-        n_models, dropped = _fill(rec, src, tmp, int(max_prediction_cases))
+        if is_export(rec):
+            _copy_export(src, tmp)
+            n_models, dropped = len(list((tmp / "models").glob("*.h5"))), 0
+        else:
+            n_models, dropped = _fill(rec, src, tmp, int(max_prediction_cases))
         _swap_in(tmp, final)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -234,32 +295,31 @@ def export_run(run_path, out, max_prediction_cases=MAX_PREDICTION_CASES, rec=Non
     return {"path": final, "bytes": size, "models": n_models, "predictions_dropped": dropped}
 
 
-def add_arguments(parser):
-    """Arguments of ``bsvm-scale export``."""
-    parser.add_argument("runs", nargs="+", metavar="RUN", help="run directories or run.h5 files")
-    parser.add_argument("--out", default="docs/runs",
-                        help="folder of the exports (default: docs/runs)")
-    parser.add_argument("--max-prediction-cases", type=int, default=MAX_PREDICTION_CASES,
-                        help="keep the shown tasks' test predictions up to this many test "
-                             f"cases (default: {MAX_PREDICTION_CASES})")
+def export_runs(run_paths, out, max_prediction_cases=MAX_PREDICTION_CASES):
+    """Export every run of ``run_paths`` into ``out`` (:func:`export_run`).
 
+    Every run is read (and checked) before anything is written.
 
-def cmd_export(args):
-    """Export every run of parsed ``args``; prints one line each, returns 0."""
-    if args.max_prediction_cases < 0:
-        raise ValueError(f"--max-prediction-cases: got {args.max_prediction_cases}; "
-                         "give 0 or more")
+    Returns
+    -------
+    list of (path, dict)
+        Each run path given with the information :func:`export_run` returned.
+
+    Raises
+    ------
+    ValueError
+        ``max_prediction_cases`` below 0, or two paths holding the same run
+        (their exports would overwrite each other).
+    """
+    if max_prediction_cases < 0:
+        raise ValueError(f"--max-prediction-cases: got {max_prediction_cases}; give 0 or more")
     names, recs = {}, []
-    for r in args.runs:
+    for r in run_paths:
         recs.append(read_run_file(_source_dir(r)))
         name = recs[-1]["meta"]["name"]
         if name in names:
             raise ValueError(f"RUN: {names[name]!r} and {r!r} are both run {name!r}; "
                              "their exports would overwrite each other, give one")
         names[name] = r
-    for r, rec in zip(args.runs, recs):
-        info = export_run(r, args.out, args.max_prediction_cases, rec=rec)
-        print(f"exported {r} -> {info['path']} ({info['bytes'] / 2 ** 20:.2f} MiB, "
-              f"{info['models']} model files, predictions dropped from "
-              f"{info['predictions_dropped']} tasks)")
-    return 0
+    return [(r, export_run(r, out, max_prediction_cases, rec=rec))
+            for r, rec in zip(run_paths, recs)]

@@ -9,7 +9,8 @@ over everything the task's result depends on:
 * the start index and the number of starts,
 * the training and test indices of the partition,
 * a digest of the data (X and y bytes),
-* the keys of the tasks it depends on (protocol A, ``fix_from``).
+* the keys of the tasks it depends on (protocol A, ``fix_from``; the starts an
+  evidence grid is centred on) and the grid's options.
 
 Each task directory holds its key in a small text file ``key``. Generated
 data sets keep the key of their generation spec in ``data/<label>.key``.
@@ -36,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from .checkpoint import atomic_write_bytes
+from .evidence_grid import dependencies
 
 __all__ = ["array_digest", "dataset_key", "task_keys", "key_changed", "reconcile_tasks",
            "read_key", "write_key", "KEY_FILE", "VERSIONS_DIR"]
@@ -100,13 +102,15 @@ def task_keys(specs, data):
     """``{task_id: key}`` for the planned ``specs`` over the prepared ``data``."""
     digests = {label: array_digest(d["X"], d["y"]) for label, d in data.items()}
     keys = {}
-    for s in sorted(specs, key=lambda s: "fix_from" in s):  # dependencies first
+    for s in sorted(specs, key=lambda s: bool(dependencies(s))):  # dependencies first
         body = {k: s[k] for k in ("kind", "model", "dataset", "partition", "params", "cv",
                                   "start", "n_starts")}
         body["params"] = _keyed_params(s["kind"], s["params"])
+        if s.get("evidence_grid") is not None:
+            body["evidence_grid"] = s["evidence_grid"]
         keys[s["task_id"]] = _sha(_json(body), array_digest(np.asarray(s["train"])),
                                   array_digest(np.asarray(s["test"])), digests[s["dataset"]],
-                                  *[keys[t] for t in s.get("fix_from", [])])
+                                  *[keys[t] for t in dependencies(s)])
     return keys
 
 

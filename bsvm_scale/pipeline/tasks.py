@@ -400,8 +400,15 @@ def run_task(spec, *deps):
 
     ``deps`` are the results of the tasks a ``fix_from`` task waits for; its
     hyperparameters are their average (:func:`~bsvm_scale.pipeline.variants.fixed_params`).
+    An evidence-grid task (``spec['evidence_grid']``) is run by
+    :func:`~bsvm_scale.pipeline.evidence_grid.run_grid_task`.
     """
     import warnings
+
+    if spec.get("evidence_grid") is not None:
+        from .evidence_grid import run_grid_task
+
+        return run_grid_task(spec, *deps)
 
     import numba
     from threadpoolctl import threadpool_limits
