@@ -6,6 +6,14 @@ same scikit-learn-conventional error everywhere (``ValueError`` naming the
 argument, ``NotFittedError`` before ``fit``) and never reaches a compiled
 kernel. ``X`` arrives in the solvers as a finite, C-contiguous float64 matrix
 with at least ``min_samples`` rows and at least one column.
+
+Constructor parameters are declared per estimator in scikit-learn's
+``_parameter_constraints`` (:mod:`sklearn.utils._param_validation`) and
+checked by ``self._validate_params()`` at the start of ``fit``; the
+constraints used by several estimators are defined here (:data:`POSITIVE`,
+:data:`NON_NEGATIVE`, :data:`POSITIVE_INT`, :data:`SEED`). A bad value raises
+``InvalidParameterError`` (a ``ValueError``) naming the parameter, the
+estimator, the allowed values and the value received.
 """
 
 from __future__ import annotations
@@ -14,12 +22,44 @@ import numbers
 import warnings
 
 import numpy as np
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
-           "warn_target_offset"]
+           "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
+           "NON_NEGATIVE_INT", "SEED"]
+
+#: a finite number > 0 (NaN and infinity are refused)
+POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
+#: a finite number >= 0
+NON_NEGATIVE = Interval(numbers.Real, 0, None, closed="left")
+#: an integer >= 1
+POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+#: an integer >= 0
+NON_NEGATIVE_INT = Interval(numbers.Integral, 0, None, closed="left")
+#: a seed: None, an int in [0, 2**32 - 1], a RandomState or a Generator
+SEED = ["random_state", np.random.Generator]
+
+
+def store_params(est, params):
+    """Set every constructor argument of ``est`` as an attribute, unchanged.
+
+    scikit-learn's convention: ``__init__`` stores its keyword arguments and
+    validates nothing (validation happens in ``fit``). Call it as
+    ``store_params(self, locals())`` first thing in ``__init__``.
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator being constructed.
+    params : dict
+        ``locals()`` of its ``__init__``; ``self`` and ``__class__`` are skipped.
+    """
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(est, name, value)
 
 
 def check_regression_data(est, X, y, min_samples=2):
@@ -54,16 +94,12 @@ def check_classification_data(est, X, y, binary_only=False, min_samples=2):
 
     Parameters
     ----------
-    est : BaseEstimator
-        The estimator being fitted (named in the messages).
-    X : array-like of shape (n, d)
-        Training inputs; dense, finite, real.
+    est, X, min_samples
+        As for :func:`check_regression_data`.
     y : array-like of shape (n,)
         Class labels, at least two distinct ones.
     binary_only : bool, default=False
         Refuse more than two classes.
-    min_samples : int, default=2
-        Smallest accepted ``n``.
 
     Returns
     -------

@@ -1,5 +1,6 @@
-"""Helpers shared by the exact GP baselines (GPR and GPC): memory check,
-initial covariance, log-space bounds and starts, dense Cholesky factors."""
+"""Helpers shared by the exact GP baselines (GPR and GPC): parameter
+constraints, memory check, initial covariance, log-space bounds and starts,
+the evidence maximisation, dense Cholesky factors."""
 
 from __future__ import annotations
 
@@ -10,11 +11,23 @@ from scipy.linalg import lapack
 from sklearn.exceptions import ConvergenceWarning
 
 from .._compiled.dense import zero_upper
-from .._util.validation import check_positive, check_positive_int
+from .._util.base import resolve_rng
+from .._util.validation import POSITIVE, POSITIVE_INT, SEED, check_positive, check_positive_int
 from ..inference.covariance import GaussianCovariance
+from ..optimization.driver import run_start
+from ..optimization.records import start_record
+from ..optimization.starts import best_start
 
 #: bytes of one block of test-by-training covariance in prediction
 PRED_CHUNK_BYTES = 32 * 2**20
+
+#: scikit-learn ``_parameter_constraints`` of the parameters GPR and GPC share
+#: (an array ``kappa`` against ``ard`` and the inputs, and ``bounds`` as
+#: ``0 < low < high``, are checked in ``fit``)
+GP_CONSTRAINTS = {"kappa0": [POSITIVE], "kappa": [POSITIVE, "array-like", None],
+                  "kappa_b": [POSITIVE], "ard": ["boolean"], "optimize": ["boolean"],
+                  "n_starts": [POSITIVE_INT], "bounds": ["array-like"], "options": [dict, None],
+                  "max_memory_mb": [POSITIVE], "random_state": SEED}
 
 
 def check_memory(n, n_matrices, max_memory_mb, model):
@@ -30,19 +43,20 @@ def check_memory(n, n_matrices, max_memory_mb, model):
 
 
 def initial_covariance(kappa0, kappa, kappa_b, ard, d):
-    k0 = check_positive("kappa0", kappa0)
-    kb = check_positive("kappa_b", kappa_b)
+    """The covariance at the initial hyperparameters (scalars checked by
+    :data:`GP_CONSTRAINTS`); ``kappa`` defaults to ``1 / d``, an array
+    ``kappa`` needs ``ard=True`` and one positive entry per input."""
     k = 1.0 / d if kappa is None else check_positive("kappa", kappa)
     if np.ndim(k) == 1:
         if len(k) != d:
-            raise ValueError(f"kappa has {len(k)} entries but X has {d} features.")
+            raise ValueError(f"kappa has {len(k)} entries but X has {d} features; pass one "
+                             "kappa_l per input (or a float).")
         if not ard:
-            raise ValueError("an array kappa requires ard=True.")
+            raise ValueError(f"an array kappa ({kappa!r}) requires ard=True; pass a float or "
+                             "set ard=True.")
     elif ard:
         k = np.full(d, float(k))
-    if np.ndim(k0) != 0 or np.ndim(kb) != 0:
-        raise ValueError("kappa0 and kappa_b must be scalars.")
-    return GaussianCovariance(k0, k, kb)
+    return GaussianCovariance(float(kappa0), k, float(kappa_b))
 
 
 def log_bounds(bounds, size):
@@ -62,6 +76,59 @@ def start_points(theta0, bounds, n_starts, rng, spread=3.0):
     for _ in range(n_starts - 1):
         pts.append(np.clip(theta0 + rng.uniform(-spread, spread, size=theta0.shape), lo, hi))
     return pts
+
+
+def maximise_evidence(est, log_evidence, theta0, bounds, model, shift=0.0):
+    """Evidence maximisation of a GP baseline (``est.optimize``) from
+    ``est.n_starts`` starts (:func:`start_points`), the best start kept.
+
+    Parameters
+    ----------
+    est : GPR or GPC
+        Reads ``optimize``, ``n_starts``, ``options`` and ``random_state``.
+    log_evidence : callable
+        ``log_evidence(theta) -> (ln evidence, gradient, info)``.
+    theta0 : ndarray
+        The first start (the initial hyperparameters, log space).
+    bounds : list of (float, float)
+        Box of every log hyperparameter.
+    model : str
+        Name in the iteration-limit warning.
+    shift : float, default=0.0
+        Added to every value of the start records (see :func:`start_record`).
+
+    Returns
+    -------
+    theta : ndarray
+        The best optimum, or ``theta0`` itself with ``optimize=False``.
+    best : int
+        Index of its start.
+    starts : list of dict
+        One record per start (empty with ``optimize=False``).
+    """
+    if not est.optimize:
+        return theta0, 0, []
+    rng = resolve_rng(est.random_state)
+
+    def objective(theta):
+        lml, grad, info = log_evidence(np.asarray(theta, dtype=float))
+        return -lml, -grad, info
+
+    results = [run_start(objective, t0, bounds, est.options)
+               for t0 in start_points(theta0, bounds, est.n_starts, rng)]
+    best = best_start(results)
+    warn_iteration_limit(results, model)
+    theta = np.asarray(results[best].theta, dtype=float)
+    return theta, best, [start_record(r, shift=shift) for r in results]
+
+
+def set_hyperparameters(est, theta, cov):
+    """The fitted ``theta_``, ``kappa0_``, ``kappa_`` (a copy of an array)
+    and ``kappa_b_`` of a GP baseline."""
+    est.theta_ = theta.copy()
+    est.kappa0_ = cov.kappa0
+    est.kappa_ = cov.kappa if np.isscalar(cov.kappa) else np.asarray(cov.kappa).copy()
+    est.kappa_b_ = cov.kappa_b
 
 
 def warn_iteration_limit(results, model):

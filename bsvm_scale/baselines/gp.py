@@ -49,16 +49,13 @@ from scipy.linalg import lapack, solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._util.base import Standardizer, resolve_rng
+from .._util.base import Standardizer
 from .._compiled.dense import gradient_matrix_inplace, zero_upper
-from ._gp_common import (PRED_CHUNK_BYTES, check_memory, cholesky_inplace, initial_covariance,
-                         log_bounds, start_points, warn_iteration_limit)
-from .._util.validation import (check_positive, check_predict_X,
-                                check_regression_data, warn_target_offset)
+from ._gp_common import (GP_CONSTRAINTS, PRED_CHUNK_BYTES, check_memory, cholesky_inplace,
+                         initial_covariance, log_bounds, maximise_evidence, set_hyperparameters)
+from .._util.validation import (POSITIVE, check_predict_X, check_regression_data, store_params,
+                                warn_target_offset)
 from ..inference.covariance import GaussianCovariance
-from ..optimization.starts import best_start
-from ..optimization.driver import run_start
-from ..optimization.records import start_record
 
 __all__ = ["GPR"]
 
@@ -154,22 +151,13 @@ class GPR(RegressorMixin, BaseEstimator):
     n_features_in_ : int
     """
 
+    _parameter_constraints = {**GP_CONSTRAINTS, "sigma2": [POSITIVE], "center_y": ["boolean"],
+                              "normalize_y": ["boolean"]}
+
     def __init__(self, *, kappa0=1.0, kappa=None, kappa_b=1.0, sigma2=0.1, ard=False,
                  optimize=True, n_starts=3, bounds=(1e-5, 1e5), options=None,
                  center_y=False, normalize_y=False, max_memory_mb=4096.0, random_state=None):
-        self.kappa0 = kappa0
-        self.kappa = kappa
-        self.kappa_b = kappa_b
-        self.sigma2 = sigma2
-        self.ard = ard
-        self.optimize = optimize
-        self.n_starts = n_starts
-        self.bounds = bounds
-        self.options = options
-        self.center_y = center_y
-        self.normalize_y = normalize_y
-        self.max_memory_mb = max_memory_mb
-        self.random_state = random_state
+        store_params(self, locals())
 
     # -- evidence ------------------------------------------------------
     def _evidence(self, theta, X, y, gradient):
@@ -239,50 +227,25 @@ class GPR(RegressorMixin, BaseEstimator):
         -------
         self
         """
+        self._validate_params()
         X, y = check_regression_data(self, X, y)
         n, d = X.shape
-        max_mb = check_positive("max_memory_mb", self.max_memory_mb)
         for attr in ("L_", "alpha_"):
             if hasattr(self, attr):
                 delattr(self, attr)
-        need = check_memory(n, 1, max_mb, "GPR")
+        need = check_memory(n, 1, float(self.max_memory_mb), "GPR")
         cov0 = initial_covariance(self.kappa0, self.kappa, self.kappa_b, bool(self.ard), d)
-        sigma2 = check_positive("sigma2", self.sigma2)
-        theta0 = np.concatenate((cov0.theta, [np.log(sigma2)]))
+        theta0 = np.concatenate((cov0.theta, [np.log(float(self.sigma2))]))
         bounds = log_bounds(self.bounds, theta0.size)
-
         std = Standardizer.fit(X)
         Xs = std.transform(X)
-        normalize = bool(self.normalize_y)
-        y_mean = float(y.mean()) if self.center_y or normalize else 0.0
-        y_scale = float(y.std()) if normalize else 1.0
-        if normalize and not y_scale > 0.0:
-            raise ValueError("normalize_y=True needs targets that vary; y is constant "
-                             f"({y[0]!r}). Pass normalize_y=False.")
-        if not (self.center_y or normalize):
-            kb_max = cov0.kappa_b if not self.optimize else np.exp(bounds[-2][1])
-            warn_target_offset(y, np.sqrt(kb_max), "GPR", "Pass center_y=True.")
+        y_mean, y_scale = self._target_scale(y, cov0, bounds)
         yc = np.ascontiguousarray((y - y_mean) / y_scale)
-
-        starts = []
-        if self.optimize:
-            rng = resolve_rng(self.random_state)
-
-            def objective(theta):  # on the standardised targets: scale-free optimisation
-                lml, grad = self._evidence(np.asarray(theta, dtype=float), Xs, yc, True)
-                return -lml, -grad, {}
-
-            results = [run_start(objective, t0, bounds, self.options)
-                       for t0 in start_points(theta0, bounds, self.n_starts, rng)]
-            best = best_start(results)
-            warn_iteration_limit(results, "GPR")
-            theta = np.asarray(results[best].theta, dtype=float)
-            # records of the evidence of the given targets (see normalize_y)
-            starts = [start_record(r, shift=n * np.log(y_scale)) for r in results]
-        else:
-            best = 0
-            theta = theta0
-
+        # optimised on the standardised targets (scale-free); the records hold
+        # the evidence of the given targets (see normalize_y)
+        theta, best, starts = maximise_evidence(
+            self, lambda theta: (*self._evidence(theta, Xs, yc, True), {}), theta0, bounds,
+            "GPR", shift=n * np.log(y_scale))
         self.y_scale_ = y_scale
         self._set_fitted(theta, Xs, yc)
         self.starts_ = starts
@@ -292,6 +255,21 @@ class GPR(RegressorMixin, BaseEstimator):
         self.memory_estimate_mb_ = float(need)
         self.n_features_in_ = d
         return self
+
+    def _target_scale(self, y, cov0, bounds):
+        """Mean and scale divided out of the targets (``center_y``,
+        ``normalize_y``); without either, a warning when the bias prior
+        cannot explain the mean of ``y``."""
+        normalize = bool(self.normalize_y)
+        y_mean = float(y.mean()) if self.center_y or normalize else 0.0
+        y_scale = float(y.std()) if normalize else 1.0
+        if normalize and not y_scale > 0.0:
+            raise ValueError("normalize_y=True needs targets that vary; y is constant "
+                             f"({y[0]!r}). Pass normalize_y=False.")
+        if not (self.center_y or normalize):
+            kb_max = cov0.kappa_b if not self.optimize else np.exp(bounds[-2][1])
+            warn_target_offset(y, np.sqrt(kb_max), "GPR", "Pass center_y=True.")
+        return y_mean, y_scale
 
     def _set_fitted(self, theta, Xs, yc):
         n = Xs.shape[0]
@@ -308,10 +286,7 @@ class GPR(RegressorMixin, BaseEstimator):
         alpha, _ = lapack.dpotrs(c, yc, lower=1)
         self.L_ = c
         self.alpha_ = alpha
-        self.theta_ = theta.copy()
-        self.kappa0_ = cov.kappa0
-        self.kappa_ = cov.kappa if np.isscalar(cov.kappa) else np.asarray(cov.kappa).copy()
-        self.kappa_b_ = cov.kappa_b
+        set_hyperparameters(self, theta, cov)
         self.sigma2_ = sigma2
         self.X_train_ = Xs
         self._y_train = yc

@@ -14,16 +14,15 @@ import numpy as np
 from scipy.linalg import lapack, solve_triangular
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._util.base import BinaryClassifierMixin, Standardizer, resolve_rng
-from .._util.validation import check_classification_data, check_positive, check_predict_X
+from .._util.base import BinaryClassifierMixin, Standardizer
+from .._util.validation import (NON_NEGATIVE, POSITIVE_INT, check_classification_data,
+                                check_predict_X, store_params)
 from ..inference.covariance import GaussianCovariance
-from ._gp_common import (PRED_CHUNK_BYTES, check_memory, cholesky_b, initial_covariance,
-                         log_bounds, start_points, warn_iteration_limit)
-from ..optimization.starts import best_start
-from ..optimization.driver import run_start
-from ..optimization.records import start_record
+from ._gp_common import (GP_CONSTRAINTS, PRED_CHUNK_BYTES, check_memory, cholesky_b,
+                         initial_covariance, log_bounds, maximise_evidence, set_hyperparameters)
 
 __all__ = ["GPC"]
 
@@ -95,23 +94,15 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         As for :class:`GPR`.
     """
 
+    _parameter_constraints = {**GP_CONSTRAINTS, "max_newton_iter": [POSITIVE_INT],
+                              "newton_tol": [NON_NEGATIVE],
+                              "predict_method": [StrOptions({"quadrature", "probit"})]}
+
     def __init__(self, *, kappa0=1.0, kappa=None, kappa_b=1.0, ard=False, optimize=True,
                  n_starts=3, bounds=(1e-5, 1e5), options=None, max_newton_iter=100,
                  newton_tol=1e-10, predict_method="quadrature", max_memory_mb=4096.0,
                  random_state=None):
-        self.kappa0 = kappa0
-        self.kappa = kappa
-        self.kappa_b = kappa_b
-        self.ard = ard
-        self.optimize = optimize
-        self.n_starts = n_starts
-        self.bounds = bounds
-        self.options = options
-        self.max_newton_iter = max_newton_iter
-        self.newton_tol = newton_tol
-        self.predict_method = predict_method
-        self.max_memory_mb = max_memory_mb
-        self.random_state = random_state
+        store_params(self, locals())
 
     # -- Laplace machinery ----------------------------------------------
     def _mode(self, K, t):
@@ -226,13 +217,10 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        self._validate_params()
         X, y, classes, codes = check_classification_data(self, X, y, binary_only=True)
         n, d = X.shape
-        if self.predict_method not in ("quadrature", "probit"):
-            raise ValueError("predict_method must be 'quadrature' or 'probit'; got "
-                             f"{self.predict_method!r}.")
-        max_mb = check_positive("max_memory_mb", self.max_memory_mb)
-        need = check_memory(n, 4, max_mb, "GPC")
+        need = check_memory(n, 4, float(self.max_memory_mb), "GPC")
         t = (codes == 1).astype(np.float64)
         cov0 = initial_covariance(self.kappa0, self.kappa, self.kappa_b, bool(self.ard), d)
         theta0 = cov0.theta
@@ -240,34 +228,27 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         std = Standardizer.fit(X)
         Xs = std.transform(X)
 
-        starts = []
-        if self.optimize:
-            rng = resolve_rng(self.random_state)
+        def log_evidence(theta):
+            lml, grad, st = self._laplace(theta, Xs, t, True)
+            return lml, grad, {"n_newton_iter": st.get("n_newton_iter", -1)}
 
-            def objective(theta):
-                lml, grad, st = self._laplace(np.asarray(theta, dtype=float), Xs, t, True)
-                return -lml, -grad, {"n_newton_iter": st.get("n_newton_iter", -1)}
+        theta, best, starts = maximise_evidence(self, log_evidence, theta0, bounds, "GPC")
+        self._set_fitted(theta, Xs, t)
+        self.classes_ = classes
+        self.x_mean_, self.x_scale_ = std.mean, std.scale
+        self.starts_ = starts
+        self.best_start_ = int(best)
+        self.memory_estimate_mb_ = float(need)
+        self.n_features_in_ = d
+        return self
 
-            results = [run_start(objective, t0, bounds, self.options)
-                       for t0 in start_points(theta0, bounds, self.n_starts, rng)]
-            best = best_start(results)
-            warn_iteration_limit(results, "GPC")
-            theta = np.asarray(results[best].theta, dtype=float)
-            starts = [start_record(r) for r in results]
-        else:
-            best = 0
-            theta = theta0
-
+    def _set_fitted(self, theta, Xs, t):
+        """The Laplace posterior at ``theta`` as fitted attributes."""
         lml, _, st = self._laplace(theta, Xs, t, False)
         if not np.isfinite(lml):
             raise np.linalg.LinAlgError("GPC: the Laplace approximation failed at the fitted "
                                         "hyperparameters.")
-        cov = st["cov"]
-        self.classes_ = classes
-        self.theta_ = theta.copy()
-        self.kappa0_ = cov.kappa0
-        self.kappa_ = cov.kappa if np.isscalar(cov.kappa) else np.asarray(cov.kappa).copy()
-        self.kappa_b_ = cov.kappa_b
+        set_hyperparameters(self, theta, st["cov"])
         self.log_marginal_likelihood_ = float(lml)
         self.f_mode_ = st["f"]
         self.grad_loglik_ = t - expit(st["f"])
@@ -276,12 +257,6 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         self.n_newton_iter_ = int(st["n_newton_iter"])
         self.X_train_ = Xs
         self._t = t
-        self.x_mean_, self.x_scale_ = std.mean, std.scale
-        self.starts_ = starts
-        self.best_start_ = int(best)
-        self.memory_estimate_mb_ = float(need)
-        self.n_features_in_ = d
-        return self
 
     def get_covariance(self):
         """The fitted :class:`GaussianCovariance` (rebuilt from ``theta_``)."""

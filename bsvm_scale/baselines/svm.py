@@ -30,17 +30,20 @@ from __future__ import annotations
 
 import math
 import warnings
+from numbers import Integral
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
 from .._compiled import smo_classic as _smo
 from .._util.base import BinaryClassifierMixin, Standardizer
-from .._util.validation import (check_classification_data, check_positive, check_positive_int,
-                                check_predict_X, check_regression_data)
+from .._util.validation import (NON_NEGATIVE, POSITIVE, check_classification_data,
+                                check_positive, check_positive_int, check_predict_X,
+                                check_regression_data, store_params)
 from ..inference.covariance import GaussianCovariance, RowCache
 
 __all__ = ["SVR", "SVC", "TSVC", "epsilon_noise_variance"]
@@ -51,16 +54,23 @@ KAPPA_B_NONE = 0.0  # the classical kernel has no bias term
 # ---------------------------------------------------------------------------
 # shared helpers
 # ---------------------------------------------------------------------------
+#: parameter constraints every SVM shares (scikit-learn's ``_parameter_constraints``)
+_COMMON_CONSTRAINTS = {"kappa": [POSITIVE], "tol": [POSITIVE], "cache_mb": [POSITIVE],
+                       "max_iter": [Interval(Integral, -1, None, closed="left")],
+                       "standardize": ["boolean"]}
+
+
 def _check_common(est):
-    kappa = check_positive("kappa", est.kappa)
-    if np.ndim(kappa) != 0:
-        raise ValueError(f"kappa must be a positive scalar; got {est.kappa!r}.")
-    tol = check_positive("tol", est.tol)
-    cache_mb = check_positive("cache_mb", est.cache_mb)
-    mi = est.max_iter
-    if isinstance(mi, bool) or not isinstance(mi, (int, np.integer)):
-        raise ValueError(f"max_iter must be an integer (-1 for no limit); got {mi!r}.")
-    return float(kappa), float(tol), float(cache_mb), int(mi)
+    """Validate the parameters of ``est`` against its ``_parameter_constraints``.
+
+    Returns
+    -------
+    kappa, tol, cache_mb : float
+    max_iter : int
+        -1 means no limit (see :func:`_effective_max_iter`).
+    """
+    est._validate_params()
+    return float(est.kappa), float(est.tol), float(est.cache_mb), int(est.max_iter)
 
 
 def _effective_max_iter(max_iter, n_vars):
@@ -189,33 +199,18 @@ class SVR(RegressorMixin, BaseEstimator):
     """
 
     _kernel_scale = 1.0
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, "C": [POSITIVE], "epsilon": [NON_NEGATIVE],
+                              "shrinking": ["boolean"], "error_bars": ["boolean"]}
 
     def __init__(self, *, C=1.0, epsilon=0.1, kappa=1.0, tol=1e-3, max_iter=-1,
                  cache_mb=256.0, shrinking=True, standardize=False,
                  error_bars=False):
-        self.C = C
-        self.epsilon = epsilon
-        self.kappa = kappa
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_mb = cache_mb
-        self.shrinking = shrinking
-        self.standardize = standardize
-        self.error_bars = error_bars
-
-    def _check_params(self):
-        kappa, tol, cache_mb, mi = _check_common(self)
-        C = check_positive("C", self.C)
-        if np.ndim(C) != 0:
-            raise ValueError(f"C must be a positive scalar; got {self.C!r}.")
-        eps = np.asarray(self.epsilon, dtype=float)
-        if eps.ndim != 0 or not np.isfinite(eps) or eps < 0:
-            raise ValueError(f"epsilon must be a non-negative finite number; got {self.epsilon!r}.")
-        return float(C), float(eps), kappa, tol, cache_mb, mi
+        store_params(self, locals())
 
     def fit(self, X, y):
         """Train on ``X`` (n, d) and targets ``y`` (n,)."""
-        C, eps, kappa, tol, cache_mb, mi = self._check_params()
+        kappa, tol, cache_mb, mi = _check_common(self)
+        C, eps = float(self.C), float(self.epsilon)
         X, y = check_regression_data(self, X, y)
         X = _prepare_X(self, X, fit=True)
         n = X.shape[0]
@@ -420,9 +415,43 @@ class SVR(RegressorMixin, BaseEstimator):
 
 
 # ---------------------------------------------------------------------------
-# SVC
+# SVC and TSVC
 # ---------------------------------------------------------------------------
-class SVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
+class _BinarySVM(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
+    """Fit and decision function shared by :class:`SVC` and :class:`TSVC`:
+    the dual problem itself is the subclass' ``_solve``."""
+
+    _kernel_scale = 1.0
+
+    def _amplitude(self):
+        """Amplitude of the kernel (1, or TSVC's ``kappa0``)."""
+        return 1.0
+
+    def fit(self, X, y):
+        """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
+        kappa, tol, cache_mb, mi = _check_common(self)
+        X, self.classes_, s = _binary_classes(self, X, y)
+        X = _prepare_X(self, X, fit=True)
+        self._kappa = kappa
+        self._kernel_scale = self._amplitude()
+        cache = RowCache(X, GaussianCovariance(self._kernel_scale, kappa, KAPPA_B_NONE), cache_mb)
+        alpha, b, it = self._solve(cache, s, tol, mi)
+        sv = np.flatnonzero(alpha > 0.0)
+        self.alpha_ = alpha
+        self.support_ = sv
+        self.support_vectors_ = np.ascontiguousarray(X[sv])
+        self.dual_coef_ = (s[sv] * alpha[sv])[None, :]
+        self.intercept_ = np.array([b])
+        self.n_iter_ = int(it)
+        self.n_support_ = np.array([np.sum(s[sv] < 0), np.sum(s[sv] > 0)])
+        return self
+
+    def decision_function(self, X):
+        """``f(x) = sum_i y_i alpha_i K(x_i, x) + b``; positive means ``classes_[1]``."""
+        return _decision(self, X)
+
+
+class SVC(_BinarySVM):
     """Soft-margin (hinge loss) support vector classifier with a Gaussian kernel.
 
     Solves (B.16) with ``epsilon = 0`` (L1 soft margin): ``min 1/2 sum_ij
@@ -451,31 +480,17 @@ class SVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         Support vectors per class.
     """
 
-    _kernel_scale = 1.0
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, "C": [POSITIVE], "shrinking": ["boolean"]}
 
     def __init__(self, *, C=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
                  shrinking=True, standardize=False):
-        self.C = C
-        self.kappa = kappa
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_mb = cache_mb
-        self.shrinking = shrinking
-        self.standardize = standardize
+        store_params(self, locals())
 
-    def fit(self, X, y):
-        """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
-        kappa, tol, cache_mb, mi = _check_common(self)
-        C = check_positive("C", self.C)
-        if np.ndim(C) != 0:
-            raise ValueError(f"C must be a positive scalar; got {self.C!r}.")
-        X, self.classes_, s = _binary_classes(self, X, y)
-        X = _prepare_X(self, X, fit=True)
-        n = X.shape[0]
-        self._kappa = kappa
-        cache = RowCache(X, GaussianCovariance(1.0, kappa, KAPPA_B_NONE), cache_mb)
+    def _solve(self, cache, s, tol, mi):
+        """The L1 soft-margin dual by SMO; ``alpha``, the bias and the iterations."""
+        n = s.shape[0]
         p = -np.ones(n)
-        U = np.full(n, float(C))
+        U = np.full(n, float(self.C))
         alpha = np.zeros(n)
         G = np.empty(n)
         it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
@@ -483,26 +498,11 @@ class SVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("SVC", it, gap, tol)
         b = _smo.bias(G, alpha, s, U)
-        sv = np.flatnonzero(alpha > 0.0)
-        self.alpha_ = alpha
-        self.support_ = sv
-        self.support_vectors_ = np.ascontiguousarray(X[sv])
-        self.dual_coef_ = (s[sv] * alpha[sv])[None, :]
-        self.intercept_ = np.array([b])
-        self.n_iter_ = int(it)
-        self.n_support_ = np.array([np.sum(s[sv] < 0), np.sum(s[sv] > 0)])
         self.cache_stats_ = cache.stats
-        return self
-
-    def decision_function(self, X):
-        """``f(x) = sum_i y_i alpha_i K(x_i, x) + b``; positive means ``classes_[1]``."""
-        return _decision(self, X)
+        return alpha, b, it
 
 
-# ---------------------------------------------------------------------------
-# TSVC
-# ---------------------------------------------------------------------------
-class TSVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
+class TSVC(_BinarySVM):
     """Trigonometric support vector classifier with bias (thesis Appendix H).
 
     Minimises ``sum_i l_t(y_i f(x_i)) + 1/2 ||w||^2`` (H.1) with the
@@ -536,27 +536,18 @@ class TSVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         As in :class:`SVC`.
     """
 
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, "kappa0": [POSITIVE]}
+
     def __init__(self, *, kappa0=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
                  standardize=False):
-        self.kappa0 = kappa0
-        self.kappa = kappa
-        self.tol = tol
-        self.max_iter = max_iter
-        self.cache_mb = cache_mb
-        self.standardize = standardize
+        store_params(self, locals())
 
-    def fit(self, X, y):
-        """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
-        kappa, tol, cache_mb, mi = _check_common(self)
-        k0 = check_positive("kappa0", self.kappa0)
-        if np.ndim(k0) != 0:
-            raise ValueError(f"kappa0 must be a positive scalar; got {self.kappa0!r}.")
-        X, self.classes_, s = _binary_classes(self, X, y)
-        X = _prepare_X(self, X, fit=True)
-        n = X.shape[0]
-        self._kappa = kappa
-        self._kernel_scale = float(k0)
-        cache = RowCache(X, GaussianCovariance(float(k0), kappa, KAPPA_B_NONE), cache_mb)
+    def _amplitude(self):
+        return float(self.kappa0)
+
+    def _solve(self, cache, s, tol, mi):
+        """The trigonometric dual (H.4) by SMO; ``alpha``, the bias and the iterations."""
+        n = s.shape[0]
         alpha = np.zeros(n)
         Kv = np.empty(n)
         it, status, gap, G = _smo.smo_trig(*cache.args, s, alpha, Kv, tol,
@@ -564,16 +555,4 @@ class TSVC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("TSVC", it, gap, tol)
         b = _smo.bias(G, alpha, s, np.full(n, np.inf))
-        sv = np.flatnonzero(alpha > 0.0)
-        self.alpha_ = alpha
-        self.support_ = sv
-        self.support_vectors_ = np.ascontiguousarray(X[sv])
-        self.dual_coef_ = (s[sv] * alpha[sv])[None, :]
-        self.intercept_ = np.array([b])
-        self.n_iter_ = int(it)
-        self.n_support_ = np.array([np.sum(s[sv] < 0), np.sum(s[sv] > 0)])
-        return self
-
-    def decision_function(self, X):
-        """``f(x) = sum_i y_i alpha_i K(x_i, x) + b``; positive means ``classes_[1]``."""
-        return _decision(self, X)
+        return alpha, b, it

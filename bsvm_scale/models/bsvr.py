@@ -20,24 +20,25 @@ of any scale; for targets of unit spread they coincide with the thesis' values.
 from __future__ import annotations
 
 import warnings
+from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Interval
 
 from ..inference import losses
 from .._util.base import Standardizer, resolve_rng
-from .._util.validation import (check_beta, check_nonconstant, check_positive,
-                                check_positive_int, check_predict_X, check_regression_data,
-                                warn_target_offset)
+from .._util.validation import (POSITIVE, check_nonconstant, check_positive, check_predict_X,
+                                check_regression_data, store_params, warn_target_offset)
 from ..inference.covariance import GaussianCovariance
-from ..inference.evidence_lowrank import (DEFAULT_TOL, EvidenceSettings, LowRankPredictor,
-                                          check_method)
+from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
 from ..inference.objective_silf import _Problem
+from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import previous_model, previous_thetas
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
-from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, check_ard_init, coarse_starts
+from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -216,33 +217,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         starts that were not refined (subsample phase only).
     """
 
+    _parameter_constraints = {**BAYES_CONSTRAINTS,
+                              "beta": [Interval(Real, 0, 1, closed="right"), None],
+                              "C": [POSITIVE, None], "epsilon": [POSITIVE, None],
+                              "bounds": [dict, None]}
+
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
                  optimizer_options=None, init_subsample=4000, ard_init="isotropic",
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
-        self.beta = beta
-        self.ard = ard
-        self.ard_init = ard_init
-        self.evidence_method = evidence_method
-        self.evidence_tol = evidence_tol
-        self.evidence_mb = evidence_mb
-        self.warm_start_from = warm_start_from
-        self.n_starts = n_starts
-        self.tol = tol
-        self.cache_mb = cache_mb
-        self.random_state = random_state
-        self.optimize = optimize
-        self.C = C
-        self.epsilon = epsilon
-        self.kappa = kappa
-        self.kappa_b = kappa_b
-        self.kappa0 = kappa0
-        self.starts = starts
-        self.bounds = bounds
-        self.max_iter = max_iter
-        self.optimizer_options = optimizer_options
-        self.init_subsample = init_subsample
+        store_params(self, locals())
 
     # ------------------------------------------------------------------
     def _evidence_settings(self):
@@ -250,22 +235,15 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                                 float(self.evidence_mb))
 
     def _check_params(self, n, d):
-        beta = default_beta(n) if self.beta is None else check_beta(self.beta)
-        check_positive("tol", self.tol)
-        check_positive("cache_mb", self.cache_mb)
-        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
-        for name in ("C", "epsilon", "kappa_b", "kappa0"):
-            check_positive(name, getattr(self, name), allow_none=True)
+        """Validate the parameters (``_parameter_constraints``, then the
+        length of an array ``kappa``); returns ``beta`` for ``n`` cases."""
+        self._validate_params()
         if self.kappa is not None:
             k = np.atleast_1d(check_positive("kappa", self.kappa))
             if k.size not in (1, d) or (k.size == d and d > 1 and not self.ard):
                 raise ValueError(f"kappa must be a float, or an array of length n_features={d} "
                                  f"with ard=True; got {self.kappa!r}.")
-        check_positive_int("n_starts", self.n_starts, allow_none=True)
-        check_positive_int("max_iter", self.max_iter, allow_none=True)
-        check_positive_int("init_subsample", self.init_subsample, allow_none=True)
-        check_ard_init(self.ard_init)
-        return beta
+        return default_beta(n) if self.beta is None else float(self.beta)
 
     def _box(self, s, d):
         box = dict(BOX)
@@ -361,7 +339,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if self.kappa0 is None:
             check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
                               "kappa0 explicitly or check y.")
-        kappa0 = float(np.var(y)) if self.kappa0 is None else float(check_positive("kappa0", self.kappa0))
+        kappa0 = float(np.var(y)) if self.kappa0 is None else float(self.kappa0)
         s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
         bounds = self._box(s, d)
         warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
@@ -430,18 +408,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return final
 
     def _isotropic_fit(self, X, y, theta0):
-        """The isotropic model fitted from the ARD start ``theta0`` (a clone of
-        this estimator with ``ard=False`` and the start's ``kappa_l`` replaced
-        by their geometric mean). Not checkpointed: a resumed start repeats
-        it (it is deterministic)."""
-        from sklearn.base import clone
-
-        start = {"C": float(np.exp(theta0[0])), "epsilon": float(np.exp(theta0[1])),
-                 "kappa": float(np.exp(np.mean(theta0[2:-1]))),
-                 "kappa_b": float(np.exp(theta0[-1]))}
-        iso = clone(self).set_params(ard=False, starts=[start], n_starts=1, C=None,
-                                     epsilon=None, kappa=None, kappa_b=None)
-        return iso.fit(X, y)
+        """The isotropic model fitted from the ARD start ``theta0``
+        (:func:`bsvm_scale.models._common.isotropic_fit`)."""
+        return isotropic_fit(self, X, y, theta0, ("C", "epsilon"))
 
     @staticmethod
     def _full_dual(model, n):

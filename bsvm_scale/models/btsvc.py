@@ -30,16 +30,16 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._util.base import Standardizer, resolve_rng
-from .._util.validation import (check_classification_data, check_positive, check_positive_int,
-                                check_predict_X)
+from .._util.validation import (check_classification_data, check_positive, check_predict_X,
+                                store_params)
 from ..inference.covariance import GaussianCovariance
-from ..inference.evidence_lowrank import (DEFAULT_TOL, EvidenceSettings, LowRankPredictor,
-                                          check_method)
+from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
+from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import previous_model, previous_thetas
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
-from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, check_ard_init, coarse_starts
+from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -209,45 +209,28 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         One-versus-rest binary models (more than two classes only).
     """
 
+    _parameter_constraints = BAYES_CONSTRAINTS
+
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
                  warm_start_from=None, ard_init="isotropic"):
-        self.ard = ard
-        self.ard_init = ard_init
-        self.n_starts = n_starts
-        self.tol = tol
-        self.cache_mb = cache_mb
-        self.random_state = random_state
-        self.optimize = optimize
-        self.kappa0 = kappa0
-        self.kappa = kappa
-        self.kappa_b = kappa_b
-        self.starts = starts
-        self.max_iter = max_iter
-        self.optimizer_options = optimizer_options
-        self.init_subsample = init_subsample
-        self.evidence_method = evidence_method
-        self.evidence_tol = evidence_tol
-        self.evidence_mb = evidence_mb
-        self.warm_start_from = warm_start_from
+        store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------
     def _check_params(self, d):
-        check_positive("tol", self.tol)
-        check_positive("cache_mb", self.cache_mb)
-        check_positive_int("max_iter", self.max_iter, allow_none=True)
-        check_positive_int("n_starts", self.n_starts, allow_none=True)
-        check_positive_int("init_subsample", self.init_subsample, allow_none=True)
-        check_method(self.evidence_method, self.evidence_tol, self.evidence_mb)
-        check_ard_init(self.ard_init)
+        """Validate the parameters (``_parameter_constraints``, then an array
+        ``kappa`` against ``ard`` and the ``d`` inputs)."""
+        self._validate_params()
         kappa = check_positive("kappa", self.kappa, allow_none=True)
         if kappa is not None and np.ndim(kappa) == 1:
             if not self.ard:
-                raise ValueError("kappa is an array but ard=False; pass a float or set ard=True.")
+                raise ValueError(f"kappa is an array ({self.kappa!r}) but ard=False; pass a float "
+                                 "or set ard=True.")
             if kappa.shape[0] != d:
-                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has {d} features.")
+                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has {d} features; "
+                                 f"pass one kappa_l per input (or a float).")
 
     def _theta_from(self, d, kappa0, kappa, kappa_b):
         kappa0 = float(check_positive("kappa0", kappa0))
@@ -355,7 +338,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         warm = None if prev is None else previous_thetas(prev, classes)
         if classes.size == 2:
             self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm)
-            return self
+        else:
+            self._fit_one_vs_rest(X, y, callback, init, warm)
+        return self
+
+    def _fit_one_vs_rest(self, X, y, callback, init, warm):
+        """One binary model per class of ``classes_`` (``estimators_``), each
+        with its own entry of ``init`` and ``warm``; the per-class fitted
+        attributes are gathered."""
+        classes = self.classes_
         if init is None:
             init = [None] * classes.size
         if not isinstance(init, (list, tuple)) or len(init) != classes.size:
@@ -377,7 +368,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.starts_ = [e.starts_ for e in self.estimators_]
         self.support_ = [e.support_ for e in self.estimators_]
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
-        return self
 
     def _fit_binary_labels(self, X, y01, callback, init, warm):
         """One-versus-rest member: a binary fit on 0/1 labels, warm-started
@@ -424,16 +414,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return results
 
     def _isotropic_fit(self, X, y, theta0):
-        """The isotropic model fitted from the ARD start ``theta0`` (a clone
-        with ``ard=False`` and the start's ``kappa_l`` replaced by their
-        geometric mean). Not checkpointed: a resumed start repeats it (it is
-        deterministic)."""
-        start = {"kappa0": float(np.exp(theta0[0])),
-                 "kappa": float(np.exp(np.mean(theta0[1:-1]))),
-                 "kappa_b": float(np.exp(theta0[-1]))}
-        iso = clone(self).set_params(ard=False, starts=[start], n_starts=1, kappa0=None,
-                                     kappa=None, kappa_b=None, warm_start_from=None)
-        return iso.fit(X, y)
+        """The isotropic model fitted from the ARD start ``theta0``
+        (:func:`bsvm_scale.models._common.isotropic_fit`)."""
+        return isotropic_fit(self, X, y, theta0, ("kappa0",))
 
     @staticmethod
     def _continuation(iso, y, d):

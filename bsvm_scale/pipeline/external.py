@@ -28,18 +28,15 @@ import tempfile
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
+
+from .._util.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, store_params
 
 __all__ = ["SkSVR", "SkSVC", "SkGPR", "SkGPC", "EXTERNAL_KINDS", "model_bytes", "without_platt"]
 
 #: pipeline kind -> class name in this module
 EXTERNAL_KINDS = {"sk_svr": "SkSVR", "sk_svc": "SkSVC", "sk_gpr": "SkGPR", "sk_gpc": "SkGPC"}
-
-
-def _positive(name, value):
-    if isinstance(value, bool) or not np.isscalar(value) or not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number; got {value!r}. Give e.g. {name}=1.0.")
-    return float(value)
 
 
 class _Standardised(BaseEstimator):
@@ -52,11 +49,15 @@ class _Standardised(BaseEstimator):
         return self.scaler_.transform(X)
 
     def fit(self, X, y):
-        """Fit the scikit-learn model on standardised ``X`` and ``y``."""
-        self.model_ = self._build(np.asarray(X).shape[1])
-        self.model_.fit(self._scale(X, fit=True), y)
+        """Validate the parameters (``_parameter_constraints``), then fit the
+        scikit-learn model on standardised ``X`` and ``y``."""
+        self._validate_params()
+        self._fit_model(self._scale(X, fit=True), y)
         self._after_fit()
         return self
+
+    def _fit_model(self, Xs, y):
+        self.model_ = self._build(Xs.shape[1]).fit(Xs, y)
 
     def _after_fit(self):
         pass
@@ -67,24 +68,26 @@ class SkSVR(RegressorMixin, _Standardised):
 
     Parameters
     ----------
-    C : float, default=1.0
-    epsilon : float, default=0.1
+    C, epsilon : float, default=1.0 and 0.1
+        The regularisation parameter (> 0) and the half-width of the
+        insensitive zone (>= 0), as for :class:`~bsvm_scale.baselines.svm.SVR`.
     kappa : float, default=1.0
         Gaussian kernel ``exp(-kappa/2 ||x - x'||^2)`` on standardised inputs.
     tol : float, default=1e-3
+        LIBSVM's stopping tolerance.
     """
 
+    _parameter_constraints = {"C": [POSITIVE], "epsilon": [NON_NEGATIVE], "kappa": [POSITIVE],
+                              "tol": [POSITIVE]}
+
     def __init__(self, *, C=1.0, epsilon=0.1, kappa=1.0, tol=1e-3):
-        self.C = C
-        self.epsilon = epsilon
-        self.kappa = kappa
-        self.tol = tol
+        store_params(self, locals())
 
     def _build(self, d):
         from sklearn.svm import SVR
 
-        return SVR(C=_positive("C", self.C), epsilon=float(self.epsilon),
-                   gamma=_positive("kappa", self.kappa) / 2.0, tol=float(self.tol))
+        return SVR(C=float(self.C), epsilon=float(self.epsilon), gamma=float(self.kappa) / 2.0,
+                   tol=float(self.tol))
 
     def _after_fit(self):
         self.support_ = self.model_.support_
@@ -101,8 +104,8 @@ class SkSVC(ClassifierMixin, _Standardised):
 
     Parameters
     ----------
-    C : float, default=1.0
-    kappa : float, default=1.0
+    C, kappa, tol
+        As for :class:`SkSVR`.
     probability : bool, default=False
         Fit Platt's sigmoid on 5-fold cross-validated decision values and
         provide ``predict_proba``: LIBSVM's ``-b 1`` procedure, run through
@@ -115,32 +118,29 @@ class SkSVC(ClassifierMixin, _Standardised):
         a class no fold split keeps both classes in training, and the sigmoid
         is fitted to the full-data SVC's own decision values (``platt_folds_ =
         1``; LIBSVM fills such folds with constant decision values instead).
-    tol : float, default=1e-3
     random_state : int, default=0
         Seed of the stratified folds of the sigmoid's CV.
     """
 
+    _parameter_constraints = {"C": [POSITIVE], "kappa": [POSITIVE], "probability": ["boolean"],
+                              "tol": [POSITIVE], "random_state": ["random_state"]}
+
     def __init__(self, *, C=1.0, kappa=1.0, probability=False, tol=1e-3, random_state=0):
-        self.C = C
-        self.kappa = kappa
-        self.probability = probability
-        self.tol = tol
-        self.random_state = random_state
+        store_params(self, locals())
 
     def _build(self, d):
         from sklearn.svm import SVC
 
-        return SVC(C=_positive("C", self.C), gamma=_positive("kappa", self.kappa) / 2.0,
-                   tol=float(self.tol), random_state=self.random_state)
+        return SVC(C=float(self.C), gamma=float(self.kappa) / 2.0, tol=float(self.tol),
+                   random_state=self.random_state)
 
-    def fit(self, X, y):
-        """Fit the SVC on standardised ``X``; with ``probability``, also the sigmoid."""
+    def _fit_model(self, Xs, y):
+        """The SVC on standardised ``Xs``; with ``probability``, also the sigmoid."""
         if not self.probability:
-            return super().fit(X, y)
+            return super()._fit_model(Xs, y)
         from sklearn.calibration import CalibratedClassifierCV
         from sklearn.model_selection import StratifiedKFold
 
-        Xs = self._scale(X, fit=True)
         svc = self._build(Xs.shape[1])
         self.platt_folds_ = int(min(5, np.unique(y, return_counts=True)[1].min()))
         if self.platt_folds_ >= 2:
@@ -156,8 +156,6 @@ class SkSVC(ClassifierMixin, _Standardised):
             every = np.arange(len(y))
             self.platt_ = CalibratedClassifierCV(FrozenEstimator(self.model_), method="sigmoid",
                                                  cv=[(every, every)]).fit(Xs, y)
-        self._after_fit()
-        return self
 
     def _after_fit(self):
         self.support_ = self.model_.support_
@@ -207,26 +205,24 @@ class _SkGP(_Standardised):
     n_restarts : int, default=0
         Random restarts of scikit-learn's L-BFGS-B beyond the first.
     random_state : int, default=0
+        Seed of scikit-learn's restarts.
     length_scale : float or "sqrt(d)", default=1.0
         Starting RBF length scale on the standardised inputs; ``"sqrt(d)"``
         is ``kappa = 1 / d``, the start of the project's GP and BTSVC.
     """
 
     _noise = False
+    _parameter_constraints = {"ard": ["boolean"], "n_restarts": [NON_NEGATIVE_INT],
+                              "random_state": ["random_state"],
+                              "length_scale": [POSITIVE, StrOptions({"sqrt(d)"})]}
 
     def __init__(self, *, ard=False, n_restarts=0, random_state=0, length_scale=1.0):
-        self.ard = ard
-        self.n_restarts = n_restarts
-        self.random_state = random_state
-        self.length_scale = length_scale
+        store_params(self, locals())
 
     def _length_scale(self, d):
-        if isinstance(self.length_scale, str):
-            if self.length_scale != "sqrt(d)":
-                raise ValueError(f"length_scale must be a positive number or \"sqrt(d)\"; "
-                                 f"got {self.length_scale!r}.")
+        if isinstance(self.length_scale, str):  # "sqrt(d)" (the constraint allows no other)
             return float(np.sqrt(d))
-        return _positive("length_scale", self.length_scale)
+        return float(self.length_scale)
 
     def _build(self, d):
         return self._gp_class()(_gp_kernel(d, bool(self.ard), self._noise, self._length_scale(d)),
@@ -242,20 +238,21 @@ class _SkGP(_Standardised):
 class SkGPR(RegressorMixin, _SkGP):
     """scikit-learn ``GaussianProcessRegressor`` with the thesis' covariance plus noise.
 
-    Parameters as :class:`_SkGP`, plus ``normalize_y`` (default False):
-    scikit-learn's standardisation of the targets (its evidence is then that
-    of the standardised targets).
+    Parameters
+    ----------
+    ard, n_restarts, random_state, length_scale
+        As for :class:`_SkGP`.
+    normalize_y : bool, default=False
+        scikit-learn's standardisation of the targets (its evidence is then
+        that of the standardised targets).
     """
 
     _noise = True
+    _parameter_constraints = {**_SkGP._parameter_constraints, "normalize_y": ["boolean"]}
 
     def __init__(self, *, ard=False, n_restarts=0, random_state=0, length_scale=1.0,
                  normalize_y=False):
-        self.ard = ard
-        self.n_restarts = n_restarts
-        self.random_state = random_state
-        self.length_scale = length_scale
-        self.normalize_y = normalize_y
+        store_params(self, locals())
 
     @staticmethod
     def _gp_class():

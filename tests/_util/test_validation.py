@@ -1,10 +1,13 @@
 """Bad input gives a clear error from every estimator (bsvm_scale._util.validation).
 
 Each case is run against all nine estimators; the expected message
-fragments are scikit-learn's conventional wording (for inputs) or name the
-offending argument (for hyperparameters).
+fragments are scikit-learn's conventional wording, for inputs and for
+hyperparameters (``InvalidParameterError`` from the estimators'
+``_parameter_constraints``: the parameter, the estimator, the allowed values
+and the value received).
 """
 
+import re
 import warnings
 
 import numpy as np
@@ -203,7 +206,8 @@ def test_bad_hyperparameter_named_in_error(est, param, bad):
     est = clone(est).set_params(**{param: bad})
     if "optimize" in est.get_params():
         est.set_params(optimize=False)
-    with pytest.raises(ValueError, match=rf"^{param} must"):
+    with pytest.raises(ValueError, match=rf"^The '{param}' parameter of {name(est)} must be "
+                                         rf".* Got {re.escape(repr(bad))} instead\.$"):
         _fit(est, X, _target(est))
 
 
@@ -218,5 +222,6 @@ def _integer_cases():
                          ids=lambda v: name(v) if hasattr(v, "fit") else repr(v))
 def test_bad_integer_settings(est, param, bad):
     est = clone(est).set_params(**{param: bad})
-    with pytest.raises(ValueError, match=rf"^{param} must be a positive integer"):
+    with pytest.raises(ValueError, match=rf"^The '{param}' parameter of {name(est)} must be an "
+                                         r"int in the range \[1, inf\)"):
         _fit(est, X, _target(est))
