@@ -302,8 +302,10 @@ def evidence_grid_figure(grid, title):
         if len(levels) > 1 and a.size > 1 and b.size > 1:
             cs = axis.contour(a, b, z, levels=levels, cmap="viridis")
             axis.clabel(cs, fontsize=7, fmt=label, inline_spacing=2)
-        axis.plot(a[ib], b[jb], "k*", ms=11, label="highest evidence on the grid")
-        axis.plot(a[ie], b[je], "rx", ms=9, mew=2, label="lowest test error on the grid")
+        axis.plot(a[ib], b[jb], "k*", ms=11, clip_on=False, zorder=5,
+                  label="highest evidence on the grid")
+        axis.plot(a[ie], b[je], "rx", ms=9, mew=2, clip_on=False, zorder=5,
+                  label="lowest test error on the grid")
         axis.set_xlabel("log10 kappa0")
         axis.set_ylabel("log10 kappa")
         axis.set_title(name, fontsize=10)
