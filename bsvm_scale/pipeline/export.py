@@ -39,8 +39,8 @@ __all__ = ["export_run", "export_runs", "data_path_candidates", "read_checked", 
 #: test predictions of a shown task with more test cases than this are dropped
 MAX_PREDICTION_CASES = 2000
 #: models trained on more cases are not copied: a model fitted on the dense evidence
-#: path keeps the m x m Cholesky factor of its SV block for the error bars (1.4 GB at
-#: 20,000 cases before the matrix-free path existed)
+#: path keeps the m x m Cholesky factor of its SV block for the error bars (8 m^2
+#: bytes; docs/design/history.md, "Matrix-free evidence")
 MAX_MODEL_TRAIN = 5000
 #: prefix of a data path relative to the repository root (a shipped data set)
 REPO_PREFIX = "repo:"
