@@ -64,13 +64,14 @@ def bench_row_speed(n, d, reps, numpy_reps, seed=0):
     X = np.ascontiguousarray(rng.normal(size=(n, d)))
     kappa0, kappa, kappa_b = 1.0, 1.0 / d, 0.1
     w = np.full(d, kappa)
+    kern = ck.Kernel(X, w, kappa0, kappa_b)
     out = np.empty(n)
 
     def numpy_row(i):
         return kappa0 * np.exp(-0.5 * ((X - X[i]) ** 2 * w).sum(1)) + kappa_b
 
-    kernels = {"numba_parallel": lambda i: ck.cov_row(X, i, w, kappa0, kappa_b, out),
-               "numba_serial": lambda i: ck.cov_row_serial(X, i, w, kappa0, kappa_b, out),
+    kernels = {"numba_parallel": lambda i: ck.cov_row(kern, i, out),
+               "numba_serial": lambda i: ck.cov_row_serial(kern, i, out),
                "numpy": numpy_row}
     # warm-up (JIT compilation / cache load, thread pool start, page faults)
     for f in kernels.values():
@@ -81,9 +82,9 @@ def bench_row_speed(n, d, reps, numpy_reps, seed=0):
     max_err = 0.0
     for i in idx[:5]:
         ref = numpy_row(int(i))
-        ck.cov_row(X, int(i), w, kappa0, kappa_b, out)
+        ck.cov_row(kern, int(i), out)
         max_err = max(max_err, float(np.abs(out - ref).max()))
-        ck.cov_row_serial(X, int(i), w, kappa0, kappa_b, out)
+        ck.cov_row_serial(kern, int(i), out)
         max_err = max(max_err, float(np.abs(out - ref).max()))
 
     # interleaved rounds, so that every kernel sees the same machine load

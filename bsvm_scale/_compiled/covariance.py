@@ -7,8 +7,11 @@ Covariance (thesis eq. 4.3, ARD form 4.42)::
 where ``w_l = kappa`` for every input in the isotropic case (4.3) and
 ``w_l = kappa_l`` with automatic relevance determination (4.42).
 
-Everything here is a flat function over contiguous float64 arrays and scalars;
-the Python layer (:mod:`bsvm_scale.inference.covariance`) validates once and calls in.
+Everything here is a flat function over a :class:`Kernel` (the training
+inputs and the covariance hyperparameters), contiguous float64 arrays and
+scalars; the Python layer (:mod:`bsvm_scale.inference.covariance`) validates
+once, builds the :class:`Kernel` and calls in. Cross-covariances take the
+first set of inputs from the :class:`Kernel` and the second as an array.
 No function allocates an ``n x n`` array: rows, chunks of cross-covariance and
 contractions over a subset of points are all that exist.
 
@@ -23,11 +26,31 @@ The isotropic derivative d/d ln kappa is the sum of the ARD derivatives.
 The layout of a gradient vector is ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
 """
 
+from __future__ import annotations
+
+from typing import NamedTuple
+
 import numpy as np
-from numba import njit, prange
+from numba import prange
+
+from . import jit
 
 
-@njit(cache=True, inline="always")
+class Kernel(NamedTuple):
+    """The Gaussian covariance (4.3)/(4.42) over a set of inputs, as the
+    compiled code takes it."""
+
+    #: (n, d) C-contiguous float64 inputs; rows ``Cov(X[i], .)`` are over these
+    X: np.ndarray
+    #: (d,) float64 weights ``w_l`` (``kappa`` repeated, or ``kappa_l``)
+    w: np.ndarray
+    #: signal variance ``kappa0``
+    kappa0: float
+    #: bias variance ``kappa_b`` (0 gives the covariance without its bias term)
+    kappa_b: float
+
+
+@jit(inline="always")
 def _wsqdist(A, i, B, j, w):
     """Weighted squared distance sum_l w_l (A[i,l] - B[j,l])^2."""
     s = 0.0
@@ -37,41 +60,45 @@ def _wsqdist(A, i, B, j, w):
     return s
 
 
-@njit(cache=True, parallel=True)
-def cov_row(X, i, w, kappa0, kappa_b, out):
-    """Row ``i`` of the covariance against all training points (into ``out``)."""
+@jit(parallel=True)
+def cov_row(kern, i, out):
+    """Row ``i`` of the covariance against all inputs of ``kern`` (into ``out``)."""
+    X, w, kappa0, kappa_b = kern
     n = X.shape[0]
     for j in prange(n):
         out[j] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, j, w)) + kappa_b
 
 
-@njit(cache=True)
-def cov_row_serial(X, i, w, kappa0, kappa_b, out):
+@jit()
+def cov_row_serial(kern, i, out):
     """Serial version of :func:`cov_row` (used on small problems and in workers
     restricted to one thread)."""
+    X, w, kappa0, kappa_b = kern
     n = X.shape[0]
     for j in range(n):
         out[j] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, j, w)) + kappa_b
 
 
-@njit(cache=True)
+@jit()
 def cov_diag(n, kappa0, kappa_b):
     """Diagonal of the covariance: kappa0 + kappa_b for every point."""
     return np.full(n, kappa0 + kappa_b)
 
 
-@njit(cache=True, parallel=True)
-def cov_cross(A, B, w, kappa0, kappa_b, out):
-    """Cross-covariance block ``out[a, b] = Cov(A[a], B[b])``."""
+@jit(parallel=True)
+def cov_cross(kern, B, out):
+    """Cross-covariance block ``out[a, b] = Cov(kern.X[a], B[b])``."""
+    A, w, kappa0, kappa_b = kern
     for a in prange(A.shape[0]):
         for b in range(B.shape[0]):
             out[a, b] = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b
 
 
-@njit(cache=True, parallel=True)
-def cov_cross_matvec(A, B, w, kappa0, kappa_b, v):
-    """``sum_b Cov(A[a], B[b]) v[b]`` for every row ``a`` of ``A`` without
-    storing the block (prediction means)."""
+@jit(parallel=True)
+def cov_cross_matvec(kern, B, v):
+    """``sum_b Cov(kern.X[a], B[b]) v[b]`` for every input ``a`` of ``kern``
+    without storing the block (prediction means)."""
+    A, w, kappa0, kappa_b = kern
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
         s = 0.0
@@ -81,9 +108,10 @@ def cov_cross_matvec(A, B, w, kappa0, kappa_b, v):
     return out
 
 
-@njit(cache=True, parallel=True)
-def cov_subset(X, idx, w, kappa0, kappa_b):
+@jit(parallel=True)
+def cov_subset(kern, idx):
     """Sub-matrix ``Sigma_M`` of the covariance over the points ``idx`` (m x m)."""
+    X, w, kappa0, kappa_b = kern
     m = idx.shape[0]
     out = np.empty((m, m))
     for a in prange(m):
@@ -93,10 +121,11 @@ def cov_subset(X, idx, w, kappa0, kappa_b):
     return out
 
 
-@njit(cache=True, inline="always")
-def _add_dcov(X, ia, ib, w, kappa0, c, out, a):
+@jit(inline="always")
+def _add_dcov(kern, ia, ib, c, out, a):
     """``out[a, p] += c * dCov(x_ia, x_ib)/d ln theta_p`` for ``ln kappa0`` and
     every ``ln w_l`` (the ``ln kappa_b`` column is left to the caller)."""
+    X, w, kappa0, _ = kern
     kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
     out[a, 0] += c * kk
     for l in range(X.shape[1]):
@@ -104,16 +133,17 @@ def _add_dcov(X, ia, ib, w, kappa0, c, out, a):
         out[a, 1 + l] -= 0.5 * w[l] * t * t * kk * c
 
 
-@njit(cache=True, parallel=True)
-def trace_dcov(X, idx, A, w, kappa0, kappa_b):
+@jit(parallel=True)
+def trace_dcov(kern, idx, A):
     """``trace(A dSigma_M/d ln theta)`` for every log hyperparameter.
 
     ``A`` is an m x m matrix over the points ``idx`` (symmetry not assumed);
     ``trace(A dS)`` equals ``sum_ab A[a, b] dS[b, a]``. Returns an array of
     length ``d + 2`` laid out as ``[ln kappa0, ln w_1..ln w_d, ln kappa_b]``.
     """
+    kappa_b = kern.kappa_b
     m = idx.shape[0]
-    d = X.shape[1]
+    d = kern.X.shape[1]
     part = np.zeros((m, d + 2))
     for a in prange(m):
         ia = idx[a]
@@ -121,26 +151,26 @@ def trace_dcov(X, idx, A, w, kappa0, kappa_b):
             s_ab = A[a, b]
             if s_ab == 0.0:
                 continue
-            _add_dcov(X, ia, idx[b], w, kappa0, s_ab, part, a)
+            _add_dcov(kern, ia, idx[b], s_ab, part, a)
             part[a, d + 1] += s_ab * kappa_b
     return part.sum(axis=0)
 
 
-@njit(cache=True, inline="always")
-def _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, a, part):
+@jit(inline="always")
+def _trace_dcov_row(kern, idx, A, a, part):
     """Row ``a`` of :func:`trace_dcov_lower`: pairs ``(a, b)``, ``b <= a``."""
     ia = idx[a]
-    d = X.shape[1]
+    d = kern.X.shape[1]
     for b in range(a + 1):
         s_ab = A[a, b] if b == a else 2.0 * A[a, b]
         if s_ab == 0.0:
             continue
-        _add_dcov(X, ia, idx[b], w, kappa0, s_ab, part, a)
-        part[a, d + 1] += s_ab * kappa_b
+        _add_dcov(kern, ia, idx[b], s_ab, part, a)
+        part[a, d + 1] += s_ab * kern.kappa_b
 
 
-@njit(cache=True, parallel=True)
-def trace_dcov_lower(X, idx, A, w, kappa0, kappa_b):
+@jit(parallel=True)
+def trace_dcov_lower(kern, idx, A):
     """:func:`trace_dcov` for a symmetric ``A`` given by its lower triangle.
 
     Only ``A[a, b]`` with ``b <= a`` is read (the strict upper triangle may
@@ -150,23 +180,24 @@ def trace_dcov_lower(X, idx, A, w, kappa0, kappa_b):
     the triangular work is balanced.
     """
     m = idx.shape[0]
-    d = X.shape[1]
+    d = kern.X.shape[1]
     part = np.zeros((m, d + 2))
     for k in prange((m + 1) // 2):
-        _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, k, part)
+        _trace_dcov_row(kern, idx, A, k, part)
         if m - 1 - k != k:
-            _trace_dcov_row(X, idx, A, w, kappa0, kappa_b, m - 1 - k, part)
+            _trace_dcov_row(kern, idx, A, m - 1 - k, part)
     return part.sum(axis=0)
 
 
-@njit(cache=True, parallel=True)
-def quad_dcov(X, idx, v, w, kappa0, kappa_b):
+@jit(parallel=True)
+def quad_dcov(kern, idx, v):
     """``v^T (dSigma_S/d ln theta) v`` over the points ``idx`` for every log
     hyperparameter, in O(s^2 d) time and O(s d) memory.
 
     Symmetry halves the work: each unordered pair is visited once. Layout as
     in :func:`trace_dcov`.
     """
+    X, w, kappa0, kappa_b = kern
     s = idx.shape[0]
     d = X.shape[1]
     part = np.zeros((s, d + 2))
@@ -195,8 +226,8 @@ def quad_dcov(X, idx, v, w, kappa0, kappa_b):
     return out
 
 
-@njit(cache=True, parallel=True)
-def dcov_matvec(X, idx, v, w, kappa0, kappa_b):
+@jit(parallel=True)
+def dcov_matvec(kern, idx, v):
     """``(dSigma_M/d ln theta) v`` for every log hyperparameter.
 
     Returns an ``m x (d + 2)`` array whose column ``p`` is the product of the
@@ -204,8 +235,9 @@ def dcov_matvec(X, idx, v, w, kappa0, kappa_b):
     :func:`trace_dcov`) and ``v``. Used by the implicit term of the BTSVC
     evidence gradient (E.15, E.16).
     """
+    kappa_b = kern.kappa_b
     m = idx.shape[0]
-    d = X.shape[1]
+    d = kern.X.shape[1]
     out = np.zeros((m, d + 2))
     vsum = 0.0
     for b in range(m):
@@ -216,6 +248,6 @@ def dcov_matvec(X, idx, v, w, kappa0, kappa_b):
             vb = v[b]
             if vb == 0.0:
                 continue
-            _add_dcov(X, ia, idx[b], w, kappa0, vb, out, a)
+            _add_dcov(kern, ia, idx[b], vb, out, a)
         out[a, d + 1] = kappa_b * vsum
     return out

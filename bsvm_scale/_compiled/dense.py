@@ -9,12 +9,14 @@ into the gradient matrix ``W = alpha alpha^T - K^{-1}`` of the GP evidence
 
 from __future__ import annotations
 
-from numba import njit, prange
+from numba import prange
+
+from . import jit
 
 __all__ = ["zero_upper", "gradient_matrix_inplace"]
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def zero_upper(c):
     """Zero the strict upper triangle of an F-ordered square matrix."""
     n = c.shape[0]
@@ -23,7 +25,7 @@ def zero_upper(c):
             c[i, j] = 0.0
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def gradient_matrix_inplace(c, alpha):
     """Turn the lower triangle of ``K^{-1}`` (F-ordered, from ``dpotri``) into
     the lower triangle of ``W = alpha alpha^T - K^{-1}`` with doubled

@@ -21,13 +21,16 @@ Derivative layout ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]`` as in
 :mod:`bsvm_scale._compiled.covariance`.
 """
 
-import numpy as np
-from numba import njit, prange
+from __future__ import annotations
 
+import numpy as np
+from numba import prange
+
+from . import jit
 from .covariance import _wsqdist
 
 
-@njit(cache=True)
+@jit()
 def _argmax_sum(resid):
     """Index of the largest entry of ``resid`` and the sum of all entries."""
     best = 0
@@ -39,9 +42,10 @@ def _argmax_sum(resid):
     return best, total
 
 
-@njit(cache=True, parallel=True)
-def _pivot_column(X, sl, w, kappa0, kappa_b, G, j, i, resid):
+@jit(parallel=True)
+def _pivot_column(kern, sl, G, j, i, resid):
     """Column ``j`` of ``G`` for pivot ``i``; updates the residual diagonal."""
+    X, w, kappa0, kappa_b = kern
     m = X.shape[0]
     sq = np.sqrt(resid[i])
     for a in prange(m):
@@ -55,14 +59,15 @@ def _pivot_column(X, sl, w, kappa0, kappa_b, G, j, i, resid):
     resid[i] = 0.0
 
 
-@njit(cache=True)
-def pivoted_cholesky(X, sl, w, kappa0, kappa_b, G, tol, floor):
+@jit()
+def pivoted_cholesky(kern, sl, G, tol, floor):
     """Greedy partial Cholesky of ``K~ = diag(sl) Sigma diag(sl)`` into ``G``.
 
     Parameters
     ----------
-    X : (m, d) inputs of the block; ``sl`` : (m,) the weights ``Lambda^1/2``.
-    w, kappa0, kappa_b : covariance (4.3)/(4.42).
+    kern : Kernel
+        Covariance (4.3)/(4.42) over the ``m`` inputs of the block.
+    sl : (m,) the weights ``Lambda^1/2``.
     G : (m, r_max) C-ordered output; column ``j`` is the ``j``-th factor column.
     tol : stop once the residual trace ``tr E`` is at most ``tol``.
     floor : stop once the largest residual diagonal entry is at most ``floor``
@@ -74,11 +79,11 @@ def pivoted_cholesky(X, sl, w, kappa0, kappa_b, G, tol, floor):
     piv : (r_max,) pivot indices (first ``rank`` valid).
     resid : (m,) residual diagonal ``diag E``.
     """
-    m = X.shape[0]
+    m = kern.X.shape[0]
     r_max = G.shape[1]
     resid = np.empty(m)
     for a in range(m):
-        resid[a] = sl[a] * sl[a] * (kappa0 + kappa_b)
+        resid[a] = sl[a] * sl[a] * (kern.kappa0 + kern.kappa_b)
     piv = np.full(r_max, -1, dtype=np.int64)
     rank = 0
     for j in range(r_max):
@@ -86,18 +91,20 @@ def pivoted_cholesky(X, sl, w, kappa0, kappa_b, G, tol, floor):
         if total <= tol or resid[i] <= floor:
             break
         piv[j] = i
-        _pivot_column(X, sl, w, kappa0, kappa_b, G, j, i, resid)
+        _pivot_column(kern, sl, G, j, i, resid)
         rank = j + 1
     return rank, piv, resid
 
 
-@njit(cache=True, parallel=True)
-def dcov_contract(A, B, W, w, kappa0, kappa_b):
-    """``sum_ab W[a, b] dCov(A_a, B_b)/d ln theta_p`` for every ``p``.
+@jit(parallel=True)
+def dcov_contract(kern, B, W):
+    """``sum_ab W[a, b] dCov(A_a, B_b)/d ln theta_p`` for every ``p``, with
+    ``A = kern.X``.
 
     ``W`` is ``|A| x |B|``; returns a vector of length ``d + 2`` laid out as
     ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
     """
+    A, w, kappa0, kappa_b = kern
     na = A.shape[0]
     d = A.shape[1]
     part = np.zeros((na, d + 2))

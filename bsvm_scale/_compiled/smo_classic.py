@@ -40,37 +40,35 @@ one-dimensional convex problem; it has the closed form of Table C.2 when
 ``phi = 0`` and is solved by safeguarded Newton iterations (Appendix G) for
 the trigonometric dual.
 
-Kernel rows come from the LRU cache of :mod:`bsvm_scale._compiled.row_cache`; the ten
-cache arrays are passed through as ``X, w, k0, kb, buf, slot_of, row_of, prev,
-nxt, meta`` (the ``args`` of :class:`bsvm_scale.inference.covariance.RowCache`). A row
-stays valid until as many other rows as the cache has slots have been
-fetched; the cache always has two slots, so the two rows of a pair are valid
-together.
+Kernel rows come from the LRU cache of :mod:`bsvm_scale._compiled.row_cache`:
+every function that reads rows takes the covariance ``kern`` (a
+:class:`~bsvm_scale._compiled.covariance.Kernel` over the ``n`` training
+points) and the cache arrays ``cache`` (a
+:class:`~bsvm_scale._compiled.row_cache.CacheState`), the ``kernel`` and
+``state`` of :class:`bsvm_scale.inference.covariance.RowCache`. A row stays
+valid until as many other rows as the cache has slots have been fetched; the
+cache always has two slots, so the two rows of a pair are valid together.
+The arrays of the dual travel as one :class:`QPDual`; the active variables
+as ``act``, a view of the first ``n_act`` entries of the permutation
+``active``.
 
 Shrinking (Joachims 1999; Fan et al. 2005) is optional: variables at a bound
 that cannot enter a violating pair given the current ``m`` and ``M`` are
 removed from the active set; the gradient of the removed variables is rebuilt
 from ``G_bar_t = sum_{u at upper bound} U_u Q_tu`` before the final test.
 
-All functions are flat njit functions over arrays so that other solvers can
-share them.
+All functions are flat compiled functions over arrays and these tuples, so
+that other solvers can share them.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
-from numba import njit
 
+from . import jit
 from .row_cache import get_row
-
-# Functions that call ``get_row`` (another module) are not cached on disk.
-# Numba's cache is invalidated only by changes to this file, so a cached
-# caller would keep an outdated copy of ``get_row`` after that module changes;
-# and with numba 0.68, while ``get_row`` still ran a parallel loop, a cached
-# caller compiled against a cached ``get_row`` segfaulted when loaded again.
-# Set to True once ``_row_cache`` is stable to save ~5 s of compilation per
-# process.
-_CACHE_GET_ROW_CALLERS = False
 
 TAU = 1e-12          # curvature floor for non-positive-definite pairs
 STATUS_OK = 0
@@ -79,18 +77,30 @@ STATUS_MAX_ITER = 1
 _FOUR_OVER_PI = 4.0 / np.pi
 _TWO_OVER_PI = 2.0 / np.pi
 _PI2 = np.pi * np.pi
+_MAX_NEWTON = 100    # Newton iterations of one trigonometric pair step
+_XTOL = 1e-14        # relative step size at which they stop
+
+
+class QPDual(NamedTuple):
+    """The arrays of one dual (length ``l``), solved in place."""
+
+    s: np.ndarray      #: signs +-1.0 of the variables
+    p: np.ndarray      #: linear term
+    U: np.ndarray      #: upper bounds (``inf``: none)
+    alpha: np.ndarray  #: feasible start on entry, the solution on return
+    G: np.ndarray      #: gradient ``Q alpha + p`` (output)
 
 
 # ---------------------------------------------------------------------------
 # small helpers
 # ---------------------------------------------------------------------------
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def real_index(t, n):
     """Training point of variable ``t`` (``t mod n`` for ``t < 2n``)."""
     return t - n if t >= n else t
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def in_up(t, s, alpha, U):
     """``t in I_up`` (the variable can move along ``+s_t``)."""
     if s[t] > 0:
@@ -98,7 +108,7 @@ def in_up(t, s, alpha, U):
     return alpha[t] > 0.0
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def in_low(t, s, alpha, U):
     """``t in I_low`` (the variable can move along ``-s_t``)."""
     if s[t] > 0:
@@ -106,19 +116,19 @@ def in_low(t, s, alpha, U):
     return alpha[t] < U[t]
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def trig_dphi(a):
     """``phi'(a) = 4/pi arctan(2a/pi)`` of the trigonometric dual (H.4)."""
     return _FOUR_OVER_PI * np.arctan(_TWO_OVER_PI * a)
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def trig_d2phi(a):
     """``phi''(a) = 8 / (pi^2 + 4 a^2)`` (diagonal term of G.2)."""
     return 8.0 / (_PI2 + 4.0 * a * a)
 
 
-@njit(cache=True)
+@jit()
 def trig_phi(a):
     """``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` (H.4)."""
     u = _TWO_OVER_PI * a
@@ -128,17 +138,18 @@ def trig_phi(a):
 # ---------------------------------------------------------------------------
 # working-set selection and stopping test
 # ---------------------------------------------------------------------------
-@njit(cache=True)
-def select_i(G, alpha, s, U, active, n_act):
-    """First index of the pair: ``i = argmax_{t in I_up} -s_t G_t``.
+@jit()
+def select_i(dual, act):
+    """First index of the pair: ``i = argmax_{t in I_up} -s_t G_t`` over the
+    active variables ``act``.
 
-    Returns ``(i, m)``; ``i = -1`` when ``I_up`` is empty among the active
-    variables.
+    Returns ``(i, m)``; ``i = -1`` when ``I_up`` is empty among them.
     """
+    s, alpha, U, G = dual.s, dual.alpha, dual.U, dual.G
     m = -np.inf
     i = -1
-    for k in range(n_act):
-        t = active[k]
+    for k in range(act.shape[0]):
+        t = act[k]
         if in_up(t, s, alpha, U):
             v = -s[t] * G[t]
             if v >= m:
@@ -147,26 +158,29 @@ def select_i(G, alpha, s, U, active, n_act):
     return i, m
 
 
-@njit(cache=True)
-def select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n_act):
+@jit()
+def select_j(Ki, i, m, dual, diag, curv, act):
     """Second index by the second-order rule (WSS2).
 
     Among the active ``t in I_low`` with ``b_it = m + s_t G_t > 0`` choose the
     one minimising ``-b_it^2 / a_it`` where
     ``a_it = K_ii + K_tt - 2 K_it + curv_i + curv_t`` is the curvature along
-    ``s_i e_i - s_t e_t`` (``curv`` holds ``phi''`` of the separable term, all
-    zeros for the quadratic duals).
+    ``s_i e_i - s_t e_t`` (``diag`` holds ``K_rr`` of the ``n`` points,
+    ``curv`` holds ``phi''`` of the separable term, all zeros for the
+    quadratic duals).
 
     Returns ``(j, Mneg)`` with ``Mneg = max_{t in I_low} s_t G_t = -M``, so
     that the gap of the stopping test (C.7) is ``m + Mneg``.
     """
+    s, alpha, U, G = dual.s, dual.alpha, dual.U, dual.G
+    n = diag.shape[0]
     ri = real_index(i, n)
     kii = diag[ri] + curv[i]
     best = np.inf
     j = -1
     Mneg = -np.inf
-    for k in range(n_act):
-        t = active[k]
+    for k in range(act.shape[0]):
+        t = act[k]
         if not in_low(t, s, alpha, U):
             continue
         v = s[t] * G[t]
@@ -185,13 +199,15 @@ def select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n_act):
     return j, Mneg
 
 
-@njit(cache=True)
-def extremes(G, alpha, s, U, active, n_act):
-    """``(m, M)``: ``max_{I_up} -s G`` and ``min_{I_low} -s G`` over the active set."""
+@jit()
+def extremes(dual, act):
+    """``(m, M)``: ``max_{I_up} -s G`` and ``min_{I_low} -s G`` over the active
+    variables ``act``."""
+    s, alpha, U, G = dual.s, dual.alpha, dual.U, dual.G
     m = -np.inf
     M = np.inf
-    for k in range(n_act):
-        t = active[k]
+    for k in range(act.shape[0]):
+        t = act[k]
         v = -s[t] * G[t]
         if in_up(t, s, alpha, U) and v > m:
             m = v
@@ -200,7 +216,7 @@ def extremes(G, alpha, s, U, active, n_act):
     return m, M
 
 
-@njit(cache=True)
+@jit()
 def bias(G, alpha, s, U):
     """Bias ``b`` at a tau-optimal point.
 
@@ -237,17 +253,18 @@ def bias(G, alpha, s, U):
 # ---------------------------------------------------------------------------
 # two-variable steps
 # ---------------------------------------------------------------------------
-@njit(cache=True)
-def step_bounds(i, j, alpha, s, U):
+@jit()
+def step_bounds(i, j, dual):
     """Largest feasible ``t >= 0`` along ``d = s_i e_i - s_j e_j`` for each of
     the two variables (``inf`` when unbounded)."""
+    s, alpha, U = dual.s, dual.alpha, dual.U
     ti = (U[i] - alpha[i]) if s[i] > 0 else alpha[i]
     tj = alpha[j] if s[j] > 0 else (U[j] - alpha[j])
     return ti, tj
 
 
-@njit(cache=True)
-def quadratic_pair_step(i, j, kij, kii, kjj, G, alpha, s, U):
+@jit()
+def quadratic_pair_step(i, j, kij, kii, kjj, dual):
     """Analytic solution of the two-variable QP (C.8), Table C.2.
 
     Moves ``alpha_i += s_i t``, ``alpha_j -= s_j t`` with
@@ -255,12 +272,13 @@ def quadratic_pair_step(i, j, kij, kii, kjj, G, alpha, s, U):
     and ``a_ij = K_ii + K_jj - 2 K_ij``; a variable that reaches its bound is
     set to it exactly. Returns ``t``.
     """
+    s, alpha, U, G = dual.s, dual.alpha, dual.U, dual.G
     a = kii + kjj - 2.0 * kij
     if a <= 0.0:
         a = TAU
     b = -s[i] * G[i] + s[j] * G[j]
     t = b / a
-    ti, tj = step_bounds(i, j, alpha, s, U)
+    ti, tj = step_bounds(i, j, dual)
     hit_i = False
     hit_j = False
     if t >= ti:
@@ -281,8 +299,8 @@ def quadratic_pair_step(i, j, kij, kii, kjj, G, alpha, s, U):
     return t
 
 
-@njit(cache=True)
-def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14):
+@jit()
+def trig_pair_step(i, j, kij, kii, kjj, dual):
     """Two-variable step of the trigonometric dual (H.4) by safeguarded Newton.
 
     Minimises ``psi(t)`` along ``alpha_i += s_i t``, ``alpha_j -= s_j t``
@@ -295,6 +313,7 @@ def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14)
     bracket expansion) when they leave it, as the trust region of (G.3) does.
     Returns ``t``; ``alpha`` is updated in place.
     """
+    s, alpha, G = dual.s, dual.alpha, dual.G
     eta = kii + kjj - 2.0 * kij
     if eta < 0.0:
         eta = 0.0
@@ -320,7 +339,7 @@ def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14)
         return hi
     lo = 0.0
     t = 0.0
-    for _ in range(max_newton):
+    for _ in range(_MAX_NEWTON):
         g = dpsi(t)
         if g == 0.0:
             break
@@ -335,7 +354,7 @@ def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14)
                 tn = 0.5 * (lo + hi)
             else:
                 tn = max(2.0 * t, t + 1.0)
-        if abs(tn - t) <= xtol * (1.0 + abs(t)):
+        if abs(tn - t) <= _XTOL * (1.0 + abs(t)):
             t = tn
             break
         t = tn
@@ -351,36 +370,43 @@ def trig_pair_step(i, j, kij, kii, kjj, G, alpha, s, max_newton=100, xtol=1e-14)
 # ---------------------------------------------------------------------------
 # gradient bookkeeping
 # ---------------------------------------------------------------------------
-@njit(cache=True)
-def update_gradient(G, s, t, Ki, Kj, n, active, n_act):
-    """(C.9): ``G_u += s_u t (K_{r(u) r(i)} - K_{r(u) r(j)})`` over the active set
-    after the step ``alpha_i += s_i t``, ``alpha_j -= s_j t``."""
-    for k in range(n_act):
-        u = active[k]
+@jit()
+def update_gradient(dual, t, Ki, Kj, act):
+    """(C.9): ``G_u += s_u t (K_{r(u) r(i)} - K_{r(u) r(j)})`` over the active
+    variables ``act`` after the step ``alpha_i += s_i t``, ``alpha_j -= s_j t``
+    (``Ki``, ``Kj``: the kernel rows of the pair)."""
+    s, G = dual.s, dual.G
+    n = Ki.shape[0]
+    for k in range(act.shape[0]):
+        u = act[k]
         ru = real_index(u, n)
         G[u] += s[u] * t * (Ki[ru] - Kj[ru])
 
 
-@njit(cache=True)
-def update_gbar(G_bar, s, coef, Krow, n):
+@jit()
+def update_gbar(G_bar, s, coef, Krow):
     """``G_bar_u += coef s_u K_{r(u) r}`` for every variable (a variable entered
-    (coef = +U_t s_t) or left (coef = -U_t s_t) its upper bound)."""
+    (coef = +U_t s_t) or left (coef = -U_t s_t) its upper bound; ``Krow`` is
+    its kernel row)."""
+    n = Krow.shape[0]
     for u in range(G_bar.shape[0]):
         G_bar[u] += coef * s[u] * Krow[real_index(u, n)]
 
 
-@njit(cache=True)
-def shrink(G, alpha, s, U, active, n_act, m, M):
+@jit()
+def shrink(dual, act, m, M):
     """Drop bounded variables that cannot join a violating pair.
 
     A variable only in ``I_up`` is kept out while ``-s_t G_t < M``; one only
     in ``I_low`` while ``-s_t G_t > m``. Free variables are always kept.
     Returns the new active count (the dropped indices are moved to the tail
-    of ``active``).
+    of ``act``, a view of the active prefix of the permutation ``active``).
     """
+    s, alpha, U, G = dual.s, dual.alpha, dual.U, dual.G
+    n_act = act.shape[0]
     k = 0
     while k < n_act:
-        t = active[k]
+        t = act[k]
         up = in_up(t, s, alpha, U)
         low = in_low(t, s, alpha, U)
         v = -s[t] * G[t]
@@ -391,55 +417,104 @@ def shrink(G, alpha, s, U, active, n_act, m, M):
             drop = v > m
         if drop:
             n_act -= 1
-            active[k] = active[n_act]
-            active[n_act] = t
+            act[k] = act[n_act]
+            act[n_act] = t
         else:
             k += 1
     return n_act
 
 
-@njit(cache=_CACHE_GET_ROW_CALLERS)
-def reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-                         n, G, G_bar, p, alpha, s, U, active, n_act):
-    """Rebuild ``G`` of the inactive variables: ``G_t = G_bar_t + p_t +
+@jit()
+def reconstruct_gradient(kern, cache, dual, G_bar, inactive):
+    """Rebuild ``G`` of the ``inactive`` variables: ``G_t = G_bar_t + p_t +
     sum_{u free} alpha_u Q_tu``."""
-    l = G.shape[0]
-    if n_act >= l:
+    s, p, U, alpha, G = dual
+    if inactive.shape[0] == 0:
         return
-    for k in range(n_act, l):
-        t = active[k]
+    n = kern.X.shape[0]
+    for k in range(inactive.shape[0]):
+        t = inactive[k]
         G[t] = G_bar[t] + p[t]
-    for u in range(l):
+    for u in range(G.shape[0]):
         if 0.0 < alpha[u] < U[u]:
-            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(u, n))
+            row = get_row(kern, cache, real_index(u, n))
             c = s[u] * alpha[u]
-            for k in range(n_act, l):
-                t = active[k]
+            for k in range(inactive.shape[0]):
+                t = inactive[k]
                 G[t] += s[t] * c * row[real_index(t, n)]
+
+
+@jit()
+def start_gradient(kern, cache, dual, G_bar):
+    """``G = Q alpha + p`` and ``G_bar = sum_{u at upper bound} U_u Q_u`` at
+    the start ``alpha``, one kernel row per non-zero variable."""
+    s, p, U, alpha, G = dual
+    n = kern.X.shape[0]
+    l = s.shape[0]
+    for t in range(l):
+        G[t] = p[t]
+    for u in range(l):
+        if alpha[u] > 0.0:
+            row = get_row(kern, cache, real_index(u, n))
+            c = s[u] * alpha[u]
+            for t in range(l):
+                q = s[t] * row[real_index(t, n)]
+                G[t] += c * q
+                if alpha[u] >= U[u]:
+                    G_bar[t] += s[u] * U[u] * q
 
 
 # ---------------------------------------------------------------------------
 # drivers
 # ---------------------------------------------------------------------------
-@njit(cache=_CACHE_GET_ROW_CALLERS)
-def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-           n, s, p, U, alpha, G, tol, max_iter, shrinking):
-    """SMO for the quadratic duals (SVC, SVR), starting from ``alpha`` (any
-    feasible point; zeros is the usual start).
+@jit()
+def shrink_active(kern, cache, dual, G_bar, active, n_act, unshrunk, tol):
+    """One shrinking round of :func:`smo_qp`: the first time the gap is within
+    ``10 tol`` every variable is brought back (gradient rebuilt) before the
+    test. Returns ``(n_act, unshrunk)``."""
+    m0, M0 = extremes(dual, active[:n_act])
+    if not unshrunk and m0 - M0 <= 10.0 * tol:
+        unshrunk = True
+        reconstruct_gradient(kern, cache, dual, G_bar, active[n_act:])
+        n_act = active.shape[0]
+        m0, M0 = extremes(dual, active[:n_act])
+    return shrink(dual, active[:n_act], m0, M0), unshrunk
+
+
+@jit()
+def pair_update(kern, cache, dual, G_bar, diag, i, j, act):
+    """The step (C.8) on the pair ``(i, j)`` with the gradient (C.9) of the
+    active variables ``act`` and ``G_bar`` brought up to date."""
+    s, U, alpha = dual.s, dual.U, dual.alpha
+    n = diag.shape[0]
+    ri = real_index(i, n)
+    rj = real_index(j, n)
+    Ki = get_row(kern, cache, ri)
+    Kj = get_row(kern, cache, rj)
+    Ki = get_row(kern, cache, ri)
+    up_i = alpha[i] >= U[i]
+    up_j = alpha[j] >= U[j]
+    t = quadratic_pair_step(i, j, Ki[rj], diag[ri], diag[rj], dual)
+    update_gradient(dual, t, Ki, Kj, act)
+    if (alpha[i] >= U[i]) != up_i:
+        update_gbar(G_bar, s, (U[i] if not up_i else -U[i]) * s[i], Ki)
+    if (alpha[j] >= U[j]) != up_j:
+        update_gbar(G_bar, s, (U[j] if not up_j else -U[j]) * s[j], Kj)
+
+
+@jit()
+def smo_qp(kern, cache, dual, tol, max_iter, shrinking):
+    """SMO for the quadratic duals (SVC, SVR), starting from ``dual.alpha``
+    (any feasible point; zeros is the usual start).
 
     Parameters
     ----------
-    X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta
-        Row-cache state (:attr:`bsvm_scale.inference.covariance.RowCache.args`).
-    n : int
-        Number of training points; variable ``t`` belongs to point
-        ``t mod n``.
-    s, p, U : ndarray of shape (l,)
-        Signs (+-1.0), linear term and upper bounds.
-    alpha : ndarray of shape (l,)
-        Start (feasible), overwritten with the solution.
-    G : ndarray of shape (l,)
-        Output: gradient ``Q alpha + p`` at the solution.
+    kern, cache : Kernel, CacheState
+        Covariance over the ``n`` training points (variable ``t`` belongs to
+        point ``t mod n``) and its row cache.
+    dual : QPDual
+        Signs, linear term, upper bounds, the start ``alpha`` (overwritten
+        with the solution) and ``G`` (output: ``Q alpha + p`` there).
     tol : float
         Stopping tolerance ``tau`` of (C.7)/(C.18).
     max_iter : int
@@ -453,23 +528,14 @@ def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
         Pair updates done, ``STATUS_OK`` or ``STATUS_MAX_ITER``, final
         ``m - M``.
     """
-    l = s.shape[0]
+    n = kern.X.shape[0]
+    l = dual.s.shape[0]
     diag = np.empty(n)
     for r in range(n):
-        diag[r] = k0 + kb
+        diag[r] = kern.kappa0 + kern.kappa_b
     curv = np.zeros(l)
     G_bar = np.zeros(l)
-    for t in range(l):
-        G[t] = p[t]
-    for u in range(l):
-        if alpha[u] > 0.0:
-            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(u, n))
-            c = s[u] * alpha[u]
-            for t in range(l):
-                q = s[t] * row[real_index(t, n)]
-                G[t] += c * q
-                if alpha[u] >= U[u]:
-                    G_bar[t] += s[u] * U[u] * q
+    start_gradient(kern, cache, dual, G_bar)
     active = np.arange(l)
     n_act = l
     unshrunk = False
@@ -483,58 +549,37 @@ def smo_qp(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
         if max_iter >= 0 and it >= max_iter:
             status = STATUS_MAX_ITER
             # leave a complete gradient behind for the bias and the caller
-            reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-                                 n, G, G_bar, p, alpha, s, U, active, n_act)
+            reconstruct_gradient(kern, cache, dual, G_bar, active[n_act:])
             break
         if shrinking and not just_rebuilt:
             counter -= 1
             if counter <= 0:
                 counter = period
-                m0, M0 = extremes(G, alpha, s, U, active, n_act)
-                if not unshrunk and m0 - M0 <= 10.0 * tol:
-                    unshrunk = True
-                    reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-                                         n, G, G_bar, p, alpha, s, U, active, n_act)
-                    n_act = l
-                    m0, M0 = extremes(G, alpha, s, U, active, n_act)
-                n_act = shrink(G, alpha, s, U, active, n_act, m0, M0)
-        i, m = select_i(G, alpha, s, U, active, n_act)
+                n_act, unshrunk = shrink_active(kern, cache, dual, G_bar, active, n_act,
+                                                unshrunk, tol)
+        i, m = select_i(dual, active[:n_act])
         j = -1
         Mneg = -np.inf
         if i >= 0:
-            Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, real_index(i, n))
-            j, Mneg = select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n_act)
+            Ki = get_row(kern, cache, real_index(i, n))
+            j, Mneg = select_j(Ki, i, m, dual, diag, curv, active[:n_act])
         gap = m + Mneg
         if j < 0 or gap < tol:
             if n_act < l:
-                reconstruct_gradient(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-                                     n, G, G_bar, p, alpha, s, U, active, n_act)
+                reconstruct_gradient(kern, cache, dual, G_bar, active[n_act:])
                 n_act = l
                 counter = 1
                 just_rebuilt = True   # re-test on the full set before shrinking again
                 continue
             break
         just_rebuilt = False
-        ri = real_index(i, n)
-        rj = real_index(j, n)
-        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, ri)
-        Kj = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, rj)
-        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, ri)
-        up_i = alpha[i] >= U[i]
-        up_j = alpha[j] >= U[j]
-        t = quadratic_pair_step(i, j, Ki[rj], diag[ri], diag[rj], G, alpha, s, U)
-        update_gradient(G, s, t, Ki, Kj, n, active, n_act)
-        if (alpha[i] >= U[i]) != up_i:
-            update_gbar(G_bar, s, (U[i] if not up_i else -U[i]) * s[i], Ki, n)
-        if (alpha[j] >= U[j]) != up_j:
-            update_gbar(G_bar, s, (U[j] if not up_j else -U[j]) * s[j], Kj, n)
+        pair_update(kern, cache, dual, G_bar, diag, i, j, active[:n_act])
         it += 1
     return it, status, gap
 
 
-@njit(cache=_CACHE_GET_ROW_CALLERS)
-def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
-             s, alpha, Kv, tol, max_iter):
+@jit()
+def smo_trig(kern, cache, s, alpha, Kv, tol, max_iter):
     """SMO for the trigonometric SVC dual with bias (H.4).
 
     ``min 1/2 v^T K v - sum alpha + sum phi(alpha)``, ``v = s * alpha``,
@@ -550,12 +595,11 @@ def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
     n = s.shape[0]
     diag = np.empty(n)
     for r in range(n):
-        diag[r] = k0 + kb
-    U = np.full(n, np.inf)
+        diag[r] = kern.kappa0 + kern.kappa_b
     Kv[:] = 0.0
     for u in range(n):
         if alpha[u] > 0.0:
-            row = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, u)
+            row = get_row(kern, cache, u)
             c = s[u] * alpha[u]
             for t in range(n):
                 Kv[t] += c * row[t]
@@ -564,6 +608,7 @@ def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
     for t in range(n):
         G[t] = s[t] * Kv[t] - 1.0 + trig_dphi(alpha[t])
         curv[t] = trig_d2phi(alpha[t])
+    dual = QPDual(s, np.full(n, -1.0), np.full(n, np.inf), alpha, G)
     active = np.arange(n)
     it = 0
     status = STATUS_OK
@@ -572,18 +617,18 @@ def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
         if max_iter >= 0 and it >= max_iter:
             status = STATUS_MAX_ITER
             break
-        i, m = select_i(G, alpha, s, U, active, n)
+        i, m = select_i(dual, active)
         j = -1
         Mneg = -np.inf
         if i >= 0:
-            Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, i)
-            j, Mneg = select_j(Ki, i, m, G, alpha, s, U, diag, curv, n, active, n)
+            Ki = get_row(kern, cache, i)
+            j, Mneg = select_j(Ki, i, m, dual, diag, curv, active)
         gap = m + Mneg
         if j < 0 or gap < tol:
             break
-        Kj = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, j)
-        Ki = get_row(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta, i)
-        t = trig_pair_step(i, j, Ki[j], diag[i], diag[j], G, alpha, s)
+        Kj = get_row(kern, cache, j)
+        Ki = get_row(kern, cache, i)
+        t = trig_pair_step(i, j, Ki[j], diag[i], diag[j], dual)
         for u in range(n):
             Kv[u] += t * (Ki[u] - Kj[u])
         for u in range(n):
@@ -594,7 +639,7 @@ def smo_trig(X, w, k0, kb, buf, slot_of, row_of, prev, nxt, meta,
     return it, status, gap, G
 
 
-@njit(cache=True)
+@jit()
 def decision_values(Xt, Xs, w, k0, kb, coef, b, out):
     """``out[a] = sum_k coef_k K(Xt[a], Xs[k]) + b`` with ``K = k0 exp(-1/2
     sum_l w_l d_l^2)`` (the ``kb`` offset of the cached covariance is not

@@ -63,22 +63,56 @@ Steps of one inner iteration, each its own small function:
    point enters or leaves a bound) plus the rows of the few free points.
 
 A warm start after a change of hyperparameters needs ``g = Q~ nu - y`` for
-the new kernel: :func:`start_gradient` forms it (and ``G_bar``) in one
+the new kernel: :func:`start_dual` forms it (and ``G_bar``) in one
 parallel pass over the ``n x s`` cross-covariance with the support vectors,
 outside the row cache.
 
 Rows of ``Sigma~`` come from the LRU cache of :mod:`bsvm_scale._compiled.row_cache`;
-the ``n x n`` matrix is never formed.
+the ``n x n`` matrix is never formed. Every function that reads rows takes the
+covariance without its bias term, ``kern`` (a
+:class:`~bsvm_scale._compiled.covariance.Kernel` with ``kappa_b = 0``), the
+cache arrays ``cache`` (a :class:`~bsvm_scale._compiled.row_cache.CacheState`),
+the arrays of the solve ``dual`` (a :class:`SilfDual`) and its constants
+``par`` (a :class:`SilfParams`); the active points travel as ``act``, a view
+of the first ``n_active`` entries of the permutation ``active``.
 """
 
+from __future__ import annotations
+
+from typing import NamedTuple
+
 import numpy as np
-from numba import njit
 
+from . import jit
 from .covariance import _wsqdist, cov_cross_matvec
-from .row_cache import USED, get_row
+from .row_cache import get_row, has_row, is_full
 
 
-@njit(cache=True, inline="always")
+class SilfDual(NamedTuple):
+    """The arrays of one solve of (4.25), length ``n``, updated in place."""
+
+    y: np.ndarray     #: targets (read only)
+    nu: np.ndarray    #: ``alpha - alpha*``: the start on entry, the solution on return
+    g: np.ndarray     #: ``Q~ nu - y`` in step with ``nu`` (``Q nu - y`` on return)
+    gbar: np.ndarray  #: ``G_bar``: the part of ``Sigma~ nu`` due to the points at a bound
+
+
+class SilfParams(NamedTuple):
+    """The constants of (4.25) at fixed hyperparameters (:func:`silf_params`)."""
+
+    C: float         #: box ``|nu_i| <= C``
+    eps1: float      #: ``eps' = (1 - beta) epsilon``, weight of ``|nu|_1``
+    diag_add: float  #: ``2 beta epsilon / C``, added to the diagonal of ``Sigma~``
+    kappa_b: float   #: bias variance of the outer equation on ``s = sum(nu)``
+
+
+def silf_params(C, epsilon, beta, kappa_b):
+    """:class:`SilfParams` of (4.25) for ``C``, ``epsilon``, ``beta``, ``kappa_b``."""
+    return SilfParams(float(C), (1.0 - beta) * epsilon, 2.0 * beta * epsilon / C,
+                      float(kappa_b))
+
+
+@jit(inline="always")
 def violation(g_i, nu_i, C, eps1):
     """KKT violation of point ``i`` (0 when its condition in (4.31) holds)."""
     if nu_i == 0.0:
@@ -94,7 +128,7 @@ def violation(g_i, nu_i, C, eps1):
     return v if v > 0.0 else 0.0
 
 
-@njit(cache=True)
+@jit()
 def max_violation(g, nu, C, eps1):
     """Largest KKT violation (4.31) over all points."""
     vmax = 0.0
@@ -105,27 +139,28 @@ def max_violation(g, nu, C, eps1):
     return vmax
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def up_derivative(g_k, nu_k, eps1):
     """Derivative of the inner objective when ``nu_k`` increases."""
     return g_k + eps1 if nu_k >= 0.0 else g_k - eps1
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def low_derivative(g_k, nu_k, eps1):
     """Minus the derivative when ``nu_k`` decreases."""
     return g_k + eps1 if nu_k > 0.0 else g_k - eps1
 
 
-@njit(cache=True)
-def thresholds(g, nu, C, eps1, active, n_active):
+@jit()
+def thresholds(dual, par, act):
     """``(i, m_up, M_low)``: the index of the smallest up derivative, its
-    value and the largest low derivative, over the active points."""
+    value and the largest low derivative, over the active points ``act``."""
+    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
     i = -1
     m_up = np.inf
     M_low = -np.inf
-    for a in range(n_active):
-        k = active[a]
+    for a in range(act.shape[0]):
+        k = act[a]
         if nu[k] < C:
             u = up_derivative(g[k], nu[k], eps1)
             if u < m_up:
@@ -138,14 +173,16 @@ def thresholds(g, nu, C, eps1, active, n_active):
     return i, m_up, M_low
 
 
-@njit(cache=True)
-def select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active):
+@jit()
+def select_pair(i, m_up, row_i, dual, par, qdiag, act):
     """Second-order choice of ``j`` (WSS2): maximise
-    ``(low_j - m_up)^2 / a_ij`` over the violating down moves."""
+    ``(low_j - m_up)^2 / a_ij`` over the violating down moves of the active
+    points ``act`` (``qdiag``: the diagonal of ``Q~``)."""
+    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
     best = -1
     gmax = 0.0
-    for a in range(n_active):
-        k = active[a]
+    for a in range(act.shape[0]):
+        k = act[a]
         if k == i or nu[k] <= -C:
             continue
         b = low_derivative(g[k], nu[k], eps1) - m_up
@@ -161,7 +198,7 @@ def select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active):
     return best
 
 
-@njit(cache=True)
+@jit()
 def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
     """Exact minimiser ``t >= 0`` of the inner objective along ``e_i - e_j``.
 
@@ -196,28 +233,30 @@ def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
     return T
 
 
-@njit(cache=True)
-def update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active):
-    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points."""
-    for a in range(n_active):
-        k = active[a]
+@jit()
+def update_gradient(g, row_i, row_j, t, i, j, diag_add, act):
+    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points ``act``."""
+    for a in range(act.shape[0]):
+        k = act[a]
         g[k] += t * (row_i[k] - row_j[k])
     g[i] += diag_add * t
     g[j] -= diag_add * t
 
 
-@njit(cache=True)
-def shrink(g, nu, C, eps1, m_up, M_low, active, n_active):
-    """Drop from ``active`` the points that cannot take part in a violating
-    pair given the thresholds ``m_up <= M_low`` (LIBSVM rule): a point at
-    the upper bound whose low derivative is below ``m_up``, at the lower
-    bound with up derivative above ``M_low``, or at zero with both
-    derivatives outside ``[m_up, M_low]``. Only active points are examined:
-    the gradient of a shrunk point is stale until :func:`reconstruct`, so it
-    must not be judged (or re-admitted) on it. Returns the new count."""
+@jit()
+def shrink(dual, par, m_up, M_low, act):
+    """Drop from the active points ``act`` (a view of the active prefix) the
+    points that cannot take part in a violating pair given the thresholds
+    ``m_up <= M_low`` (LIBSVM rule): a point at the upper bound whose low
+    derivative is below ``m_up``, at the lower bound with up derivative above
+    ``M_low``, or at zero with both derivatives outside ``[m_up, M_low]``.
+    Only active points are examined: the gradient of a shrunk point is stale
+    until :func:`reconstruct`, so it must not be judged (or re-admitted) on
+    it. Returns the new count (the kept points first in ``act``)."""
+    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
     kept = 0
-    for a in range(n_active):
-        k = active[a]
+    for a in range(act.shape[0]):
+        k = act[a]
         nk = nu[k]
         gk = g[k]
         if nk >= C:
@@ -229,105 +268,118 @@ def shrink(g, nu, C, eps1, m_up, M_low, active, n_active):
         else:
             keep = True
         if keep:
-            active[kept] = k
+            act[kept] = k
             kept += 1
     return kept
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def bound_part(nu_k, C):
     """Contribution of ``nu_k`` to ``G_bar``: itself at a bound, else 0."""
     return nu_k if (nu_k >= C or nu_k <= -C) else 0.0
 
 
-@njit(cache=True)
-def update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C):
+@jit()
+def update_gbar(kern, cache, gbar, k, old, new, C):
     """Keep ``G_bar = Sigma~[:, bound] nu[bound]`` (LIBSVM's ``G_bar``) when
     ``nu_k`` moves from ``old`` to ``new``; a full row is needed only when
     ``k`` enters or leaves a bound, which is rare next to the pair steps."""
     delta = bound_part(new, C) - bound_part(old, C)
     if delta == 0.0:
         return
-    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    row = get_row(kern, cache, k)
     for a in range(gbar.shape[0]):
         gbar[a] += delta * row[a]
 
 
-@njit(cache=True)
-def reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                g, gbar, nu, y, C, diag_add, active, n_active):
-    """Recompute the gradient of the points outside ``active`` (shrunk
-    points whose entries were not updated) as ``G_bar`` plus the rows of the
-    free points ``0 < |nu_j| < C`` only: the bound SVs, usually the large
-    majority, are already summed in ``G_bar``."""
+@jit()
+def reconstruct(kern, cache, dual, par, act):
+    """Recompute the gradient of the points outside the active ``act``
+    (shrunk points whose entries were not updated) as ``G_bar`` plus the rows
+    of the free points ``0 < |nu_j| < C`` only: the bound SVs, usually the
+    large majority, are already summed in ``G_bar``."""
+    y, nu, g, gbar = dual
     n = g.shape[0]
-    if n_active == n:
+    if act.shape[0] == n:
         return
     mark = np.zeros(n, dtype=np.bool_)
-    for a in range(n_active):
-        mark[active[a]] = True
+    for a in range(act.shape[0]):
+        mark[act[a]] = True
     for k in range(n):
         if not mark[k]:
-            g[k] = -y[k] + diag_add * nu[k] + gbar[k]
+            g[k] = -y[k] + par.diag_add * nu[k] + gbar[k]
     for j in range(n):
-        if nu[j] != 0.0 and bound_part(nu[j], C) == 0.0:
-            row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, j)
+        if nu[j] != 0.0 and bound_part(nu[j], par.C) == 0.0:
+            row = get_row(kern, cache, j)
             for k in range(n):
                 if not mark[k]:
                     g[k] += row[k] * nu[j]
 
 
-def start_gradient(X, w, kappa0, nu, y, C, diag_add):
-    """``(g, G_bar)`` for a warm start: ``g = Q~ nu - y`` and ``G_bar`` the
+def start_dual(kern, y, nu, par):
+    """:class:`SilfDual` of a warm start: ``g = Q~ nu - y`` and ``G_bar`` the
     part of ``Sigma~ nu`` from the points at a bound.
 
     One blocked, parallel pass over the ``n x s`` cross-covariance with the
     support vectors (nothing goes through the row cache, whose rows are
-    better spent on the SMO iterations that follow).
+    better spent on the SMO iterations that follow). ``kern`` must be the
+    covariance without its bias term (``kappa_b = 0``: ``Sigma~``); ``y`` and
+    ``nu`` must hold one value per input of ``kern``; ``nu`` is used in
+    place when it is a contiguous float64 array.
     """
+    n = kern.X.shape[0]
+    if kern.kappa_b != 0.0:
+        raise ValueError(f"kern must be the covariance without its bias term (kappa_b=0, "
+                         f"the rows of Sigma~); got kappa_b={kern.kappa_b!r}. Pass kappa_b "
+                         "in the SilfParams instead.")
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    nu = np.ascontiguousarray(nu, dtype=np.float64)
+    for name, a in (("y", y), ("nu", nu)):
+        if a.shape != (n,):
+            raise ValueError(f"{name} must hold one value per training input, shape ({n},); "
+                             f"got shape {a.shape}.")
+    C, diag_add = par.C, par.diag_add
     bound = np.flatnonzero(np.abs(nu) >= C)
     free = np.flatnonzero((nu != 0.0) & (np.abs(nu) < C))
-    gbar = cov_cross_matvec(X, np.ascontiguousarray(X[bound]), w, kappa0, 0.0,
+    gbar = cov_cross_matvec(kern, np.ascontiguousarray(kern.X[bound]),
                             np.ascontiguousarray(nu[bound]))
-    g = gbar + cov_cross_matvec(X, np.ascontiguousarray(X[free]), w, kappa0, 0.0,
+    g = gbar + cov_cross_matvec(kern, np.ascontiguousarray(kern.X[free]),
                                 np.ascontiguousarray(nu[free]))
     g += diag_add * nu - y
-    return g, gbar
+    return SilfDual(y, nu, g, gbar)
 
 
-@njit(cache=True)
-def fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i, active, n_active,
-              scratch):
+@jit()
+def fetch_row(kern, cache, i, act, scratch):
     """Row ``i`` of ``Sigma~`` for the inner loop.
 
     A cached row is used when present. When the cache is full and shrinking
-    has left at most a quarter of the points active, a missing row is
-    computed on the active points only, into ``scratch`` and without caching
-    (LIBSVM's partial rows): a full row would cost ``n / n_active`` times as
-    much and evict a row that is more likely to be reused.
+    has left at most a quarter of the points active (``act``), a missing row
+    is computed on the active points only, into ``scratch`` and without
+    caching (LIBSVM's partial rows): a full row would cost ``n / n_active``
+    times as much and evict a row that is more likely to be reused.
     """
-    n = slot_of.shape[0]
-    if slot_of[i] >= 0 or 4 * n_active > n or meta[USED] < row_of.shape[0]:
-        return get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, i)
-    for a in range(n_active):
-        k = active[a]
+    n = kern.X.shape[0]
+    if has_row(cache, i) or 4 * act.shape[0] > n or not is_full(cache):
+        return get_row(kern, cache, i)
+    X, w, kappa0 = kern.X, kern.w, kern.kappa0
+    for a in range(act.shape[0]):
+        k = act[a]
         scratch[k] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, k, w))
     return scratch
 
 
-@njit(cache=True)
-def unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-             g, gbar, nu, y, C, diag_add, active, n_active):
+@jit()
+def unshrink(kern, cache, dual, par, active, n_active):
     """Bring every point back into the scans (gradient reconstructed)."""
-    n = g.shape[0]
-    reconstruct(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                g, gbar, nu, y, C, diag_add, active, n_active)
+    n = active.shape[0]
+    reconstruct(kern, cache, dual, par, active[:n_active])
     for k in range(n):
         active[k] = k
     return n
 
 
-@njit(cache=True)
+@jit()
 def snap(v, C):
     """Land exactly on the kink at 0 and on the bounds a step aimed at."""
     if abs(v) < 1e-15 * C:
@@ -339,17 +391,18 @@ def snap(v, C):
     return v
 
 
-@njit(cache=True)
-def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-              g, gbar, nu, y, C, eps1, diag_add, tau, max_iter):
+@jit()
+def smo_inner(kern, cache, dual, par, tau, max_iter):
     """SMO for the inner problem at fixed ``sum(nu)`` (in place).
 
     Returns ``(iterations, m_up, M_low)``; converged when
     ``M_low - m_up <= tau``. On return every point is active again and
     ``g`` is complete.
     """
+    nu, g = dual.nu, dual.g
+    C, eps1 = par.C, par.eps1
     n = g.shape[0]
-    qdiag = kappa0 + diag_add
+    qdiag = kern.kappa0 + par.diag_add
     scratch_i = np.empty(n)
     scratch_j = np.empty(n)
     active = np.arange(n)
@@ -358,56 +411,53 @@ def smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     countdown = period
     it = 0
     while True:
-        i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+        i, m_up, M_low = thresholds(dual, par, active[:n_active])
         if M_low - m_up <= tau or i < 0 or it >= max_iter:
             if n_active < n:  # un-shrink and test again on every point
-                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                    g, gbar, nu, y, C, diag_add, active, n_active)
+                n_active = unshrink(kern, cache, dual, par, active, n_active)
                 countdown = period
                 if it < max_iter:
                     continue
-                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+                i, m_up, M_low = thresholds(dual, par, active[:n_active])
             return it, m_up, M_low
         countdown -= 1
         if countdown <= 0:
             countdown = period
             if M_low - m_up < 10.0 * tau or n_active == n:
-                n_active = shrink(g, nu, C, eps1, m_up, M_low, active, n_active)
+                n_active = shrink(dual, par, m_up, M_low, active[:n_active])
                 continue
-        row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
-                          active, n_active, scratch_i)
-        j = select_pair(i, m_up, row_i, g, nu, C, eps1, qdiag, active, n_active)
+        act = active[:n_active]
+        row_i = fetch_row(kern, cache, i, act, scratch_i)
+        j = select_pair(i, m_up, row_i, dual, par, qdiag, act)
         t = 0.0
         if j >= 0:
-            row_j = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, j,
-                              active, n_active, scratch_j)
-            if slot_of[i] < 0 and row_i is not scratch_i:  # row i evicted by row j (tiny cache)
-                row_i = fetch_row(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, i,
-                                  active, n_active, scratch_i)
+            row_j = fetch_row(kern, cache, j, act, scratch_j)
+            # row i evicted by row j (tiny cache)
+            if not has_row(cache, i) and row_i is not scratch_i:
+                row_i = fetch_row(kern, cache, i, act, scratch_i)
             curv = 2.0 * qdiag - 2.0 * row_i[j]
             t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
         if t <= 0.0:  # no partner or a numerical stall: report, never loop forever
             if n_active < n:
-                n_active = unshrink(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                    g, gbar, nu, y, C, diag_add, active, n_active)
-                i, m_up, M_low = thresholds(g, nu, C, eps1, active, n_active)
+                n_active = unshrink(kern, cache, dual, par, active, n_active)
+                i, m_up, M_low = thresholds(dual, par, active[:n_active])
             return it, m_up, M_low
         old_i, old_j = nu[i], nu[j]
         nu[i] = snap(old_i + t, C)
         nu[j] = snap(old_j - t, C)
-        update_gradient(g, row_i, row_j, t, i, j, diag_add, active, n_active)
-        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, i, old_i, nu[i], C)
-        update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, j, old_j, nu[j], C)
+        update_gradient(g, row_i, row_j, t, i, j, par.diag_add, act)
+        update_gbar(kern, cache, dual.gbar, i, old_i, nu[i], C)
+        update_gbar(kern, cache, dual.gbar, j, old_j, nu[j], C)
         it += 1
 
 
-@njit(cache=True)
-def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
-             delta):
+@jit()
+def move_sum(kern, cache, dual, par, delta):
     """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C``: the change is
     put on the points with the most room, one row update per point moved.
     Returns the change actually made (less than ``delta`` only when the box
     is full)."""
+    nu, C = dual.nu, par.C
     n = nu.shape[0]
     done = 0.0
     while abs(delta - done) > 0.0:
@@ -428,25 +478,24 @@ def move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C
         else:  # fill this point's room exactly up to the bound
             nu[best] = C if rest > 0.0 else -C
             step = nu[best] - old
-        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, best, old,
-                    nu[best], step, C, diag_add)
+        moved_point(kern, cache, dual, par, best, old, step)
         done += step
     return done
 
 
-@njit(cache=True)
-def moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
-                step, C, diag_add):
+@jit()
+def moved_point(kern, cache, dual, par, k, old, step):
     """Update ``g`` (every point, one row of ``Q~``) and ``G_bar`` after ``nu_k``
-    moved from ``old`` to ``new`` by ``step`` outside a pair step."""
-    row = get_row(X, w, kappa0, 0.0, buf, slot_of, row_of, prev, nxt, meta, k)
+    moved from ``old`` to its current value by ``step`` outside a pair step."""
+    g = dual.g
+    row = get_row(kern, cache, k)
     for a in range(g.shape[0]):
         g[a] += row[a] * step
-    g[k] += diag_add * step
-    update_gbar(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, gbar, k, old, new, C)
+    g[k] += par.diag_add * step
+    update_gbar(kern, cache, dual.gbar, k, old, dual.nu[k], par.C)
 
 
-@njit(cache=True)
+@jit()
 def threshold(m_up, M_low):
     """``theta = P'(s)``: the middle of ``[M_low, m_up]``, or its finite end
     when every point sits at one bound (no point can move up, or down)."""
@@ -457,9 +506,8 @@ def threshold(m_up, M_low):
     return 0.5 * (m_up + M_low)
 
 
-@njit(cache=True)
-def inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
-              diag_add, kappa_b, tol, max_iter):
+@jit()
+def inner_psi(kern, cache, dual, par, tol, max_iter):
     """Solve the inner problem at the current ``s`` to ``tol`` and return
     ``(iterations, s, psi(s) = kappa_b s + theta(s), off)``.
 
@@ -471,22 +519,22 @@ def inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, 
     free at the root, ``P'`` is discontinuous there and ``|psi|`` stays
     large on both sides while ``off`` is zero at the root itself.
     """
-    it, m_up, M_low = smo_inner(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                g, gbar, nu, y, C, eps1, diag_add, tol, max_iter)
-    s = np.sum(nu)
+    it, m_up, M_low = smo_inner(kern, cache, dual, par, tol, max_iter)
+    kappa_b = par.kappa_b
+    s = np.sum(dual.nu)
     off = max(kappa_b * s + M_low, -(kappa_b * s + m_up), 0.0)
     return it, s, kappa_b * s + threshold(m_up, M_low), off
 
 
-@njit(cache=True)
-def polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
-           width):
+@jit()
+def polish(kern, cache, dual, par, width):
     """Move every free ``nu_k`` within ``width`` of ``0`` or of ``+-C`` onto it
     (``g`` and ``G_bar`` updated). When the root of ``psi`` sits on a jump of
     ``theta``, regula falsi closes in on it from both sides and leaves the
     distance to the jump as remnants of that size on free points; putting
     them on the kink or bound lands ``s`` exactly on the jump. Returns the
     number of points moved."""
+    nu, C = dual.nu, par.C
     n = nu.shape[0]
     moved = 0
     for k in range(n):
@@ -500,13 +548,12 @@ def polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, 
         else:
             continue
         nu[k] = new
-        moved_point(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, k, old, new,
-                    new - old, C, diag_add)
+        moved_point(kern, cache, dual, par, k, old, new - old)
         moved += 1
     return moved
 
 
-@njit(cache=True)
+@jit()
 def count_free(nu, C):
     """Number of free points ``0 < |nu_i| < C``."""
     m = 0
@@ -516,7 +563,7 @@ def count_free(nu, C):
     return m
 
 
-@njit(cache=True)
+@jit()
 def capped_step(s, psi, slope, cap):
     """Secant/Newton step on ``s`` before the root is bracketed, limited to
     ``cap`` (which doubles each time it binds). A first slope guess can be
@@ -529,21 +576,20 @@ def capped_step(s, psi, slope, cap):
     return s + step, cap
 
 
-@njit(cache=True)
-def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-             y, nu, g, gbar, C, epsilon, beta, kappa_b, tau, max_iter, slope0):
-    """Solve (4.25) in place in ``nu`` (any point with ``|nu_i| <= C`` is a
-    valid warm start; its sum is the first guess of ``s``).
+@jit()
+def smo_silf(kern, cache, dual, par, tau, max_iter, slope0):
+    """Solve (4.25) in place in ``dual.nu`` (any point with ``|nu_i| <= C`` is
+    a valid warm start; its sum is the first guess of ``s``).
 
-    ``g = Q~ nu - y`` and ``G_bar`` must match ``nu`` on entry
-    (:func:`start_gradient`); both are updated in place. ``slope0`` is the
+    ``kern`` is the covariance without its bias term (rows of ``Sigma~``);
+    ``dual.g = Q~ nu - y`` and ``dual.gbar`` must match ``nu`` on entry
+    (:func:`start_dual`); both are updated in place. ``slope0`` is the
     previous solve's estimate of ``psi'(s)`` (0 for none). Returns
     ``(slope, n_iter, max_violation)``; afterwards ``g = Q nu - y`` is the
     full gradient (4.30) and ``max_violation <= tau`` the stopping rule
     (4.33).
     """
-    eps1 = (1.0 - beta) * epsilon
-    diag_add = 2.0 * beta * epsilon / C
+    nu, g, C, kappa_b = dual.nu, dual.g, par.C, par.kappa_b
     half = 0.5 * tau
     n = nu.shape[0]
     slope = slope0 if slope0 > 0.0 else kappa_b
@@ -552,8 +598,7 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
     # tightens, psi is re-measured at the same s and the bracket restarts
     # (a bracket mixing values of different precision can be false)
     tol_in = 20.0 * half
-    total, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g,
-                                   gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in, max_iter)
+    total, s, psi, off = inner_psi(kern, cache, dual, par, tol_in, max_iter)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
     cap = C * max(16.0, count_free(nu, C))
@@ -566,9 +611,7 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
             # bracket built from less precise values (not for every hair's
             # breadth: a bracket closing on a jump of theta needs to survive)
             tol_in = tighter
-            it, s, psi, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                                        g, gbar, nu, y, C, eps1, diag_add, kappa_b, tol_in,
-                                        max_iter - total)
+            it, s, psi, off = inner_psi(kern, cache, dual, par, tol_in, max_iter - total)
             total += it
             bracket = False
             s_a, psi_a = s, psi
@@ -579,17 +622,13 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
             else:
                 s_new, cap = capped_step(s, psi, slope, cap)
             s_new = min(max(s_new, -n * C), n * C)
-            moved = move_sum(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
-                             g, gbar, nu, C, diag_add, s_new - s)
-            if moved == 0.0:
+            if move_sum(kern, cache, dual, par, s_new - s) == 0.0:
                 if not bracket:
                     break  # the box is full in that direction
                 bracket = False  # a collapsed bracket: continue with secant steps
                 s_a, psi_a = s, psi
                 continue
-        it, s_new, psi_new, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt,
-                                            meta, g, gbar, nu, y, C, eps1, diag_add, kappa_b,
-                                            tol_in, max_iter - total)
+        it, s_new, psi_new, off = inner_psi(kern, cache, dual, par, tol_in, max_iter - total)
         total += it
         if s_new != s:
             sec = (psi_new - psi) / (s_new - s)
@@ -610,31 +649,27 @@ def smo_silf(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta,
         s, psi = s_new, psi_new
     if off > half and total < max_iter:  # the root sits on a jump of theta: land on it
         width = abs(s_b - s_a) if bracket else 0.0
-        total += land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
-                              nu, y, C, eps1, diag_add, kappa_b, half, max_iter - total,
+        total += land_on_jump(kern, cache, dual, par, half, max_iter - total,
                               2.0 * width + 1e-9 * C)
     shift = kappa_b * np.sum(nu)
     for k in range(n):
         g[k] += shift
-    return slope, total, max_violation(g, nu, C, eps1)
+    return slope, total, max_violation(g, nu, C, par.eps1)
 
 
-@njit(cache=True)
-def land_on_jump(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, y, C, eps1,
-                 diag_add, kappa_b, tol, max_iter, width):
+@jit()
+def land_on_jump(kern, cache, dual, par, tol, max_iter, width):
     """Put the remnants of a collapsed bracket (free values within ``width``,
     twice the bracket's, of a kink or bound) onto it and re-solve the inner problem at
     the resulting ``s``; the previous point is restored unless that lowers
     the distance ``off`` of ``0`` from ``kappa_b s + [M_low, m_up]``.
     Returns the inner iterations spent."""
-    it0, _, _, off0 = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
-                                nu, y, C, eps1, diag_add, kappa_b, tol, max_iter)
+    nu, g, gbar = dual.nu, dual.g, dual.gbar
+    it0, _, _, off0 = inner_psi(kern, cache, dual, par, tol, max_iter)
     nu0, g0, gbar0 = nu.copy(), g.copy(), gbar.copy()
-    if polish(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar, nu, C, diag_add,
-              width) == 0:
+    if polish(kern, cache, dual, par, width) == 0:
         return it0
-    it, _, _, off = inner_psi(X, w, kappa0, buf, slot_of, row_of, prev, nxt, meta, g, gbar,
-                              nu, y, C, eps1, diag_add, kappa_b, tol, max_iter - it0)
+    it, _, _, off = inner_psi(kern, cache, dual, par, tol, max_iter - it0)
     if off >= off0:
         nu[:] = nu0
         g[:] = g0

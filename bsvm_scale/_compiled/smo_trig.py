@@ -42,9 +42,14 @@ Every iteration (one function per step):
 No ``n x n`` matrix is formed anywhere.
 """
 
-import numpy as np
-from numba import get_num_threads, njit, prange
+from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+from numba import get_num_threads, prange
+
+from . import jit
 from .row_cache import get_row
 
 _PI = np.pi
@@ -52,48 +57,60 @@ _FOUR_OVER_PI = 4.0 / np.pi
 _TWO_OVER_PI = 2.0 / np.pi
 
 
+class Pair(NamedTuple):
+    """The two-variable sub-problem of one SMO step (:func:`solve_pair`)."""
+
+    ai: float   #: alpha_i before the step
+    aj: float   #: alpha_j before the step
+    gi: float   #: dual gradient g_i
+    gj: float   #: dual gradient g_j
+    kii: float  #: Cov(x_i, x_i)
+    kjj: float  #: Cov(x_j, x_j)
+    kij: float  #: y_i y_j Cov(x_i, x_j)
+
+
 # -- the separable dual term phi and its derivatives ---------------------------
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def dual_term(a):
     """``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` of (5.29)."""
     t = _TWO_OVER_PI * a
     return _FOUR_OVER_PI * a * np.arctan(t) - np.log1p(t * t)
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def dual_term_grad(a):
     """``phi'(a) = 4/pi arctan(2a/pi)``; equals the slack ``xi`` of (5.25)."""
     return _FOUR_OVER_PI * np.arctan(_TWO_OVER_PI * a)
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def dual_term_hess(a):
     """``phi''(a) = 8 / (pi^2 + 4 a^2)`` (the diagonal addition in G.2)."""
     return 8.0 / (_PI * _PI + 4.0 * a * a)
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def _excess(a, d):
     """``phi(a + d) - phi(a) - phi'(a) d`` (>= 0, convex in ``d``)."""
     return dual_term(a + d) - dual_term(a) - dual_term_grad(a) * d
 
 
 # -- gradient / violation --------------------------------------------------------
-@njit(cache=True)
+@jit()
 def gradient_from_f(y, alpha, f, g):
     """Fill ``g_i = y_i f_i - 1 + phi'(alpha_i)`` (dual gradient, see (5.30))."""
     for i in range(y.shape[0]):
         g[i] = y[i] * f[i] - 1.0 + dual_term_grad(alpha[i])
 
 
-@njit(cache=True)
+@jit()
 def f_from_gradient(y, alpha, g, f):
     """Invert :func:`gradient_from_f`: ``f_i = y_i (g_i + 1 - phi'(alpha_i))``."""
     for i in range(y.shape[0]):
         f[i] = y[i] * (g[i] + 1.0 - dual_term_grad(alpha[i]))
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def violation(a, gi):
     """KKT violation of one variable (the quantity bounded by tau in (5.31))."""
     if a > 0.0:
@@ -101,7 +118,7 @@ def violation(a, gi):
     return -gi if gi < 0.0 else 0.0
 
 
-@njit(cache=True)
+@jit()
 def max_violation(alpha, g):
     """Index and size of the largest KKT violation (``max(-beta_up, beta_low)``)."""
     best = -1
@@ -114,13 +131,13 @@ def max_violation(alpha, g):
     return best, vmax
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def _better(v, k, best_v, best_k):
     """Larger value wins, the lower index on a tie (the serial scan's order)."""
     return v > best_v or (v == best_v and 0 <= k < best_k)
 
 
-@njit(cache=True)
+@jit()
 def _reduce_chunks(best_v, best_k):
     """Winner over per-chunk ``(value, index)`` pairs (``index = -1``: none)."""
     v, k = 0.0, -1
@@ -136,9 +153,12 @@ def chunks_for(n):
 
 
 # -- working-set selection -----------------------------------------------------------
-@njit(cache=True, inline="always")
-def _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii):
-    """Model decrease of the pair ``(i, j)`` (0 when not admissible)."""
+@jit(inline="always")
+def _partner_gain(i, j, alpha, g, y, row_i, kdiag, hii):
+    """Model decrease of the pair ``(i, j)`` (0 when not admissible);
+    ``hii = kdiag + phi''(alpha_i)``."""
+    gi = g[i]
+    ai = alpha[i]
     gj = g[j]
     aj = alpha[j]
     hjj = kdiag + dual_term_hess(aj)
@@ -153,7 +173,7 @@ def _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii):
     return 0.5 * (hjj * gi * gi - 2.0 * hij * gi * gj + hii * gj * gj) / det
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def select_partner_parallel(i, alpha, g, y, row_i, kdiag, n_chunks):
     """:func:`select_partner` over ``n_chunks`` contiguous chunks in parallel,
     reduced in index order: the same partner as the serial scan."""
@@ -170,14 +190,14 @@ def select_partner_parallel(i, alpha, g, y, row_i, kdiag, n_chunks):
         for j in range(c * size, min(n, (c + 1) * size)):
             if j == i:
                 continue
-            gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii)
+            gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, hii)
             if gain > bv:
                 bv, bk = gain, j
         best_v[c], best_k[c] = bv, bk
     return _reduce_chunks(best_v, best_k)[0]
 
 
-@njit(cache=True)
+@jit()
 def select_partner(i, alpha, g, y, row_i, kdiag):
     """Second-order choice of the partner ``j`` of the most violating ``i``.
 
@@ -195,7 +215,7 @@ def select_partner(i, alpha, g, y, row_i, kdiag):
     for j in range(alpha.shape[0]):
         if j == i:
             continue
-        gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, gi, ai, hii)
+        gain = _partner_gain(i, j, alpha, g, y, row_i, kdiag, hii)
         if gain > best_gain:
             best_gain = gain
             best = j
@@ -203,7 +223,7 @@ def select_partner(i, alpha, g, y, row_i, kdiag):
 
 
 # -- sub-problem solvers -----------------------------------------------------------
-@njit(cache=True)
+@jit()
 def solve_single(a, gi, kii, eps):
     """Exact minimiser of the one-variable sub-problem.
 
@@ -239,13 +259,15 @@ def solve_single(a, gi, kii, eps):
     return d
 
 
-@njit(cache=True, inline="always")
-def _pair_value(ai, aj, di, dj, gi, gj, kii, kjj, kij):
+@jit(inline="always")
+def _pair_value(pair, di, dj):
+    """``Phi(di, dj)`` of :func:`solve_pair`."""
+    ai, aj, gi, gj, kii, kjj, kij = pair
     return (gi * di + gj * dj + 0.5 * (kii * di * di + 2.0 * kij * di * dj + kjj * dj * dj)
             + _excess(ai, di) + _excess(aj, dj))
 
 
-@njit(cache=True, inline="always")
+@jit(inline="always")
 def _newton_direction(gi, gj, hi, hj, kij, free_i, free_j):
     """Newton-Raphson direction (G.2) restricted to the free variables."""
     if free_i and free_j:
@@ -260,11 +282,12 @@ def _newton_direction(gi, gj, hi, hj, kij, free_i, free_j):
     return 0.0, 0.0
 
 
-@njit(cache=True)
-def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
+@jit()
+def solve_pair(pair, eps):
     """Two-variable sub-problem of SMO (Appendix G), solved by projected Newton.
 
-    Minimises over ``(di, dj)`` with ``ai + di >= 0``, ``aj + dj >= 0``::
+    Minimises over ``(di, dj)`` with ``ai + di >= 0``, ``aj + dj >= 0``
+    (the fields of the :class:`Pair`)::
 
         Phi(d) = gi di + gj dj + 1/2 d^T K d + excess_i(di) + excess_j(dj)
 
@@ -277,6 +300,7 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
     points). Stops when the projected gradient is below ``eps`` or after
     100 iterations (as Appendix G). Returns ``(di, dj)``.
     """
+    ai, aj, gi, gj, kii, kjj, kij = pair
     di = 0.0
     dj = 0.0
     for _ in range(100):
@@ -313,7 +337,7 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
         if pj_ < 0.0 and -(aj + dj) / pj_ < tmax:
             tmax = -(aj + dj) / pj_
             hit = 1
-        f0 = _pair_value(ai, aj, di, dj, gi, gj, kii, kjj, kij)
+        f0 = _pair_value(pair, di, dj)
         t = tmax
         ndi = di
         ndj = dj
@@ -330,7 +354,7 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
             dgj = gj + kij * ndi + kjj * ndj + dual_term_grad(aj + ndj) - dual_term_grad(aj)
             if dgi * pi_ + dgj * pj_ <= 0.0:
                 break  # not past the minimum along the ray: Phi decreased
-            if _pair_value(ai, aj, ndi, ndj, gi, gj, kii, kjj, kij) <= f0 + 1e-4 * t * slope:
+            if _pair_value(pair, ndi, ndj) <= f0 + 1e-4 * t * slope:
                 break
             t *= 0.5
         moved = abs(ndi - di) + abs(ndj - dj)
@@ -343,14 +367,14 @@ def solve_pair(ai, aj, gi, gj, kii, kjj, kij, eps):
 
 
 # -- gradient update ---------------------------------------------------------------
-@njit(cache=True)
+@jit()
 def update_gradient(g, y, row_i, ci, row_j, cj):
     """``g_k += y_k (ci Cov_ik + cj Cov_jk)`` for every k (``c = y * dalpha``)."""
     for k in range(g.shape[0]):
         g[k] += y[k] * (ci * row_i[k] + cj * row_j[k])
 
 
-@njit(cache=True, parallel=True)
+@jit(parallel=True)
 def update_and_violation(g, y, alpha, row_i, ci, row_j, cj, n_chunks):
     """:func:`update_gradient` (``cj = 0`` and ``row_j = row_i`` for one
     variable) fused with :func:`max_violation` over the updated gradient, in
@@ -374,7 +398,7 @@ def update_and_violation(g, y, alpha, row_i, ci, row_j, cj, n_chunks):
     return k, v
 
 
-@njit(cache=True)
+@jit()
 def update_gradient_single(g, y, row_i, ci):
     """``g_k += y_k ci Cov_ik`` for every k."""
     for k in range(g.shape[0]):
@@ -382,19 +406,17 @@ def update_gradient_single(g, y, row_i, ci):
 
 
 # -- driver ------------------------------------------------------------------------
-# Not cached on disk: an on-disk cached function that calls the row cache's
-# ``get_row`` (which calls the parallel ``cov_row``) segfaults when reloaded
-# from the Numba cache (Numba 0.68), so this one is compiled per process.
-@njit(cache=False)
-def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
-             y, alpha, g, tau, max_iter, n_threads=1):
+@jit()
+def smo_loop(kern, cache, y, alpha, g, tau, max_iter, n_threads=1):
     """Run SMO on (5.29) in place on ``alpha`` and the cached gradient ``g``.
 
+    ``kern`` and ``cache`` are the covariance (a
+    :class:`~bsvm_scale._compiled.covariance.Kernel`, bias term included) and
+    its row cache (a :class:`~bsvm_scale._compiled.row_cache.CacheState`).
     ``g`` must hold the dual gradient for the starting ``alpha`` (warm start
-    allowed). The first ten arguments are :attr:`RowCache.args`;
-    ``n_threads`` is the number of chunks of the partner search and of the
-    fused gradient update + violation scan (:func:`chunks_for`); any value
-    gives the same iterates.
+    allowed). ``n_threads`` is the number of chunks of the partner search
+    and of the fused gradient update + violation scan (:func:`chunks_for`);
+    any value gives the same iterates.
 
     Returns
     -------
@@ -405,7 +427,7 @@ def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
     status : int
         0 converged, 1 iteration limit, 2 no progress possible.
     """
-    kdiag = kappa0 + kappa_b
+    kdiag = kern.kappa0 + kern.kappa_b
     eps = min(1e-12, 1e-3 * tau)
     n_chunks = n_threads
     it = 0
@@ -415,15 +437,15 @@ def smo_loop(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta,
         if vmax <= tau:
             status = 0
             break
-        row_i = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, i)
+        row_i = get_row(kern, cache, i)
         j = select_partner_parallel(i, alpha, g, y, row_i, kdiag, n_chunks)
         ai = alpha[i]
         moved = False
         if j >= 0:
-            row_j = get_row(X, w, kappa0, kappa_b, buf, slot_of, row_of, prev, nxt, meta, j)
+            row_j = get_row(kern, cache, j)
             aj = alpha[j]
-            di, dj = solve_pair(ai, aj, g[i], g[j], row_i[i], row_j[j],
-                                y[i] * y[j] * row_i[j], eps)
+            di, dj = solve_pair(Pair(ai, aj, g[i], g[j], row_i[i], row_j[j],
+                                     y[i] * y[j] * row_i[j]), eps)
             if di != 0.0 or dj != 0.0:
                 nai = max(ai + di, 0.0)
                 naj = max(aj + dj, 0.0)

@@ -221,8 +221,8 @@ class SVR(RegressorMixin, BaseEstimator):
         U = np.full(2 * n, C)
         alpha = np.zeros(2 * n)
         G = np.empty(2 * n)
-        it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
-                                      _effective_max_iter(mi, 2 * n), bool(self.shrinking))
+        it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
+                                      tol, _effective_max_iter(mi, 2 * n), bool(self.shrinking))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("SVR", it, gap, tol)
         b = _smo.bias(G, alpha, s, U)
@@ -493,8 +493,8 @@ class SVC(_BinarySVM):
         U = np.full(n, float(self.C))
         alpha = np.zeros(n)
         G = np.empty(n)
-        it, status, gap = _smo.smo_qp(*cache.args, n, s, p, U, alpha, G, tol,
-                                      _effective_max_iter(mi, n), bool(self.shrinking))
+        it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
+                                      tol, _effective_max_iter(mi, n), bool(self.shrinking))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("SVC", it, gap, tol)
         b = _smo.bias(G, alpha, s, U)
@@ -550,7 +550,7 @@ class TSVC(_BinarySVM):
         n = s.shape[0]
         alpha = np.zeros(n)
         Kv = np.empty(n)
-        it, status, gap, G = _smo.smo_trig(*cache.args, s, alpha, Kv, tol,
+        it, status, gap, G = _smo.smo_trig(cache.kernel, cache.state, s, alpha, Kv, tol,
                                            _effective_max_iter(mi, n))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("TSVC", it, gap, tol)

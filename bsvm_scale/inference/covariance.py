@@ -153,16 +153,20 @@ class GaussianCovariance:
         return f"GaussianCovariance(kappa0={self.kappa0!r}, kappa={self.kappa!r}, kappa_b={self.kappa_b!r})"
 
     # -- evaluation -----------------------------------------------------
-    def _args(self, d):
-        return self.weights(d), self.kappa0, self.kappa_b
+    def kernel(self, X):
+        """This covariance over the inputs ``X`` as the compiled kernels take it:
+        a :class:`bsvm_scale._compiled.covariance.Kernel` of contiguous float64
+        ``X`` and weights (:meth:`weights`)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        return _ck.Kernel(X, self.weights(X.shape[1]), self.kappa0, self.kappa_b)
 
     def row(self, X, i, out=None):
         """Row ``i`` of the covariance of ``X`` against all of ``X``."""
-        w, k0, kb = self._args(X.shape[1])
+        kern = self.kernel(X)
         out = np.empty(X.shape[0]) if out is None else out
         if out.shape != (X.shape[0],):
             raise ValueError(f"out must have shape ({X.shape[0]},); got {out.shape}.")
-        _ck.cov_row(X, _row_index(i, X.shape[0]), w, k0, kb, out)
+        _ck.cov_row(kern, _row_index(i, X.shape[0]), out)
         return out
 
     def diag(self, X):
@@ -171,16 +175,15 @@ class GaussianCovariance:
 
     def subset(self, X, idx):
         """``Sigma_M``: the ``m x m`` block over the points ``idx``."""
-        w, k0, kb = self._args(X.shape[1])
-        return _ck.cov_subset(X, _indices(idx, X.shape[0]), w, k0, kb)
+        return _ck.cov_subset(self.kernel(X), _indices(idx, X.shape[0]))
 
     def cross(self, A, B):
         """Cross-covariance block ``Cov(A[a], B[b])``; the caller bounds its size
         (use :meth:`iter_cross` for large ``A``)."""
-        w, k0, kb = self._args(A.shape[1])
+        kern = self.kernel(A)
         _same_features(A, B)
         out = np.empty((A.shape[0], B.shape[0]))
-        _ck.cov_cross(A, B, w, k0, kb, out)
+        _ck.cov_cross(kern, B, out)
         return out
 
     def iter_cross(self, A, B, chunk_bytes=_CHUNK_BYTES):
@@ -193,9 +196,9 @@ class GaussianCovariance:
 
     def cross_matvec(self, A, B, v):
         """``sum_b Cov(A[a], B[b]) v[b]`` for every ``a``, without storing a block."""
-        w, k0, kb = self._args(A.shape[1])
+        kern = self.kernel(A)
         _same_features(A, B)
-        return _ck.cov_cross_matvec(A, B, w, k0, kb, _float_array(v, (B.shape[0],), "v"))
+        return _ck.cov_cross_matvec(kern, B, _float_array(v, (B.shape[0],), "v"))
 
     # -- gradient contractions ------------------------------------------
     def _collapse(self, g):
@@ -210,24 +213,24 @@ class GaussianCovariance:
         With ``lower=True`` ``A`` is symmetric and only its lower triangle is
         read (C-contiguous ``A`` is used in place, e.g. LAPACK's inverse).
         """
-        w, k0, kb = self._args(X.shape[1])
+        kern = self.kernel(X)
         idx = _indices(idx, X.shape[0])
         A = _float_array(A, (idx.size, idx.size), "A")
-        g = (_ck.trace_dcov_lower if lower else _ck.trace_dcov)(X, idx, A, w, k0, kb)
+        g = (_ck.trace_dcov_lower if lower else _ck.trace_dcov)(kern, idx, A)
         return self._collapse(g)
 
     def quad_grad(self, X, idx, v):
         """``v^T (dSigma_S/d theta_p) v`` over the points ``idx`` for every ``p``."""
-        w, k0, kb = self._args(X.shape[1])
+        kern = self.kernel(X)
         idx = _indices(idx, X.shape[0])
-        g = _ck.quad_dcov(X, idx, _float_array(v, (idx.size,), "v"), w, k0, kb)
+        g = _ck.quad_dcov(kern, idx, _float_array(v, (idx.size,), "v"))
         return self._collapse(g)
 
     def matvec_grad(self, X, idx, v):
         """``(dSigma_M/d theta_p) v`` as an ``m x n_theta`` array."""
-        w, k0, kb = self._args(X.shape[1])
+        kern = self.kernel(X)
         idx = _indices(idx, X.shape[0])
-        g = _ck.dcov_matvec(X, idx, _float_array(v, (idx.size,), "v"), w, k0, kb)
+        g = _ck.dcov_matvec(kern, idx, _float_array(v, (idx.size,), "v"))
         if self.ard:
             return g
         return np.column_stack([g[:, 0], g[:, 1:-1].sum(axis=1), g[:, -1]])
@@ -257,37 +260,42 @@ class RowCache:
         self.n_slots = int(min(n, max(2, (cache_mb * 2**20) // (8 * max(n, 1)))))
         self._state = _rc.allocate(n, self.n_slots)
         self.covariance = covariance
-        self._w = covariance.weights(self.X.shape[1])
+        self._kernel = covariance.kernel(self.X)
 
     def set_covariance(self, covariance):
         """Use new hyperparameters; cached rows are dropped if they changed."""
         if not covariance.same_as(self.covariance):
-            _, slot_of, row_of, prev, nxt, meta = self._state
-            _rc.reset(slot_of, row_of, prev, nxt, meta)
+            _rc.reset(self._state)
             self.covariance = covariance
-            self._w = covariance.weights(self.X.shape[1])
+            self._kernel = covariance.kernel(self.X)
 
     @property
-    def args(self):
-        """Arguments for njit code: ``(X, w, kappa0, kappa_b, buf, slot_of,
-        row_of, prev, nxt, meta)``; append the row index to call
+    def kernel(self):
+        """The current covariance over the training inputs, for compiled code
+        (a :class:`bsvm_scale._compiled.covariance.Kernel`)."""
+        return self._kernel
+
+    @property
+    def state(self):
+        """The cache arrays, for compiled code (a
+        :class:`bsvm_scale._compiled.row_cache.CacheState`); with :attr:`kernel`
+        and a row index they are the arguments of
         :func:`bsvm_scale._compiled.row_cache.get_row`."""
-        c = self.covariance
-        return (self.X, self._w, c.kappa0, c.kappa_b, *self._state)
+        return self._state
 
     def row(self, i):
         """Covariance row ``i`` (a view that later lookups may overwrite)."""
-        return _rc.get_row(*self.args, _row_index(i, self.X.shape[0]))
+        return _rc.get_row(self._kernel, self._state, _row_index(i, self.X.shape[0]))
 
     @property
     def nbytes(self):
         """Bytes held by the row buffer."""
-        return self._state[0].nbytes
+        return self._state.buf.nbytes
 
     @property
     def stats(self):
         """Counters: hits, misses, evictions, rows held, slots."""
-        meta = self._state[-1]
+        meta = self._state.meta
         return {"hits": int(meta[_rc.HITS]), "misses": int(meta[_rc.MISSES]),
                 "evictions": int(meta[_rc.EVICTIONS]), "rows": int(meta[_rc.USED]),
                 "slots": self.n_slots}

@@ -103,8 +103,7 @@ def pivoted_factor(cov, X, sl, tol, max_rank=None):
     r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
     G = np.zeros((m, r_max))
     floor = 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
-    rank, piv, resid = _lk.pivoted_cholesky(X, sl, cov.weights(X.shape[1]), cov.kappa0,
-                                            cov.kappa_b, G, float(tol), floor)
+    rank, piv, resid = _lk.pivoted_cholesky(cov.kernel(X), sl, G, float(tol), floor)
     if rank < r_max:
         G = np.ascontiguousarray(G[:, :rank])
     return G, piv[:rank].copy(), resid
@@ -166,12 +165,12 @@ class LowRankFactor:
         """``sum W o dSigma_MS - sum V o dSigma_SS`` with ``W`` (m x r,
         C-ordered, scaled in place) and ``V`` given in the weighted (``K~``)
         space; full ARD layout."""
-        w = cov.weights(XM.shape[1])
+        kern = cov.kernel(XM)
         W *= self.sl[:, None]
         W *= self.sl_S[None, :]
         V = np.ascontiguousarray(V * self.sl_S[:, None] * self.sl_S[None, :])
-        g = _lk.dcov_contract(np.ascontiguousarray(XM), self.X_S, W, w, cov.kappa0, cov.kappa_b)
-        return g - _lk.dcov_contract(self.X_S, self.X_S, V, w, cov.kappa0, cov.kappa_b)
+        g = _lk.dcov_contract(kern, self.X_S, W)
+        return g - _lk.dcov_contract(kern._replace(X=self.X_S), self.X_S, V)
 
     def dlogdet(self, cov, XM):
         """``d ln|P| / d ln theta_p`` with ``Lambda`` and the pivots fixed
@@ -281,13 +280,13 @@ def dcov_bilinear(cov, XM, U, V, chunk_bytes=64 * 2**20):
     """``sum_k U[:, k]^T (dSigma_M/d ln theta_p) V[:, k]`` for every ``p``
     (full ARD layout), in row tiles of ``U V^T``."""
     m = XM.shape[0]
-    w = cov.weights(XM.shape[1])
+    kern = cov.kernel(XM)
     rows = max(1, int(chunk_bytes // (8 * max(m, 1))))
     g = np.zeros(XM.shape[1] + 2)
     for s in range(0, m, rows):
         e = min(m, s + rows)
         S = np.ascontiguousarray(U[s:e] @ V.T)
-        g += _lk.dcov_contract(XM[s:e], XM, S, w, cov.kappa0, cov.kappa_b)
+        g += _lk.dcov_contract(kern._replace(X=kern.X[s:e]), kern.X, S)
     return g
 
 

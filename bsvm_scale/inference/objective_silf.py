@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .._compiled.smo_silf import smo_silf, start_gradient
+from .._compiled.smo_silf import silf_params, smo_silf, start_dual
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
@@ -121,18 +121,17 @@ class _Problem:
         bias, n_iter, max_violation, start)`` (``start`` says where SMO began)."""
         # the cache holds rows without the bias term; SMO handles kappa_b exactly
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
-        X, w, k0, _, *state = self.cache.args
         nu, how = self._start(C, eps, cov)
         self.pinned = False
-        diag_add = 2.0 * self.beta * eps / C
-        g, gbar = start_gradient(X, w, k0, nu, self.y, C, diag_add)
-        slope, n_iter, vmax = smo_silf(X, w, k0, *state, self.y, nu, g, gbar, C, eps,
-                                       self.beta, cov.kappa_b, self.tol, self.max_iter,
-                                       self.slope)
+        par = silf_params(C, eps, self.beta, cov.kappa_b)
+        dual = start_dual(self.cache.kernel, self.y, nu, par)
+        slope, n_iter, vmax = smo_silf(self.cache.kernel, self.cache.state, dual, par,
+                                       self.tol, self.max_iter, self.slope)
         self.slope = float(slope)
         self.nu_C = C
+        nu = dual.nu
         bias = cov.kappa_b * float(nu.sum())
-        f = g + self.y - (2.0 * self.beta * eps / C) * nu
+        f = dual.g + self.y - par.diag_add * nu
         self.nu = nu
         return nu, f, float(bias), int(n_iter), float(vmax), how
 

@@ -56,17 +56,36 @@ def _working_set(alpha, g):
     return np.flatnonzero((alpha > 0.0) | (g < SHRINK_MARGIN))
 
 
+def _round_cases(alpha, g):
+    """Cases of a shrunk round's working problem (:func:`_working_set`), or
+    None (every case) when fewer than :data:`SHRINK_MIN_FRACTION` are left out."""
+    idx = _working_set(alpha, g)
+    n = alpha.shape[0]
+    return None if n - idx.size < SHRINK_MIN_FRACTION * n else idx
+
+
+def _recheck_left_out(cache, y, alpha, g, idx, tol):
+    """Rebuild the gradient of the cases outside ``idx`` (one parallel pass
+    over the SVs) in ``g``; True when one of them violates (5.31) by more
+    than ``tol``."""
+    out = np.ones(y.shape[0], dtype=bool)
+    out[idx] = False
+    out = np.flatnonzero(out)
+    g[out] = _gradient_pass(cache.covariance, cache.X, y, alpha, out)
+    return bool(np.any(g[out] < -tol))
+
+
 def _smo_on(cache, y, alpha, g, idx, tol, max_iter):
     """SMO on the cases ``idx`` (every case when ``idx`` is None), in place on
     ``alpha`` and ``g``; a sub-problem gets its own row cache over its cases,
     so rows have the working problem's length."""
     if idx is None:
-        return smo_loop(*cache.args, y, alpha, g, float(tol), int(max_iter),
+        return smo_loop(cache.kernel, cache.state, y, alpha, g, float(tol), int(max_iter),
                         chunks_for(y.shape[0]))
     sub = RowCache(np.ascontiguousarray(cache.X[idx]), cache.covariance, cache.cache_mb)
     a, gs = np.ascontiguousarray(alpha[idx]), np.ascontiguousarray(g[idx])
-    out = smo_loop(*sub.args, np.ascontiguousarray(y[idx]), a, gs, float(tol), int(max_iter),
-                   chunks_for(idx.size))
+    out = smo_loop(sub.kernel, sub.state, np.ascontiguousarray(y[idx]), a, gs, float(tol),
+                   int(max_iter), chunks_for(idx.size))
     alpha[idx], g[idx] = a, gs
     return out
 
@@ -85,8 +104,7 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
     Parameters
     ----------
     cache : RowCache
-        Row cache over the (standardised) training inputs, holding the current
-        covariance.
+        Row cache over the (standardised) training inputs, current covariance.
     y : ndarray of shape (n,)
         Labels in ``{-1.0, +1.0}``.
     alpha0 : ndarray of shape (n,), optional
@@ -101,22 +119,18 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
     Returns
     -------
     dict
-        ``alpha``, ``f`` (``f_MP`` at every training point, 5.32),
-        ``n_iter``, ``max_violation``, ``status`` (0 converged,
-        1 iteration limit, 2 stalled) and ``n_active`` (cases in the last
-        working problem).
+        ``alpha``, ``f`` (``f_MP`` at every training point, 5.32), ``n_iter``,
+        ``max_violation``, ``status`` (0 converged, 1 iteration limit,
+        2 stalled), ``n_active`` (cases in the last working problem).
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     n = y.shape[0]
     alpha = np.zeros(n) if alpha0 is None else np.maximum(np.array(alpha0, dtype=np.float64), 0.0)
-    cov = cache.covariance
-    g = _gradient_pass(cov, cache.X, y, alpha, np.arange(n))
+    g = _gradient_pass(cache.covariance, cache.X, y, alpha, np.arange(n))
     n_iter, vmax, status, n_active = 0, 0.0, 1, n
     for rnd in range(SHRINK_ROUNDS + 1):
         last = not shrink or rnd == SHRINK_ROUNDS
-        idx = None if last else _working_set(alpha, g)
-        if idx is not None and n - idx.size < SHRINK_MIN_FRACTION * n:
-            idx = None
+        idx = None if last else _round_cases(alpha, g)
         n_active = n if idx is None else idx.size
         # every case in play (a cold start): a bounded number of iterations,
         # after which g (kept for every case) tells which can be shrunk
@@ -129,11 +143,8 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
             if status == 0:
                 break
             continue
-        out = np.ones(n, dtype=bool)
-        out[idx] = False
-        out = np.flatnonzero(out)
-        g[out] = _gradient_pass(cov, cache.X, y, alpha, out)
-        if status == 0 and not np.any(g[out] < -tol):
+        violated = _recheck_left_out(cache, y, alpha, g, idx, tol)
+        if status == 0 and not violated:
             break
     f = np.empty(n)
     f_from_gradient(y, alpha, g, f)

@@ -252,9 +252,9 @@ def test_buffer_memory_matches_allocation():
     assert cache.nbytes <= grown <= cache.nbytes + bookkeeping
 
 
-def test_get_row_callable_from_args():
+def test_get_row_callable_with_kernel_and_state():
     X, cov, cache, _ = _setup()
-    row = rc.get_row(*cache.args, 4)
+    row = rc.get_row(cache.kernel, cache.state, 4)
     np.testing.assert_allclose(row, dense_cov(X[4:5], X, 1.3, 0.6, 0.4)[0], rtol=TOL, atol=TOL)
     assert cache.stats["misses"] == 1
     cache.row(4)

@@ -237,12 +237,13 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
 def test_shrink_never_readmits_a_shrunk_point():
     # a shrunk point's gradient is stale: a later shrink must not judge it on
     # that value and bring it back without a reconstruction
-    from bsvm_scale._compiled.smo_silf import shrink
+    from bsvm_scale._compiled.smo_silf import SilfDual, SilfParams, shrink
 
     C, eps1 = 1.0, 0.1
     nu = np.array([0.5, 0.0, 0.0, C])
     g = np.array([-0.1, 0.0, 0.0, -0.5])   # point 2 (shrunk) looks violating
     active = np.array([0, 1, 3, -1])       # point 2 is not active
-    kept = shrink(g, nu, C, eps1, -0.2, 0.2, active, 3)
+    dual = SilfDual(np.zeros(4), nu, g, np.zeros(4))
+    kept = shrink(dual, SilfParams(C, eps1, 0.0, 0.0), -0.2, 0.2, active[:3])
     assert 2 not in active[:kept]
     assert set(active[:kept]) == {0, 1}    # 3 sits firmly at its bound

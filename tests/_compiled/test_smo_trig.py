@@ -172,7 +172,7 @@ def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
         # phi'); other (g_i, g_j) have no minimiser
         s = -kii / kij
         assume(gi - smo.dual_term_grad(ai) + 2.0 + s * (gj - smo.dual_term_grad(aj) + 2.0) > 1e-3)
-    di, dj = smo.solve_pair(ai, aj, gi, gj, kii, kjj, kij, 1e-12)
+    di, dj = smo.solve_pair(smo.Pair(ai, aj, gi, gj, kii, kjj, kij), 1e-12)
     assert ai + di >= 0.0 and aj + dj >= 0.0
     assert _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj) < 1e-8 * (1 + k * (1 + r))
 
@@ -237,7 +237,8 @@ def test_parallel_chunks_give_the_serial_iterates():
         alpha = np.zeros(y.size)
         g = np.empty(y.size)
         smo.gradient_from_f(y, alpha, np.zeros(y.size), g)
-        it, vmax, status = smo.smo_loop(*cache.args, y, alpha, g, 1e-8, 10 ** 6, chunks)
+        it, vmax, status = smo.smo_loop(cache.kernel, cache.state, y, alpha, g, 1e-8, 10 ** 6,
+                                        chunks)
         assert status == 0
         outs.append((alpha, g, it))
     for alpha, g, it in outs[1:]:

@@ -62,8 +62,7 @@ def test_pivoted_cholesky_matches_dense_reference():
     X, cov, sl = _block()
     _, Kt = _dense_B(X, cov, sl)
     G = np.zeros((X.shape[0], 12))
-    rank, piv, resid = lk.pivoted_cholesky(X, sl, cov.weights(3), cov.kappa0, cov.kappa_b, G,
-                                           0.0, 0.0)
+    rank, piv, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 0.0, 0.0)
     Gr, pr, rr = ref_pivoted_cholesky(Kt, 12)
     assert rank == 12
     np.testing.assert_array_equal(piv, pr)
@@ -77,12 +76,10 @@ def test_pivoted_cholesky_matches_dense_reference():
 def test_pivoted_cholesky_stops_at_tolerance():
     X, cov, sl = _block(m=80, d=2)
     G = np.zeros((80, 80))
-    rank, _, resid = lk.pivoted_cholesky(X, sl, cov.weights(2), cov.kappa0, cov.kappa_b, G,
-                                         1e-3, 0.0)
+    rank, _, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 1e-3, 0.0)
     assert 0 < rank < 80 and resid.sum() <= 1e-3
     G2 = np.zeros((80, 80))
-    rank2, _, resid2 = lk.pivoted_cholesky(X, sl, cov.weights(2), cov.kappa0, cov.kappa_b, G2,
-                                           1e-3, 0.0)
+    rank2, _, resid2 = lk.pivoted_cholesky(cov.kernel(X), sl, G2, 1e-3, 0.0)
     assert rank2 == rank and np.array_equal(G, G2)   # deterministic
 
 
@@ -92,8 +89,7 @@ def test_dcov_contract_matches_dense_derivatives(ard):
     A, B = X[:30], X[30:]
     rng = np.random.default_rng(1)
     W = rng.normal(size=(30, 20))
-    g = lk.dcov_contract(np.ascontiguousarray(A), np.ascontiguousarray(B), W,
-                         cov.weights(3), cov.kappa0, cov.kappa_b)
+    g = lk.dcov_contract(cov.kernel(A), np.ascontiguousarray(B), W)
     dS = dense_dcov(X, cov.kappa0, np.asarray(cov.kappa) if ard else np.ones(3) * cov.kappa,
                     cov.kappa_b)                      # full ARD layout either way
     ref = np.array([np.sum(W * D[:30, 30:]) for D in dS])
