@@ -35,6 +35,10 @@ Commands
     SHA-256 checksum file beside it (:mod:`bsvm_scale.pipeline.archive`) from
     which ``results --from`` remakes the page.
 
+``bsvm-scale schema``
+    Print the keys of pipeline files (types, allowed values, defaults) as a
+    Markdown table (:func:`bsvm_scale.pipeline.schema.schema_markdown`).
+
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
 handler ``cmd_<command>_<sub>(args) -> int`` via ``set_defaults(func=...)``.
@@ -546,8 +550,24 @@ def add_predict_parser(subparsers) -> None:
     p.set_defaults(func=cmd_predict)
 
 
+def cmd_schema(args) -> int:
+    """Print every key of a pipeline file (run, datasets, models, cv, and per model kind its
+    search and settings keys, from the estimators' own parameter constraints) with its type,
+    allowed values, default and description, as one Markdown table."""
+    from .pipeline.schema import schema_markdown
+
+    print(schema_markdown(), end="")
+    return EXIT_OK
+
+
+def add_schema_parser(subparsers) -> None:
+    subparsers.add_parser("schema", help="print the keys of pipeline files as a Markdown table",
+                          description=" ".join(cmd_schema.__doc__.split())
+                          ).set_defaults(func=cmd_schema)
+
+
 COMMANDS = [add_datasets_parser, add_run_parser, add_predict_parser, add_report_parser,
-            add_results_parser, add_export_parser]
+            add_results_parser, add_export_parser, add_schema_parser]
 
 
 # -------------------------------------------------------------------- main

@@ -43,6 +43,10 @@ or more ``[[models]]``::
 :func:`load_pipeline` parses and validates the whole file before anything
 runs; every problem is reported (all of them, one per line) in one
 :class:`PipelineError` naming the key and, where it can be found, the line.
+The keys, their types, ranges and defaults are the declarative tables of
+:mod:`bsvm_scale.pipeline.schema` (a model's ``settings`` and ``search``
+keys come from its estimator's ``_parameter_constraints``);
+:func:`schema_table` lists them (``bsvm-scale schema``).
 """
 
 from __future__ import annotations
@@ -56,58 +60,16 @@ from pathlib import Path
 
 from .cluster import ClusterSpec, parse_cluster
 from .evidence_grid import check_evidence_grid
+from .schema import (BAYES_KINDS, CV_KEYS, CV_KINDS, DATASET_KEYS, KINDS, MODEL_KEYS, NAME_RULE,
+                     PER_INPUT, RUN_KEYS, TASK_OF, check_table, estimator_class, estimator_keys,
+                     schema_markdown, schema_table, search_keys)
 from .variants import check_fix_from, expand_sizes, expand_sweep, resolve_groups
 
 __all__ = ["PipelineError", "Pipeline", "DatasetSpec", "ModelSpec", "load_pipeline",
-           "parse_pipeline", "KINDS", "BAYES_KINDS", "TASK_OF"]
+           "parse_pipeline", "KINDS", "BAYES_KINDS", "TASK_OF", "schema_table", "schema_markdown"]
 
-#: model kind -> (module, class name)
-KINDS = {
-    "bsvr": ("bsvm_scale.models.bsvr", "BayesianSVR"),
-    "btsvc": ("bsvm_scale.models.btsvc", "BayesianSVC"),
-    "svr": ("bsvm_scale.baselines.svm", "SVR"),
-    "svc": ("bsvm_scale.baselines.svm", "SVC"),
-    "tsvc": ("bsvm_scale.baselines.svm", "TSVC"),
-    "gpr": ("bsvm_scale.baselines.gp", "GPR"),
-    "gpc": ("bsvm_scale.baselines.gpc", "GPC"),
-    "rvr": ("bsvm_scale.baselines.rvm", "RVR"),
-    "rvc": ("bsvm_scale.baselines.rvm", "RVC"),
-    # scikit-learn as external references (bsvm_scale/pipeline/external.py)
-    "sk_svr": ("bsvm_scale.pipeline.external", "SkSVR"),
-    "sk_svc": ("bsvm_scale.pipeline.external", "SkSVC"),
-    "sk_gpr": ("bsvm_scale.pipeline.external", "SkGPR"),
-    "sk_gpc": ("bsvm_scale.pipeline.external", "SkGPC"),
-}
-TASK_OF = {"bsvr": "regression", "svr": "regression", "gpr": "regression", "rvr": "regression",
-           "btsvc": "classification", "svc": "classification", "tsvc": "classification",
-           "gpc": "classification", "rvc": "classification",
-           "sk_svr": "regression", "sk_gpr": "regression",
-           "sk_svc": "classification", "sk_gpc": "classification"}
-#: kinds run as one task per optimiser start
-BAYES_KINDS = ("bsvr", "btsvc")
-
-RUN_KEYS = {"name": str, "output": str, "retries": int, "seed": int, "description": str}
-DATASET_KEYS = {"name": str, "generator": str, "path": str, "n": int, "seed": int,
-                "params": dict, "partitions": (int, str), "n_train": (int, list), "n_test": int,
-                "split_seed": int, "max_partitions": int, "test": dict, "split": str}
-MODEL_KEYS = {"kind": str, "name": str, "datasets": list, "settings": dict, "search": dict,
-              "cv": dict, "committee": bool, "sweep": dict, "fix_from": dict, "warm_start": str,
-              "evidence_grid": dict}
-SEARCH_KEYS = {
-    "bsvr": {"n_starts": int, "starts": list, "bounds": dict, "beta": (int, float),
-             "random_state": int},
-    "btsvc": {"n_starts": int, "starts": list, "random_state": int},
-    "gpr": {"n_starts": int, "bounds": list, "random_state": int},
-    "gpc": {"n_starts": int, "bounds": list, "random_state": int},
-}
-START_KEYS = {"bsvr": {"C", "epsilon", "kappa", "kappa_b"}, "btsvc": {"kappa0", "kappa", "kappa_b"}}
-#: a start's kappa given as one over the number of inputs of the task's data set
-PER_INPUT = "1/d"
-CV_KEYS = {"folds": (int, str), "coarse_points": int, "fine_points": int,
-           "fine_step": (int, float), "log10_C": list, "log10_kappa": list, "random_state": int,
-           "loo_below": int}
-CV_KINDS = ("svr", "svc", "tsvc", "sk_svr", "sk_svc")
-BSVR_BOUND_KEYS = {"ln_C", "ln_epsilon", "ln_kappa", "ln_kappa_b"}
+#: labels of runs, data sets and models
+_NAME = re.compile(r"[A-Za-z0-9_.+-]+")
 
 
 class PipelineError(ValueError):
@@ -230,25 +192,6 @@ def _line_of(lines, table, index, key=None):
     return start + 1
 
 
-def _type_name(t):
-    if isinstance(t, tuple):
-        return " or ".join(_type_name(x) for x in t)
-    return {str: "a string", int: "an integer", float: "a number", bool: "true/false",
-            list: "an array", dict: "a table"}[t]
-
-
-def _is(value, t):
-    ts = t if isinstance(t, tuple) else (t,)
-    for x in ts:
-        if x is int and isinstance(value, int) and not isinstance(value, bool):
-            return True
-        if x is float and isinstance(value, (int, float)) and not isinstance(value, bool):
-            return True
-        if x not in (int, float) and isinstance(value, x):
-            return True
-    return False
-
-
 # ------------------------------------------------------------------- parsing
 def load_pipeline(path, check_files=True):
     """Read and validate the pipeline file ``path``; returns a :class:`Pipeline`."""
@@ -260,103 +203,83 @@ def load_pipeline(path, check_files=True):
 
 
 def parse_pipeline(text, path="<pipeline>", check_files=True, today=None):
+    """Parse and validate the text of a pipeline file.
+
+    Parameters
+    ----------
+    text : str
+        The TOML text.
+    path : str or Path, default="<pipeline>"
+        Its file (messages, relative paths, the default run name).
+    check_files : bool, default=True
+        Also require the data files of real data sets to exist.
+    today : str, optional
+        ``YYYYMMDD`` of the default run name (default: today).
+
+    Returns
+    -------
+    Pipeline
+
+    Raises
+    ------
+    PipelineError
+        Listing every problem found, each naming its key and line.
+    """
     path = Path(path)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PipelineError(path, [f"not valid TOML: {exc}"]) from None
-    lines = text.splitlines()
     problems = []
-
-    def bad(msg, table=None, index=0, key=None):
-        line = _line_of(lines, table, index, key) if table else None
-        problems.append(f"{msg}" + (f" (line {line})" if line else ""))
-
+    bad = _reporter(text.splitlines(), problems)
     for key in doc:
         if key not in ("run", "datasets", "models", "cluster"):
             bad(f"unknown top-level key {key!r}; allowed: run, datasets, models, cluster")
     cluster = parse_cluster(doc.get("cluster"), lambda msg, key: bad(msg, "cluster", 0, key))
+    run = _run(doc.get("run", {}), path, today, bad)
+    datasets, groups = _datasets(doc.get("datasets", []), path, run["seed"], bad, check_files)
+    models = _models(doc.get("models", []), datasets, groups, bad)
+    if problems:
+        raise PipelineError(path, problems)
+    base = path.resolve().parent  # relative paths are relative to the pipeline file
+    out = Path(run["output"])
+    out = out if out.is_absolute() else (base / out).resolve()
+    for m in models:  # an earlier run's directory
+        if m.warm_start is not None and not Path(m.warm_start).is_absolute():
+            m.warm_start = str((base / m.warm_start).resolve())
+    return Pipeline(path=str(path), text=text, name=run["name"], output=str(out),
+                    run_dir=str(out / run["name"]), retries=int(run["retries"]),
+                    seed=int(run["seed"]), datasets=datasets, models=models,
+                    description=str(run["description"]), cluster=cluster)
 
-    # -- [run]
-    run = doc.get("run", {})
+
+def _reporter(lines, problems):
+    """``bad(message, table=None, index=0, key=None)``: record a problem, with
+    the line of ``key`` in the ``index``-th ``table`` where it is found."""
+    def bad(msg, table=None, index=0, key=None):
+        line = _line_of(lines, table, index, key) if table else None
+        problems.append(f"{msg}" + (f" (line {line})" if line else ""))
+
+    return bad
+
+
+def _at(bad, table, i):
+    """``report(message, key)`` for the ``i``-th ``table`` (:func:`check_table`)."""
+    return lambda msg, key=None: bad(msg, table, i, key)
+
+
+def _run(run, path, today, bad):
+    """The ``[run]`` table with its defaults (:data:`RUN_KEYS`); the name
+    defaults to ``<file stem>-<today>``."""
     if not isinstance(run, dict):
         bad("run must be a table [run]")
         run = {}
-    for key, val in run.items():
-        if key not in RUN_KEYS:
-            bad(f"run.{key}: unknown key; allowed: {', '.join(RUN_KEYS)}", "run", 0, key)
-        elif not _is(val, RUN_KEYS[key]):
-            bad(f"run.{key}: must be {_type_name(RUN_KEYS[key])}; got {val!r}", "run", 0, key)
-    today = today or _dt.date.today().strftime("%Y%m%d")
-    name = run.get("name") if isinstance(run.get("name"), str) else f"{path.stem}-{today}"
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name or ""):
-        bad(f"run.name: {name!r} must be a non-empty name of letters, digits, '_', '-', '.', '+'",
-            "run", 0, "name")
-    output = run.get("output") if isinstance(run.get("output"), str) else "runs"
-    retries = run.get("retries", 2) if _is(run.get("retries", 2), int) else 2
-    if retries < 0:
-        bad("run.retries: must be >= 0", "run", 0, "retries")
-    seed = run.get("seed", 0) if _is(run.get("seed", 0), int) else 0
-
-    # -- [[datasets]]
-    raw_ds = doc.get("datasets", [])
-    if not isinstance(raw_ds, list) or not raw_ds:
-        bad("at least one [[datasets]] table is required")
-        raw_ds = []
-    datasets = []
-    labels = set()
-    groups = {}
-    for i, d in enumerate(raw_ds):
-        where = f"datasets[{i}]"
-        ok = True
-        for key, val in d.items():
-            if key not in DATASET_KEYS:
-                bad(f"{where}.{key}: unknown key; allowed: {', '.join(DATASET_KEYS)}",
-                    "datasets", i, key)
-                ok = False
-            elif not _is(val, DATASET_KEYS[key]):
-                bad(f"{where}.{key}: must be {_type_name(DATASET_KEYS[key])}; got {val!r}",
-                    "datasets", i, key)
-                ok = False
-        if ("generator" in d) == ("path" in d):
-            bad(f"{where}: give exactly one of 'generator' or 'path'", "datasets", i)
-            continue
-        if not ok:
-            continue
-        base, tables = expand_sizes(d, i, where, bad)  # one table per training size
-        for dd in tables:
-            spec = _dataset_spec(dd, i, where, path, seed, bad, check_files)
-            if _unique(spec, labels, bad, "datasets", i):
-                groups.setdefault(base, []).append(spec.label)
-                datasets.append(spec)
-
-    # -- [[models]]
-    raw_models = doc.get("models", [])
-    if not isinstance(raw_models, list) or not raw_models:
-        bad("at least one [[models]] table is required")
-        raw_models = []
-    models = []
-    mlabels = set()
-    by_label = {d.label: d for d in datasets}
-    for i, m in enumerate(raw_models):
-        for mm in expand_sweep(m, i, bad):  # one table per swept value
-            spec = _model_spec(resolve_groups(mm, groups), i, by_label, labels, bad)
-            if _unique(spec, mlabels, bad, "models", i):
-                models.append(spec)
-    check_fix_from(models, bad)
-
-    if problems:
-        raise PipelineError(path, problems)
-    out = Path(output)
-    if not out.is_absolute():
-        out = (path.resolve().parent / out).resolve()
-    for m in models:  # an earlier run's directory, relative to the pipeline file
-        if m.warm_start is not None and not Path(m.warm_start).is_absolute():
-            m.warm_start = str((path.resolve().parent / m.warm_start).resolve())
-    return Pipeline(path=str(path), text=text, name=name, output=str(out),
-                    run_dir=str(out / name), retries=int(retries), seed=int(seed),
-                    datasets=datasets, models=models, description=str(run.get("description", "")),
-                    cluster=cluster)
+    valid = check_table(run, RUN_KEYS, "run", _at(bad, "run", 0))
+    out = {k: valid.get(k, key.default) for k, key in RUN_KEYS.items()}
+    out["name"] = valid.get("name", f"{path.stem}-{today or _dt.date.today().strftime('%Y%m%d')}")
+    if not _NAME.fullmatch(out["name"]):
+        bad(f"run.name: {out['name']!r} must be a non-empty name of {NAME_RULE}", "run", 0, "name")
+    return out
 
 
 def _unique(spec, seen, bad, table, i):
@@ -371,283 +294,265 @@ def _unique(spec, seen, bad, table, i):
     return True
 
 
-def _dataset_spec(d, i, where, path, seed, bad, check_files):
-    from ..datasets import dataset_info, get_entry
+def _tables(raw, table, bad):
+    """The ``[[table]]`` entries (at least one required), as ``(index, table)``."""
+    if not isinstance(raw, list) or not raw:
+        bad(f"at least one [[{table}]] table is required")
+        return []
+    out = []
+    for i, t in enumerate(raw):
+        if isinstance(t, dict):
+            out.append((i, t))
+        else:
+            bad(f"{table}[{i}]: must be a table [[{table}]]; got {t!r}")
+    return out
 
+
+# ----------------------------------------------------------------- datasets
+def _datasets(raw, path, seed, bad, check_files):
+    """The data set specs of the ``[[datasets]]`` tables (one per training
+    size) and the groups of several sizes (name -> member labels)."""
+    specs, labels, groups = [], set(), {}
+    for i, d in _tables(raw, "datasets", bad):
+        where = f"datasets[{i}]"
+        ok = len(check_table(d, DATASET_KEYS, where, _at(bad, "datasets", i))) == len(d)
+        if ("generator" in d) == ("path" in d):
+            bad(f"{where}: give exactly one of 'generator' or 'path'", "datasets", i)
+            continue
+        if not ok:
+            continue
+        base, tables = expand_sizes(d, i, where, bad)  # one table per training size
+        for dd in tables:
+            spec = _dataset_spec(dd, i, where, path, seed, bad, check_files)
+            if _unique(spec, labels, bad, "datasets", i):
+                groups.setdefault(base, []).append(spec.label)
+                specs.append(spec)
+    return specs, groups
+
+
+def _dataset_spec(d, i, where, path, seed, bad, check_files):
+    """The :class:`DatasetSpec` of one ``[[datasets]]`` table of one training
+    size (its keys already checked), or None after a problem."""
+    at = _at(bad, "datasets", i)
+    src = (_generator_source(d, where, at, check_files) if "generator" in d
+           else _file_source(d, where, path, at))
+    if src is None:
+        return None
+    if src["n"] < 2:
+        at(f"{where}.n: must be at least 2; got {src['n']}", "n")
+        return None
+    if not _NAME.fullmatch(src["label"]):
+        at(f"{where}.name: {src['label']!r} must be {NAME_RULE}", "name")
+        return None
+    partitions = d.get("partitions", "stored" if src["n_splits"] else 1)
+    if not _partitions_ok(d, partitions, src, where, at):
+        return None
     ds_seed = d.get("seed", seed)
-    if ds_seed < 0:
-        bad(f"{where}.seed: must be >= 0", "datasets", i, "seed")
-        return None
-    n_stored_splits = 0
-    n_features = None
-    if "generator" in d:
-        try:
-            entry = get_entry(d["generator"])
-        except ValueError as exc:
-            bad(f"{where}.generator: {exc}", "datasets", i, "generator")
-            return None
-        task = entry.task
-        n = d.get("n", entry.n)
-        label = d.get("name", d["generator"])
-        if entry.kind == "real" and n > entry.n:
-            bad(f"{where}.n: {d['generator']!r} has only {entry.n} cases; got n={n}",
-                "datasets", i, "n")
-            return None
-        if entry.kind == "real":
-            from ..datasets import real_path
-            if check_files and not real_path(d["generator"]).exists():
-                bad(f"{where}.generator: the data file of {d['generator']!r} is missing "
-                    f"({real_path(d['generator'])})", "datasets", i, "generator")
-                return None
-        if d.get("params") and entry.kind == "synthetic":
-            from ..datasets import dataset_params
-            unknown = sorted(set(d["params"]) - set(dataset_params(d["generator"])))
-            if unknown:
-                bad(f"{where}.params: unknown parameter(s) {', '.join(unknown)} for "
-                    f"{d['generator']!r}; accepted: {', '.join(dataset_params(d['generator']))}",
-                    "datasets", i, "params")
-                return None
-        elif d.get("params"):
-            bad(f"{where}.params: real data set {d['generator']!r} takes no parameters",
-                "datasets", i, "params")
-            return None
-        file_path = None
-    else:
-        fp = Path(d["path"])
-        if not fp.is_absolute():
-            fp = path.resolve().parent / fp
-        file_path = str(fp)
-        label = d.get("name", fp.stem)
-        if "n" in d or "params" in d:
-            bad(f"{where}: 'n' and 'params' apply to generators only, not to 'path'",
-                "datasets", i, "n" if "n" in d else "params")
-            return None
-        if not fp.exists():
-            bad(f"{where}.path: data file {str(fp)!r} does not exist", "datasets", i, "path")
-            return None
-        try:
-            info = dataset_info(fp)
-        except (ValueError, OSError) as exc:
-            bad(f"{where}.path: {exc}", "datasets", i, "path")
-            return None
-        task, n = info["task"], int(info["n_samples"])
-        n_stored_splits = int(info["n_splits"])
-        n_features = int(info["n_features"])
-    if n < 2:
-        bad(f"{where}.n: must be at least 2; got {n}", "datasets", i, "n")
-        return None
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", label):
-        bad(f"{where}.name: {label!r} must be letters, digits, '_', '-', '.', '+'",
-            "datasets", i, "name")
-        return None
-    partitions = d.get("partitions", "stored" if n_stored_splits else 1)
-    n_train, n_test = d.get("n_train"), d.get("n_test")
-    if isinstance(partitions, str):
-        if partitions != "stored":
-            bad(f"{where}.partitions: must be a positive integer or \"stored\"; got {partitions!r}",
-                "datasets", i, "partitions")
-            return None
-        if file_path is None:
-            bad(f"{where}.partitions: \"stored\" needs a data set file ('path'); use an integer "
-                "for generated data", "datasets", i, "partitions")
-            return None
-        if not n_stored_splits:
-            bad(f"{where}.partitions: the file {file_path!r} holds no stored splits",
-                "datasets", i, "partitions")
-            return None
-        if n_train is not None or n_test is not None:
-            bad(f"{where}: n_train/n_test cannot be combined with partitions = \"stored\"",
-                "datasets", i, "n_train" if n_train is not None else "n_test")
-            return None
-    else:
-        if partitions < 1:
-            bad(f"{where}.partitions: must be >= 1; got {partitions}", "datasets", i, "partitions")
-            return None
-        if n_train is None:
-            bad(f"{where}.n_train: required with random partitions", "datasets", i)
-            return None
-        if n_train < 2:
-            bad(f"{where}.n_train: must be >= 2; got {n_train}", "datasets", i, "n_train")
-            return None
-        nt = n - n_train if n_test is None else n_test
-        if n_test is not None and n_test < 1:
-            bad(f"{where}.n_test: must be >= 1; got {n_test}", "datasets", i, "n_test")
-            return None
-        if "test" not in d and (nt < 1 or n_train + nt > n):
-            bad(f"{where}: n_train + n_test = {n_train} + {nt} = {n_train + nt} exceeds the "
-                f"{n} cases of the data set (n_train)", "datasets", i, "n_train")
-            return None
-    mp = d.get("max_partitions")
-    if mp is not None and mp < 1:
-        bad(f"{where}.max_partitions: must be >= 1", "datasets", i, "max_partitions")
-        return None
-    split_seed = d.get("split_seed", ds_seed)
-    if split_seed < 0:
-        bad(f"{where}.split_seed: must be >= 0", "datasets", i, "split_seed")
-        return None
-    return DatasetSpec(label=label, task=task, n=int(n), generator=d.get("generator"),
-                       path=file_path, seed=int(ds_seed), params=dict(d.get("params", {})),
-                       partitions=partitions, n_train=n_train, n_test=n_test,
-                       split_seed=int(split_seed), max_partitions=mp, n_features=n_features,
+    return DatasetSpec(label=src["label"], task=src["task"], n=int(src["n"]),
+                       generator=d.get("generator"), path=src["path"], seed=int(ds_seed),
+                       params=dict(d.get("params", {})), partitions=partitions,
+                       n_train=d.get("n_train"), n_test=d.get("n_test"),
+                       split_seed=int(d.get("split_seed", ds_seed)),
+                       max_partitions=d.get("max_partitions"), n_features=src["n_features"],
                        test=d.get("test"), split=d.get("split", "random"))
 
 
-def _model_spec(m, i, by_label, labels, bad):
-    import importlib
+def _generator_source(d, where, at, check_files):
+    """Task, size and label of a generated data set, or None after a problem."""
+    from ..datasets import dataset_params, get_entry, real_path
 
-    where = f"models[{i}]"
-    ok = True
-    for key, val in m.items():
-        if key not in MODEL_KEYS:
-            bad(f"{where}.{key}: unknown key; allowed: {', '.join(MODEL_KEYS)}", "models", i, key)
-            ok = False
-        elif not _is(val, MODEL_KEYS[key]):
-            bad(f"{where}.{key}: must be {_type_name(MODEL_KEYS[key])}; got {val!r}",
-                "models", i, key)
-            ok = False
+    gen = d["generator"]
+    try:
+        entry = get_entry(gen)
+    except ValueError as exc:
+        at(f"{where}.generator: {exc}", "generator")
+        return None
+    n = d.get("n", entry.n)
+    problem = None
+    if entry.kind == "real" and n > entry.n:
+        problem = f"{where}.n: {gen!r} has only {entry.n} cases; got n={n}", "n"
+    elif entry.kind == "real" and check_files and not real_path(gen).exists():
+        problem = (f"{where}.generator: the data file of {gen!r} is missing ({real_path(gen)})",
+                   "generator")
+    elif d.get("params") and entry.kind == "synthetic":
+        unknown = sorted(set(d["params"]) - set(dataset_params(gen)))
+        if unknown:
+            problem = (f"{where}.params: unknown parameter(s) {', '.join(unknown)} for {gen!r}; "
+                       f"accepted: {', '.join(dataset_params(gen))}", "params")
+    elif d.get("params"):
+        problem = f"{where}.params: real data set {gen!r} takes no parameters", "params"
+    if problem is not None:
+        at(*problem)
+        return None
+    return {"task": entry.task, "n": n, "label": d.get("name", gen), "path": None,
+            "n_splits": 0, "n_features": None}
+
+
+def _file_source(d, where, path, at):
+    """Task, size, label and stored splits of a data set file, or None after a problem."""
+    from ..datasets import dataset_info
+
+    fp = Path(d["path"])
+    if not fp.is_absolute():
+        fp = path.resolve().parent / fp
+    if "n" in d or "params" in d:
+        at(f"{where}: 'n' and 'params' apply to generators only, not to 'path'",
+           "n" if "n" in d else "params")
+        return None
+    if not fp.exists():
+        at(f"{where}.path: data file {str(fp)!r} does not exist", "path")
+        return None
+    try:
+        info = dataset_info(fp)
+    except (ValueError, OSError) as exc:
+        at(f"{where}.path: {exc}", "path")
+        return None
+    return {"task": info["task"], "n": int(info["n_samples"]), "label": d.get("name", fp.stem),
+            "path": str(fp), "n_splits": int(info["n_splits"]),
+            "n_features": int(info["n_features"])}
+
+
+def _partitions_ok(d, partitions, src, where, at):
+    """Whether the splits of a data set are possible: stored splits need a
+    file that has them; random splits need ``n_train`` and enough cases."""
+    n_train, n_test, n = d.get("n_train"), d.get("n_test"), src["n"]
+    if partitions == "stored":
+        problem = _stored_splits_problem(src, n_train, n_test, where)
+    elif n_train is None:
+        problem = f"{where}.n_train: required with random partitions", None
+    else:
+        nt = n - n_train if n_test is None else n_test
+        problem = None if "test" in d or (nt >= 1 and n_train + nt <= n) else (
+            f"{where}: n_train + n_test = {n_train} + {nt} = {n_train + nt} exceeds the {n} "
+            "cases of the data set (n_train)", "n_train")
+    if problem is not None:
+        at(*problem)
+    return problem is None
+
+
+def _stored_splits_problem(src, n_train, n_test, where):
+    """``(message, key)`` when ``partitions = "stored"`` is impossible, else None."""
+    if src["path"] is None:
+        return (f"{where}.partitions: \"stored\" needs a data set file ('path'); use an integer "
+                "for generated data", "partitions")
+    if not src["n_splits"]:
+        return f"{where}.partitions: the file {src['path']!r} holds no stored splits", "partitions"
+    if n_train is not None or n_test is not None:
+        return (f"{where}: n_train/n_test cannot be combined with partitions = \"stored\"",
+                "n_train" if n_train is not None else "n_test")
+    return None
+
+
+# ------------------------------------------------------------------- models
+def _models(raw, datasets, groups, bad):
+    """The model specs of the ``[[models]]`` tables (one per swept value)."""
+    models, labels = [], set()
+    by_label = {d.label: d for d in datasets}
+    for i, m in _tables(raw, "models", bad):
+        for mm in expand_sweep(m, i, bad):  # one table per swept value
+            spec = _model_spec(resolve_groups(mm, groups), i, by_label, bad)
+            if _unique(spec, labels, bad, "models", i):
+                models.append(spec)
+    check_fix_from(models, bad)
+    return models
+
+
+def _model_spec(m, i, by_label, bad):
+    """The :class:`ModelSpec` of one ``[[models]]`` table, or None after a problem."""
+    where, at = f"models[{i}]", _at(bad, "models", i)
+    ok = len(check_table(m, MODEL_KEYS, where, at)) == len(m)
     if "kind" not in m:
-        bad(f"{where}.kind: required (one of {', '.join(KINDS)})", "models", i)
+        at(f"{where}.kind: required (one of {', '.join(KINDS)})")
         return None
     kind = m["kind"]
-    if not isinstance(kind, str) or kind not in KINDS:
-        bad(f"{where}.kind: unknown model kind {kind!r}; allowed: {', '.join(KINDS)}",
-            "models", i, "kind")
-        return None
-    if not ok:
+    if kind not in KINDS or not ok:
         return None
     label = m.get("name", kind)
-    if not re.fullmatch(r"[A-Za-z0-9_.+-]+", label):
-        bad(f"{where}.name: {label!r} must be letters, digits, '_', '-', '.', '+'",
-            "models", i, "name")
+    if not _NAME.fullmatch(label):
+        at(f"{where}.name: {label!r} must be {NAME_RULE}", "name")
         return None
-    mod, cls = KINDS[kind]
-    params = set(getattr(importlib.import_module(mod), cls)().get_params())
-    settings = dict(m.get("settings", {}))
-    for key in settings:
-        if key not in params:
-            bad(f"{where}.settings.{key}: unknown parameter of {cls} ({kind}); allowed: "
-                f"{', '.join(sorted(params))}", "models", i, key)
-            ok = False
-    search = dict(m.get("search", {}))
-    if search:
-        allowed = SEARCH_KEYS.get(kind)
-        if allowed is None:
-            bad(f"{where}.search: {kind} has no evidence search; use settings (or cv for "
-                f"{', '.join(CV_KINDS)})", "models", i, "search")
-            ok = False
-        else:
-            for key, val in search.items():
-                if key not in allowed:
-                    bad(f"{where}.search.{key}: unknown key for {kind}; allowed: "
-                        f"{', '.join(allowed)}", "models", i, key)
-                    ok = False
-                elif not _is(val, allowed[key]):
-                    bad(f"{where}.search.{key}: must be {_type_name(allowed[key])}; got {val!r}",
-                        "models", i, key)
-                    ok = False
-            if ok and "starts" in search:
-                if not search["starts"]:
-                    bad(f"{where}.search.starts: must not be empty", "models", i, "starts")
-                    ok = False
-                for j, st in enumerate(search["starts"]):
-                    if not isinstance(st, dict) or not set(st) <= START_KEYS[kind]:
-                        bad(f"{where}.search.starts[{j}]: must be a table with keys among "
-                            f"{', '.join(sorted(START_KEYS[kind]))}; got {st!r}",
-                            "models", i, "starts")
-                        ok = False
-                    elif not all(_is(v, float) or (isinstance(v, list) and all(_is(x, float) for x in v))
-                                 or (k == "kappa" and v == PER_INPUT) for k, v in st.items()):
-                        bad(f"{where}.search.starts[{j}]: values must be numbers (kappa may "
-                            f"also be \"{PER_INPUT}\", one over the number of inputs)", "models",
-                            i, "starts")
-                        ok = False
-            if ok and "n_starts" in search and search["n_starts"] < 1:
-                bad(f"{where}.search.n_starts: must be >= 1", "models", i, "n_starts")
-                ok = False
-            if ok and kind == "bsvr" and "bounds" in search:
-                for bk, bv in search["bounds"].items():
-                    if bk not in BSVR_BOUND_KEYS:
-                        bad(f"{where}.search.bounds.{bk}: unknown; allowed: "
-                            f"{', '.join(sorted(BSVR_BOUND_KEYS))}", "models", i, "bounds")
-                        ok = False
-                    elif not (isinstance(bv, list) and len(bv) == 2 and all(_is(x, float) for x in bv)
-                              and bv[0] < bv[1]):
-                        bad(f"{where}.search.bounds.{bk}: must be [low, high] with low < high",
-                            "models", i, "bounds")
-                        ok = False
-            if ok and kind in ("gpr", "gpc") and "bounds" in search:
-                b = search["bounds"]
-                if not (len(b) == 2 and all(_is(x, float) for x in b) and 0 < b[0] < b[1]):
-                    bad(f"{where}.search.bounds: must be [low, high] with 0 < low < high",
-                        "models", i, "bounds")
-                    ok = False
-            if ok and kind == "bsvr" and "beta" in search and not 0 < search["beta"] <= 1:
-                bad(f"{where}.search.beta: must lie in (0, 1]", "models", i, "beta")
-                ok = False
-    for key in search:
-        if key in settings:
-            bad(f"{where}: {key!r} is given both in settings and in search", "models", i, key)
-            ok = False
-    cv = m.get("cv")
-    if cv is not None:
-        if kind not in CV_KINDS:
-            bad(f"{where}.cv: only {', '.join(CV_KINDS)} take a cv grid", "models", i, "cv")
-            ok = False
-        else:
-            for key, val in cv.items():
-                if key not in CV_KEYS:
-                    bad(f"{where}.cv.{key}: unknown key; allowed: {', '.join(CV_KEYS)}",
-                        "models", i, key)
-                    ok = False
-                elif not _is(val, CV_KEYS[key]):
-                    bad(f"{where}.cv.{key}: must be {_type_name(CV_KEYS[key])}; got {val!r}",
-                        "models", i, key)
-                    ok = False
-                elif key in ("log10_C", "log10_kappa") and not (
-                        len(val) == 2 and all(_is(x, float) for x in val) and val[0] <= val[1]):
-                    bad(f"{where}.cv.{key}: must be [low, high]", "models", i, key)
-                    ok = False
-                elif key == "folds" and (val != "loo" if isinstance(val, str) else val < 2):
-                    bad(f"{where}.cv.folds: must be an integer >= 2 or \"loo\"; got {val!r}",
-                        "models", i, key)
-                    ok = False
-                elif key == "loo_below" and val < 2:
-                    bad(f"{where}.cv.loo_below: must be >= 2; got {val!r}", "models", i, key)
-                    ok = False
-    if m.get("warm_start") is not None and kind not in BAYES_KINDS:
-        bad(f"{where}.warm_start: only {', '.join(BAYES_KINDS)} retrain from an earlier run",
-            "models", i, "warm_start")
-    committee = m.get("committee", False)
-    if committee and kind not in BAYES_KINDS:
-        bad(f"{where}.committee: only {', '.join(BAYES_KINDS)} form committees of starts",
-            "models", i, "committee")
-        ok = False
-    names = m.get("datasets")
-    if names is None:
-        names = [d for d, spec in by_label.items() if spec.task == TASK_OF[kind]]
-        if not names and by_label:
-            bad(f"{where}: no {TASK_OF[kind]} data set for {kind}", "models", i, "kind")
-            ok = False
-    elif not names:
-        bad(f"{where}.datasets: must name at least one data set (or be left out: every "
-            f"{TASK_OF[kind]} data set)", "models", i, "datasets")
-        ok = False
-    else:
-        for dn in names:
-            if not isinstance(dn, str) or dn not in labels:
-                bad(f"{where}.datasets: unknown data set {dn!r}; defined: "
-                    f"{', '.join(sorted(labels)) or 'none'}", "models", i, "datasets")
-                ok = False
-            elif dn in by_label and by_label[dn].task != TASK_OF[kind]:
-                bad(f"{where}.datasets: {dn!r} is a {by_label[dn].task} data set but {kind} is "
-                    f"for {TASK_OF[kind]}", "models", i, "datasets")
-                ok = False
+    settings, search = dict(m.get("settings", {})), dict(m.get("search", {}))
+    ok = _estimator_tables(kind, settings, search, where, at)
+    ok = _cv_ok(kind, m.get("cv"), where, at) and ok
+    ok = _bayes_only(kind, m, where, at) and ok
+    names = _model_datasets(kind, m.get("datasets"), by_label, where, at)
     grid = check_evidence_grid(m.get("evidence_grid"), kind, settings, m.get("fix_from"), where,
                                lambda msg: bad(msg, "models", i, "evidence_grid"))
-    ok = ok and (grid is not None or "evidence_grid" not in m)
+    ok = ok and names is not None and (grid is not None or "evidence_grid" not in m)
     if not ok:
         return None
     return ModelSpec(label=label, kind=kind, datasets=list(names), settings=settings,
-                     search=search, cv=dict(cv) if cv is not None else None,
-                     committee=bool(committee), fix_from=m.get("fix_from"),
+                     search=search, cv=dict(m["cv"]) if m.get("cv") is not None else None,
+                     committee=bool(m.get("committee", False)), fix_from=m.get("fix_from"),
                      warm_start=m.get("warm_start"), evidence_grid=grid)
+
+
+def _estimator_tables(kind, settings, search, where, at):
+    """Check ``settings`` (the estimator's parameters) and ``search`` (those
+    of its evidence search) of a model of ``kind``; True when both are valid."""
+    cls = estimator_class(kind).__name__
+    ok = len(check_table(settings, estimator_keys(kind), f"{where}.settings", at,
+                         unknown=f"unknown parameter of {cls} ({kind})")) == len(settings)
+    if search and not search_keys(kind):
+        at(f"{where}.search: {kind} has no evidence search; use settings (or cv for "
+           f"{', '.join(CV_KINDS)})", "search")
+        ok = False
+    elif search:
+        ok = len(check_table(search, search_keys(kind), f"{where}.search", at,
+                             unknown=f"unknown key for {kind}")) == len(search) and ok
+    for key in search:
+        if key in settings:
+            at(f"{where}: {key!r} is given both in settings and in search", key)
+            ok = False
+    return ok
+
+
+def _cv_ok(kind, cv, where, at):
+    """Check the ``cv`` table of a model of ``kind`` (None: absent)."""
+    if cv is None:
+        return True
+    if kind not in CV_KINDS:
+        at(f"{where}.cv: only {', '.join(CV_KINDS)} take a cv grid", "cv")
+        return False
+    return len(check_table(cv, CV_KEYS, f"{where}.cv", at)) == len(cv)
+
+
+def _bayes_only(kind, m, where, at):
+    """``warm_start`` and ``committee`` apply to the Bayesian SVMs only."""
+    ok = True
+    if m.get("warm_start") is not None and kind not in BAYES_KINDS:
+        at(f"{where}.warm_start: only {', '.join(BAYES_KINDS)} retrain from an earlier run",
+           "warm_start")
+        ok = False
+    if m.get("committee", False) and kind not in BAYES_KINDS:
+        at(f"{where}.committee: only {', '.join(BAYES_KINDS)} form committees of starts",
+           "committee")
+        ok = False
+    return ok
+
+
+def _model_datasets(kind, names, by_label, where, at):
+    """The data sets a model of ``kind`` runs on (default: every one of its
+    task), or None after a problem."""
+    task = TASK_OF[kind]
+    if names is None:
+        names = [d for d, spec in by_label.items() if spec.task == task]
+        if not names and by_label:
+            at(f"{where}: no {task} data set for {kind}", "kind")
+            return None
+        return names
+    if not names:
+        at(f"{where}.datasets: must name at least one data set (or be left out: every {task} "
+           "data set)", "datasets")
+        return None
+    ok = True
+    for dn in names:
+        if not isinstance(dn, str) or dn not in by_label:
+            at(f"{where}.datasets: unknown data set {dn!r}; defined: "
+               f"{', '.join(sorted(by_label)) or 'none'}", "datasets")
+            ok = False
+        elif by_label[dn].task != task:
+            at(f"{where}.datasets: {dn!r} is a {by_label[dn].task} data set but {kind} is for "
+               f"{task}", "datasets")
+            ok = False
+    return names if ok else None

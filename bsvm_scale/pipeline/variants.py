@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .schema import DATASET_KEYS, SEARCH_KEYS, TEST_KEYS, check_table
+
 __all__ = ["expand_sizes", "expand_sweep", "resolve_groups", "cv_folds", "common_test_data",
            "TEST_KEYS", "SPLITS"]
 
-TEST_KEYS = {"generator": str, "n": int, "seed": int, "params": dict}
-SPLITS = ("random", "chronological")
+SPLITS = DATASET_KEYS["split"].constraints[0].order
 
 
 def _is_int(v):
@@ -130,18 +131,12 @@ def _check_test(d, i, where, bad):
         bad(f"{where}.test: cannot be combined with n_test or partitions = \"stored\" "
             "(the test set is the table's n cases)", "datasets", i, "test")
         return None
-    for key, val in t.items():
-        if key not in TEST_KEYS:
-            bad(f"{where}.test.{key}: unknown key; allowed: {', '.join(TEST_KEYS)}",
-                "datasets", i, "test")
-            return None
-        if not (isinstance(val, TEST_KEYS[key]) and not isinstance(val, bool)):
-            bad(f"{where}.test.{key}: must be {TEST_KEYS[key].__name__}; got {val!r}",
-                "datasets", i, "test")
-            return None
-    if t.get("n", 0) < 1:
-        bad(f"{where}.test.n: the number of test cases is required and must be >= 1; "
-            f"got {t.get('n')!r}", "datasets", i, "test")
+    if len(check_table(t, TEST_KEYS, f"{where}.test", lambda msg, key: bad(msg, "datasets", i,
+                                                                            "test"))) < len(t):
+        return None
+    if "n" not in t:
+        bad(f"{where}.test.n: the number of test cases is required (an integer >= 1)",
+            "datasets", i, "test")
         return None
     gen = t.get("generator", d["generator"])
     try:
@@ -186,8 +181,6 @@ def expand_sweep(m, i, bad):
     list of dict
         Empty after a problem.
     """
-    from .config import SEARCH_KEYS
-
     sweep = m.get("sweep")
     if sweep is None:
         return [m]
