@@ -15,7 +15,7 @@ _LAZY = {
     "GPR": "bsvm_scale.baselines.gp",
     "GPC": "bsvm_scale.baselines.gpc",
     "RVR": "bsvm_scale.baselines.rvm",
-    "RVC": "bsvm_scale.baselines.rvm",
+    "RVC": "bsvm_scale.baselines.rvc",
     "save_model": "bsvm_scale.storage",
     "load_model": "bsvm_scale.storage",
     "GaussianCovariance": "bsvm_scale.inference.covariance",
