@@ -222,33 +222,18 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
     """
     y = np.asarray(y, dtype=np.float64)
     idx = np.flatnonzero(alpha > 0.0)
-    m = idx.size
-    n_theta = cov.theta.size
-    info = {"n_sv": int(m), "jitter": 0.0}
-    if m == 0:
+    info = {"n_sv": int(idx.size), "jitter": 0.0}
+    if idx.size == 0:
         if keep_factor:
             info.update(support=idx, dual_coef=np.zeros(0), chol=np.zeros((0, 0)),
                         lam_sqrt=np.zeros(0))
-        return 0.0, (np.zeros(n_theta) if with_grad else None), info
+        return 0.0, (np.zeros(cov.theta.size) if with_grad else None), info
     v = y[idx] * alpha[idx]
-    S = cov.subset(X, idx)                       # Sigma_M
-    f = S @ v                                    # f_MP on the SVs (5.32)
+    state = {"S": cov.subset(X, idx)}            # Sigma_M
+    f = state["S"] @ v                           # f_MP on the SVs (5.32)
     loss, lam = trig_slack_terms(1.0 - y[idx] * f)
     sl = np.sqrt(lam)
-    state = {"S": S}
-
-    def make_B():                                # I + Lambda^1/2 Sigma_M Lambda^1/2
-        B = state.pop("S", None)
-        if B is None:
-            B = cov.subset(X, idx)
-        B *= sl[:, None]
-        B *= sl[None, :]
-        B[np.diag_indices(m)] += 1.0
-        return B
-
-    del S
-    L, jitter = chol_with_jitter(make_B)
-    info["jitter"] = jitter
+    L, info["jitter"] = chol_with_jitter(lambda: _scaled_block(state, cov, X, idx, sl))
     logdet = 2.0 * np.sum(np.log(np.diag(L)))
     value = 0.5 * float(v @ f) + float(loss.sum()) + 0.5 * logdet
     if keep_factor:
@@ -256,6 +241,19 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
     if not with_grad:
         return value, None, info
     return value, _gradient(cov, X, idx, v, lam, sl, L.copy() if keep_factor else L), info
+
+
+def _scaled_block(state, cov, X, idx, sl):
+    """``B = I + Lambda^1/2 Sigma_M Lambda^1/2`` (5.35), built in place of the
+    block ``Sigma_M`` kept in ``state`` the first time (recomputed on a retry
+    with jitter, so that only one m x m array is alive at a time)."""
+    B = state.pop("S", None)
+    if B is None:
+        B = cov.subset(X, idx)
+    B *= sl[:, None]
+    B *= sl[None, :]
+    B[np.diag_indices(idx.size)] += 1.0
+    return B
 
 
 def _gradient(cov, X, idx, v, lam, sl, L):
