@@ -133,12 +133,11 @@ def memory_child(n, cache_mb, seed=0):
     """Body of the memory measurement; runs in a fresh process."""
     import tracemalloc
 
-    from bsvm_scale._compiled import row_cache as rc
     from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 
-    # warm-up: compile/load get_row (both paths) and start the thread pool on
-    # a tiny problem so that JIT memory is not counted as data
-    Xw = np.random.default_rng(1).normal(size=(rc.PARALLEL_ROW_MIN + 10, 1))
+    # warm-up: compile/load get_row and start the thread pool on a small
+    # problem so that JIT memory is not counted as data
+    Xw = np.random.default_rng(1).normal(size=(2000, 1))
     cw = RowCache(Xw, GaussianCovariance(), cache_mb=1e-6)
     for i in range(4):
         cw.row(i)
