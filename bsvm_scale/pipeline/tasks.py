@@ -317,52 +317,71 @@ def _fit_bayes(spec, Xtr, ytr):
     (one-versus-rest) keeps one checkpoint per class, ``checkpoint_c<i>.h5``,
     and resumes every class the same way.
     """
-    from .checkpoint import load_checkpoint, save_checkpoint
-
     kind, params = spec["kind"], dict(spec["params"])
     start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
     n_classes = np.unique(ytr).size
     n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
     thetas = start if isinstance(start, list) else [start] * n_models
     theta0 = thetas[0]
-    extra = {"theta0": theta0, "resumed_from": -1}
-    names = ["checkpoint.h5"] if n_models == 1 else [f"checkpoint_c{i}.h5" for i in range(n_models)]
-    ckpts = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None for f in names]
-    prevs = [load_checkpoint(c, th, spec.get("key")) if c is not None else None
-             for c, th in zip(ckpts, thetas)]
-    inits = []
-    for prev, th in zip(prevs, thetas):
-        init = {"theta": th, "nu" if kind == "bsvr" else "alpha": np.zeros(Xtr.shape[0])}
-        if prev is not None:
-            init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
-        inits.append(init)
-    evals = [{"theta": [], "fun": [], "grad": [], "info": []} for _ in range(n_models)]
-    n_replayed = [0]
-    last_write = [(-np.inf, 0.0)] * n_models  # (end time, duration) of the last checkpoint
+    writer = _CheckpointWriter(spec, theta0, n_models)
+    inits, resumed = writer.inits(kind, thetas, Xtr.shape[0])
+    model = make_estimator(kind, {**params, "n_starts": 1})
+    model.fit(Xtr, ytr, callback=writer, init=inits[0] if n_models == 1 else inits)
+    theta = model.theta_ if n_models == 1 else theta0
+    return model, {"theta0": theta0, "trajectory": _trajectory_of(model, theta0),
+                   "theta": np.asarray(theta, float),
+                   "resumed_from": writer.n_replayed if resumed else -1}
 
-    def callback(key, record, state):
+
+class _CheckpointWriter:
+    """The ``fit`` callback of a BSVR/BTSVC start task: records every
+    evaluation of each model (one per class of one-versus-rest) and rewrites
+    that model's checkpoint file at the spacing :func:`_fit_bayes` describes."""
+
+    def __init__(self, spec, theta0, n_models):
+        names = (["checkpoint.h5"] if n_models == 1
+                 else [f"checkpoint_c{i}.h5" for i in range(n_models)])
+        self.spec, self.theta0 = spec, theta0
+        self.paths = [Path(spec["task_dir"]) / f if spec.get("task_dir") else None
+                      for f in names]
+        self.evals = [{"theta": [], "fun": [], "grad": [], "info": []} for _ in names]
+        self.last_write = [(-np.inf, 0.0)] * n_models  # (end time, duration)
+        self.n_replayed = 0
+
+    def inits(self, kind, thetas, n):
+        """``(inits, resumed)``: the ``fit(init=...)`` of every model, with the
+        state and evaluations of its checkpoint where one matches."""
+        from .checkpoint import load_checkpoint
+
+        inits, resumed = [], False
+        for path, th in zip(self.paths, thetas):
+            prev = load_checkpoint(path, th, self.spec.get("key")) if path is not None else None
+            init = {"theta": th, "nu" if kind == "bsvr" else "alpha": np.zeros(n)}
+            if prev is not None:
+                init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
+                resumed = True
+            inits.append(init)
+        return inits, resumed
+
+    def __call__(self, key, record, state):
+        from .checkpoint import save_checkpoint
+
         i = key[0] if isinstance(key, tuple) else 0
-        _record(evals[i], record)
+        _record(self.evals[i], record)
         if record["replayed"]:
-            n_replayed[0] += 1
+            self.n_replayed += 1
             return
         t0 = time.perf_counter()
-        if ckpts[i] is not None and t0 - last_write[i][0] >= CHECKPOINT_SPACING * last_write[i][1] \
-                and _owns_dir(spec):
-            save_checkpoint(ckpts[i], {"theta0": theta0, "key": spec.get("key") or "",
-                                       "evals": _columns(evals[i]), "state": state})
+        end, took = self.last_write[i]
+        if (self.paths[i] is not None and t0 - end >= CHECKPOINT_SPACING * took
+                and _owns_dir(self.spec)):
+            save_checkpoint(self.paths[i], {"theta0": self.theta0,
+                                            "key": self.spec.get("key") or "",
+                                            "evals": _columns(self.evals[i]), "state": state})
             t1 = time.perf_counter()
-            last_write[i] = (t1, t1 - t0)
-        if spec.get("eval_delay"):  # testing hook: slow evaluations down
-            time.sleep(float(spec["eval_delay"]))
-
-    model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(Xtr, ytr, callback=callback, init=inits[0] if n_models == 1 else inits)
-    theta = model.theta_ if n_models == 1 else theta0
-    resumed = any(p is not None for p in prevs)
-    extra.update(trajectory=_trajectory_of(model, theta0), theta=np.asarray(theta, float),
-                 resumed_from=n_replayed[0] if resumed else -1)
-    return model, extra
+            self.last_write[i] = (t1, t1 - t0)
+        if self.spec.get("eval_delay"):  # testing hook: slow evaluations down
+            time.sleep(float(self.spec["eval_delay"]))
 
 
 def _fit_plain(spec, Xtr, ytr):
@@ -403,73 +422,24 @@ def run_task(spec, *deps):
     An evidence-grid task (``spec['evidence_grid']``) is run by
     :func:`~bsvm_scale.pipeline.evidence_grid.run_grid_task`.
     """
-    import warnings
-
     if spec.get("evidence_grid") is not None:
         from .evidence_grid import run_grid_task
 
         return run_grid_task(spec, *deps)
 
-    import numba
-    from threadpoolctl import threadpool_limits
-
     t_start = time.time()
-    kind = spec["kind"]
     X, y = read_xy(spec["data"])
     train, test = np.asarray(spec["train"]), np.asarray(spec["test"])
-    Xtr, ytr, Xte, yte = X[train], y[train], X[test], y[test]
     if spec.get("fail_once_marker"):  # testing hook for retries
         marker = Path(spec["fail_once_marker"])
         if not marker.exists():
             marker.write_text("failed once\n")
             raise RuntimeError("injected failure (testing retries)")
-    numba.set_num_threads(1)
-    peak_scope = "task" if reset_peak_rss() else "worker process"
-    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        t0 = time.time()
-        if spec.get("fix_from") is not None:
-            spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
-            model, extra = _fit_plain(spec, Xtr, ytr)
-        elif kind in ("bsvr", "btsvc"):
-            model, extra = _fit_bayes(spec, Xtr, ytr)
-        else:
-            model, extra = _fit_plain(spec, Xtr, ytr)
-        fit_time = time.time() - t0
-        t1 = time.time()
-        pred = _predict(model, kind, Xte)
-        predict_time = time.time() - t1
-    if TASK_OF[kind] == "regression":
-        metrics = regression_metrics(yte, pred["mean"], pred["std"])
-    else:
-        metrics = classification_metrics(yte, pred["pred"], pred["proba"], pred["classes"])
-    summary = _summary_of(model, kind)
-    result = {
-        "task_id": spec["task_id"], "key": spec.get("key") or "", "kind": kind,
-        "model": spec["model"],
-        "dataset": spec["dataset"], "partition": int(spec["partition"]),
-        "start": int(spec.get("start", -1)), "status": "done",
-        "host": socket.gethostname(), "pid": os.getpid(),
-        "started": t_start, "finished": time.time(), "elapsed": time.time() - t_start,
-        "fit_time": fit_time, "predict_time": predict_time,
-        "n_train": int(train.size), "n_test": int(test.size),
-        "metrics": metrics, **summary,
-        "trajectory": extra.get("trajectory"),
-        "theta0": extra.get("theta0"), "theta": extra.get("theta"),
-        "resumed_from": int(extra.get("resumed_from", -1)),
-        "cv": extra.get("cv"),
-        "predictions": {k: v for k, v in pred.items() if v is not None},
-        "warnings": [f"{w.category.__name__}: {w.message}" for w in caught[:20]],
-        "versions": versions(),
-        "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
-        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
-        # peak resident memory of this task (Linux: the high-water mark is reset at
-        # the start of the task), else of the worker process so far (an upper bound)
-        "peak_rss_mb": peak_rss_bytes() / 2**20,
-        "peak_rss_scope": peak_scope,
-    }
-    model_h5 = (external_model_bytes(model, kind) if kind in EXTERNAL_KINDS
-                else _model_bytes(model, _feature_names(spec["data"])))
+    run = _fit_and_predict(spec, deps, X[train], y[train], X[test])
+    result = _result_record(spec, run, y[test], t_start, train.size, test.size)
+    kind = spec["kind"]
+    model_h5 = (external_model_bytes(run["model"], kind) if kind in EXTERNAL_KINDS
+                else _model_bytes(run["model"], _feature_names(spec["data"])))
     # the result vouches for its model file: a model.h5 written by another task in
     # the same directory (an orphan of an earlier run) is not taken with this result
     result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()
@@ -480,6 +450,68 @@ def run_task(spec, *deps):
         atomic_write_bytes(td / "model.h5", model_h5)
         write_record(td / "result.h5", result)
     return {"result": result, "model_h5": model_h5}
+
+
+def _fit_and_predict(spec, deps, Xtr, ytr, Xte):
+    """Fit the task's model on one thread (Numba and BLAS) and predict the test
+    cases; returns the model, the fit's extras, the predictions, the times, the
+    warnings caught and the scope of the peak-memory reading."""
+    import warnings
+
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    numba.set_num_threads(1)
+    peak_scope = "task" if reset_peak_rss() else "worker process"
+    with threadpool_limits(limits=1), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        t0 = time.time()
+        if spec.get("fix_from") is not None:
+            spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
+            model, extra = _fit_plain(spec, Xtr, ytr)
+        elif spec["kind"] in ("bsvr", "btsvc"):
+            model, extra = _fit_bayes(spec, Xtr, ytr)
+        else:
+            model, extra = _fit_plain(spec, Xtr, ytr)
+        fit_time = time.time() - t0
+        t1 = time.time()
+        pred = _predict(model, spec["kind"], Xte)
+        predict_time = time.time() - t1
+    return {"model": model, "extra": extra, "pred": pred, "fit_time": fit_time,
+            "predict_time": predict_time, "caught": list(caught), "peak_scope": peak_scope}
+
+
+def _result_record(spec, run, yte, t_start, n_train, n_test):
+    """The task's result record (written to ``result.h5`` and the run file)."""
+    import numba
+
+    kind, pred, extra = spec["kind"], run["pred"], run["extra"]
+    if TASK_OF[kind] == "regression":
+        metrics = regression_metrics(yte, pred["mean"], pred["std"])
+    else:
+        metrics = classification_metrics(yte, pred["pred"], pred["proba"], pred["classes"])
+    return {
+        "task_id": spec["task_id"], "key": spec.get("key") or "", "kind": kind,
+        "model": spec["model"], "dataset": spec["dataset"], "partition": int(spec["partition"]),
+        "start": int(spec.get("start", -1)), "status": "done",
+        "host": socket.gethostname(), "pid": os.getpid(),
+        "started": t_start, "finished": time.time(), "elapsed": time.time() - t_start,
+        "fit_time": run["fit_time"], "predict_time": run["predict_time"],
+        "n_train": int(n_train), "n_test": int(n_test),
+        "metrics": metrics, **_summary_of(run["model"], kind),
+        "trajectory": extra.get("trajectory"),
+        "theta0": extra.get("theta0"), "theta": extra.get("theta"),
+        "resumed_from": int(extra.get("resumed_from", -1)), "cv": extra.get("cv"),
+        "predictions": {k: v for k, v in pred.items() if v is not None},
+        "warnings": [f"{w.category.__name__}: {w.message}" for w in run["caught"][:20]],
+        "versions": versions(),
+        "numba_threads": int(numba.config.NUMBA_NUM_THREADS),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
+        # peak resident memory of this task (Linux: the high-water mark is reset at
+        # the start of the task), else of the worker process so far (an upper bound)
+        "peak_rss_mb": peak_rss_bytes() / 2**20,
+        "peak_rss_scope": run["peak_scope"],
+    }
 
 
 def _owns_dir(spec):
