@@ -442,14 +442,17 @@ def twonorm(n, seed, *, d=20, a=None):
     rng, seed_rec = make_seed_rng(seed)
     y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int64)
     X = a * y[:, None].astype(np.float64) + rng.standard_normal((n, int(d)))
-    return Dataset(
-        X=X, y=y, name="twonorm", task="classification",
-        feature_names=[f"x{j + 1}" for j in range(int(d))],
-        provenance=_prov("twonorm", seed_rec, {"d": int(d), "a": a},
-                         "Breiman (1996): y=+1 ~ N(a*1, I), y=-1 ~ N(-a*1, I), "
-                         "a=2/sqrt(20), P(y=+1)=1/2"),
-        description="twonorm: 20-D Gaussians with means +-a(1,...,1) (C3)",
-    )
+    return _breiman("twonorm", X, y, _prov(
+        "twonorm", seed_rec, {"d": int(d), "a": a},
+        "Breiman (1996): y=+1 ~ N(a*1, I), y=-1 ~ N(-a*1, I), a=2/sqrt(20), P(y=+1)=1/2"),
+        "twonorm: 20-D Gaussians with means +-a(1,...,1) (C3)")
+
+
+def _breiman(name, X, y, provenance, description):
+    """A two-class data set of Breiman's (1996) recipes (inputs ``x1..xd``)."""
+    return Dataset(X=X, y=y, name=name, task="classification",
+                   feature_names=[f"x{j + 1}" for j in range(X.shape[1])],
+                   provenance=provenance, description=description)
 
 
 def ringnorm(n, seed, *, d=20, a=None):
@@ -463,14 +466,10 @@ def ringnorm(n, seed, *, d=20, a=None):
     y = np.where(rng.random(n) < 0.5, 1, -1).astype(np.int64)
     Z = rng.standard_normal((n, int(d)))
     X = np.where(y[:, None] > 0, 2.0 * Z, a + Z)
-    return Dataset(
-        X=X, y=y, name="ringnorm", task="classification",
-        feature_names=[f"x{j + 1}" for j in range(int(d))],
-        provenance=_prov("ringnorm", seed_rec, {"d": int(d), "a": a},
-                         "Breiman (1996): y=+1 ~ N(0, 4I), y=-1 ~ N(a*1, I), "
-                         "a=1/sqrt(20), P(y=+1)=1/2"),
-        description="ringnorm: 20-D N(0,4I) vs N(a(1,...,1), I) (C3)",
-    )
+    return _breiman("ringnorm", X, y, _prov(
+        "ringnorm", seed_rec, {"d": int(d), "a": a},
+        "Breiman (1996): y=+1 ~ N(0, 4I), y=-1 ~ N(a*1, I), a=1/sqrt(20), P(y=+1)=1/2"),
+        "ringnorm: 20-D N(0,4I) vs N(a(1,...,1), I) (C3)")
 
 
 def waveform_bases():
