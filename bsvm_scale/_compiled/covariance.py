@@ -60,23 +60,25 @@ def _wsqdist(A, i, B, j, w):
     return s
 
 
+@jit(inline="always")
+def _cov(kern, A, a, B, b):
+    """``Cov(A[a], B[b])`` under the weights and variances of ``kern``."""
+    return kern.kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b
+
+
 @jit(parallel=True)
 def cov_row(kern, i, out):
     """Row ``i`` of the covariance against all inputs of ``kern`` (into ``out``)."""
-    X, w, kappa0, kappa_b = kern
-    n = X.shape[0]
-    for j in prange(n):
-        out[j] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, j, w)) + kappa_b
+    for j in prange(kern.X.shape[0]):
+        out[j] = _cov(kern, kern.X, i, kern.X, j)
 
 
 @jit()
 def cov_row_serial(kern, i, out):
     """Serial version of :func:`cov_row` (used on small problems and in workers
     restricted to one thread)."""
-    X, w, kappa0, kappa_b = kern
-    n = X.shape[0]
-    for j in range(n):
-        out[j] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, j, w)) + kappa_b
+    for j in range(kern.X.shape[0]):
+        out[j] = _cov(kern, kern.X, i, kern.X, j)
 
 
 @jit()
@@ -119,6 +121,15 @@ def cov_subset(kern, idx):
         for b in range(m):
             out[a, b] = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, idx[b], w)) + kappa_b
     return out
+
+
+@jit(inline="always")
+def _head_sum(v, k):
+    """``v[0] + ... + v[k-1]`` summed in index order (the same bits every run)."""
+    total = 0.0
+    for a in range(k):
+        total += v[a]
+    return total
 
 
 @jit(inline="always")
@@ -197,32 +208,22 @@ def quad_dcov(kern, idx, v):
     Symmetry halves the work: each unordered pair is visited once. Layout as
     in :func:`trace_dcov`.
     """
-    X, w, kappa0, kappa_b = kern
     s = idx.shape[0]
-    d = X.shape[1]
-    part = np.zeros((s, d + 2))
-    vsum = 0.0
-    for a in range(s):
-        vsum += v[a]
+    part = np.zeros((s, kern.X.shape[1] + 2))
     for a in prange(s):
         ia = idx[a]
         va = v[a]
         if va == 0.0:
             continue
-        part[a, 0] += va * va * kappa0  # diagonal pair (distance 0)
+        part[a, 0] += va * va * kern.kappa0  # diagonal pair (distance 0)
         for b in range(a + 1, s):
             vb = v[b]
             if vb == 0.0:
                 continue
-            ib = idx[b]
-            c = 2.0 * va * vb
-            kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
-            part[a, 0] += c * kk
-            for l in range(d):
-                t = X[ia, l] - X[ib, l]
-                part[a, 1 + l] -= 0.5 * w[l] * t * t * kk * c
+            _add_dcov(kern, ia, idx[b], 2.0 * va * vb, part, a)
     out = part.sum(axis=0)
-    out[d + 1] = kappa_b * vsum * vsum
+    vsum = _head_sum(v, s)
+    out[-1] = kern.kappa_b * vsum * vsum
     return out
 
 
@@ -239,9 +240,7 @@ def dcov_matvec(kern, idx, v):
     m = idx.shape[0]
     d = kern.X.shape[1]
     out = np.zeros((m, d + 2))
-    vsum = 0.0
-    for b in range(m):
-        vsum += v[b]
+    vsum = _head_sum(v, m)
     for a in prange(m):
         ia = idx[a]
         for b in range(m):

@@ -116,9 +116,9 @@ def test_an_edit_in_another_module_is_not_loaded_stale(package_copy):
     assert hits == "0" and run(_GBAR) == [value, "1"]
     cov = root / "covariance.py"
     text = cov.read_text()
-    old = "out[j] = kappa0 * np.exp(-0.5 * _wsqdist(X, i, X, j, w)) + kappa_b\n"
-    assert text.count(old) == 2  # cov_row and cov_row_serial
-    cov.write_text(text.replace(old, old.replace("+ kappa_b", "+ 2.0 * kappa_b")))
+    old = "np.exp(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b\n"
+    assert text.count(old) == 1  # _cov: the entries of cov_row and cov_row_serial
+    cov.write_text(text.replace(old, old.replace("+ kern.kappa_b", "+ 2.0 * kern.kappa_b")))
     new_value, new_hits = run(_GBAR)
     assert new_hits == "0"
     assert float(new_value) == pytest.approx(float(value) + 10 * 0.5)
