@@ -158,6 +158,14 @@ def _masses(C, epsilon, beta):
 # --------------------------------------------------------------------------
 # SILF and its derivatives
 # --------------------------------------------------------------------------
+def _zones(delta, epsilon, beta):
+    """``(|delta|, epsilon, beta, (1-beta) eps, (1+beta) eps)``: the magnitudes
+    and the zone boundaries of (2.28), parameters checked."""
+    d = np.abs(_delta(delta))
+    epsilon, beta = _shape_params(epsilon, beta)
+    return d, epsilon, beta, (1.0 - beta) * epsilon, (1.0 + beta) * epsilon
+
+
 def silf(delta, epsilon, beta):
     r"""Soft insensitive loss function, thesis eq. (2.28).
 
@@ -177,10 +185,7 @@ def silf(delta, epsilon, beta):
         (4 beta eps)`` on ``[(1-beta) eps, (1+beta) eps]``; ``|delta| - eps``
         beyond ``(1+beta) eps``.
     """
-    d = np.abs(_delta(delta))
-    epsilon, beta = _shape_params(epsilon, beta)
-    a = (1.0 - beta) * epsilon
-    b = (1.0 + beta) * epsilon
+    d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
     u = np.maximum(d - a, 0.0)
     quad = u * u / (4.0 * beta * epsilon)
     out = np.where(d > b, d - epsilon, quad)
@@ -227,10 +232,7 @@ def silf_hess(delta, epsilon, beta):
         derivative jumps at the zone boundaries; the closed-interval
         convention of (2.28) is used there.)
     """
-    d = np.abs(_delta(delta))
-    epsilon, beta = _shape_params(epsilon, beta)
-    a = (1.0 - beta) * epsilon
-    b = (1.0 + beta) * epsilon
+    d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
     inside = (d >= a) & (d <= b)
     return _out(np.where(inside, 1.0 / (2.0 * beta * epsilon), 0.0))
 
@@ -257,10 +259,7 @@ def silf_d_epsilon(delta, epsilon, beta):
     ``(1+beta) eps``), and it agrees with the ``epsilon``-gradient (4.40),
     which uses ``eps * dl/deps = -(delta^2 - (1-beta)^2 eps^2)/(4 beta eps)``.
     """
-    d = np.abs(_delta(delta))
-    epsilon, beta = _shape_params(epsilon, beta)
-    a = (1.0 - beta) * epsilon
-    b = (1.0 + beta) * epsilon
+    d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
     u = np.maximum(d - a, 0.0)
     # (d^2 - a^2) factored as (d - a)(d + a) to avoid cancellation
     quad = -u * (d + a) / (4.0 * beta * epsilon * epsilon)
@@ -327,8 +326,7 @@ def silf_log_normalizer_grad(C, epsilon, beta):
 
     Parameters
     ----------
-    C, epsilon, beta : float or array_like
-        ``C > 0``, ``epsilon > 0``, ``0 < beta <= 1``.
+    C, epsilon, beta : as in :func:`silf_normalizer`.
 
     Returns
     -------
@@ -371,8 +369,7 @@ def silf_noise_variance(C, epsilon, beta):
 
     Parameters
     ----------
-    C, epsilon, beta : float or array_like
-        ``C > 0``, ``epsilon > 0``, ``0 < beta <= 1``.
+    C, epsilon, beta : as in :func:`silf_normalizer`.
 
     Returns
     -------
@@ -519,6 +516,11 @@ def eps_insensitive(delta, epsilon):
     return _out(np.maximum(np.abs(delta) - epsilon, 0.0))
 
 
+def _eps_params(C, epsilon):
+    """``(C, epsilon)`` checked: ``C > 0``, ``epsilon >= 0``."""
+    return _check("C", C, lower=0.0), _check("epsilon", epsilon, lower=0.0, lower_open=False)
+
+
 def eps_insensitive_normalizer(C, epsilon):
     r"""Normaliser of the density proportional to ``exp(-C |delta|_eps)``.
 
@@ -532,8 +534,7 @@ def eps_insensitive_normalizer(C, epsilon):
     float or ndarray
         ``2 epsilon + 2 / C`` (the ``beta -> 0`` limit of (2.32)).
     """
-    C = _check("C", C, lower=0.0)
-    epsilon = _check("epsilon", epsilon, lower=0.0, lower_open=False)
+    C, epsilon = _eps_params(C, epsilon)
     return _out(2.0 * epsilon + 2.0 / C)
 
 
@@ -542,8 +543,7 @@ def eps_insensitive_noise_variance(C, epsilon):
 
     Parameters
     ----------
-    C, epsilon : float or array_like
-        ``C > 0``, ``epsilon >= 0``.
+    C, epsilon : as in :func:`eps_insensitive_normalizer`.
 
     Returns
     -------
@@ -553,8 +553,7 @@ def eps_insensitive_noise_variance(C, epsilon):
         integration gives ``(C eps^3/3 + eps^2 + 2 eps/C + 2/C^2) /
         (C eps + 1)``, which is the same expression.)
     """
-    C = _check("C", C, lower=0.0)
-    epsilon = _check("epsilon", epsilon, lower=0.0, lower_open=False)
+    C, epsilon = _eps_params(C, epsilon)
     ec = epsilon * C
     return _out(2.0 / C**2 + epsilon**2 * (ec + 3.0) / (3.0 * (ec + 1.0)))
 
