@@ -351,8 +351,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         thetas = self._start_points(s, d, bounds)
         prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
         if prev is not None:
-            thetas = [np.clip(previous_thetas(prev), [b[0] for b in bounds],
-                              [b[1] for b in bounds])]
+            thetas = self._retrain_start(prev, bounds, problem)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
             problem.set_state(init["state"] if init.get("state") is not None
@@ -366,7 +365,20 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             final = problem.last
             self.starts_ = [fixed_record(thetas[0], value, info)]
         self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
+        self._smo_slope = float(problem.slope)
         return self
+
+    @staticmethod
+    def _retrain_start(prev, bounds, problem):
+        """The first start of a retraining (``warm_start_from``): the earlier
+        optimum inside this fit's box. The MAP objective also takes the earlier
+        fit's estimate of the slope ``psi'(s)`` of the outer equation of the
+        SMO (:func:`bsvm_scale._compiled.smo_silf.smo_silf`): without one the
+        first solve on the new data begins from the slope ``kappa_b`` and its
+        first steps in ``s`` overshoot (docs/design/history.md)."""
+        problem.slope = float(getattr(prev, "_smo_slope", 0.0))
+        return [np.clip(previous_thetas(prev), [b[0] for b in bounds],
+                        [b[1] for b in bounds])]
 
     def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
                   warm=False):

@@ -102,3 +102,32 @@ search = {{ n_starts = 2 }}
     prev = load_model(tmp_path / "night1" / "models" / "sinc__BSVR__p000.h5")
     new = load_model(tmp_path / "night2" / "models" / "sinc__BSVR__p000.h5")
     np.testing.assert_array_equal(new.starts_[0]["theta0"], prev.theta_)
+
+
+def test_bsvr_retraining_begins_with_the_earlier_smo_slope(sinc, tmp_path, monkeypatch):
+    """The first MAP solve of a retraining starts its outer secant from the
+    earlier fit's slope psi'(s) (kept in the model file); a model file without
+    one (written before it was stored) starts from no slope, as before."""
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    X, y = sinc
+    a = BayesianSVR(n_starts=1).fit(X[:1000], y[:1000])
+    assert a._smo_slope > 0.0
+    save_model(a, tmp_path / "a.h5")
+    assert load_model(tmp_path / "a.h5")._smo_slope == a._smo_slope
+    first = []
+    solve = _Problem.solve
+
+    def spy(self, C, eps, cov):
+        if not first:
+            first.append(self.slope)
+        return solve(self, C, eps, cov)
+
+    monkeypatch.setattr(_Problem, "solve", spy)
+    BayesianSVR(n_starts=1, warm_start_from=str(tmp_path / "a.h5")).fit(X[50:1050], y[50:1050])
+    assert first == [a._smo_slope]
+    old = load_model(tmp_path / "a.h5")
+    del old._smo_slope
+    first.clear()
+    BayesianSVR(n_starts=1, warm_start_from=old).fit(X[50:1050], y[50:1050])
+    assert first == [0.0]
