@@ -394,10 +394,11 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if warm:  # retraining from an earlier optimum (warm_start_from)
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
                                            callback, replay, RETRAIN_OPTIONS)
-        coarse, best, nu0 = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
+        coarse, best, nu0, slopes = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
                 problem.reset(nu0)
+                problem.slope = slopes[best]
             thetas, origins = [coarse[best]["theta"]], [coarse[best]["theta0"]]
         else:
             origins = thetas
@@ -436,18 +437,24 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         full-data warm start is the best subsample solution ``nu`` on its own
         cases and 0 elsewhere. (Predicting bound SVs from the residuals
         instead overshoots: with ``n / init_subsample`` times as many points at
-        the bound, ``f`` would be as many times too large.)"""
+        the bound, ``f`` would be as many times too large.) Also returned: the
+        last outer secant slope of each subsample objective, the first slope
+        of the full-data solves (the slope does not scale with ``n``)."""
         m = self.init_subsample
+        made = []
 
         def objective(Xm, ym):
-            return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
-                            float(self.cache_mb), max(10**6, 100 * int(m)),
-                            self._evidence_settings())
+            made.append(_Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
+                                 float(self.cache_mb), max(10**6, 100 * int(m)),
+                                 self._evidence_settings()))
+            return made[-1]
 
         def run(obj, theta0, bounds):
             return run_start(obj, theta0, bounds, self.optimizer_options, precondition=True)
 
-        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state, run)
+        records, best, nu0 = coarse_starts(objective, X, y, thetas, bounds, m,
+                                           self.random_state, run)
+        return records, best, nu0, [obj.slope for obj in made]
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
         """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``

@@ -266,3 +266,26 @@ def test_start_points_are_the_ones_fit_starts_from():
     m = est.fit(X, y)
     for p, rec in zip(pts, m.starts_):
         np.testing.assert_array_equal(p, rec["theta0"])
+
+
+def test_full_data_phase_begins_with_the_subsample_slope(monkeypatch):
+    """Coarse-to-fine: the first full-data MAP solve starts its outer secant
+    from the slope the subsample objective ended with (not from none)."""
+    from bsvm_scale.datasets import synthetic
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    d = synthetic.sinc_silf(1100, seed=0)
+    seen = []  # (problem, slope at its first solve)
+    solve = _Problem.solve
+
+    def spy(self, C, eps, cov):
+        if not any(p is self for p, _ in seen):
+            seen.append((self, self.slope))
+        return solve(self, C, eps, cov)
+
+    monkeypatch.setattr(_Problem, "solve", spy)
+    BayesianSVR(n_starts=1, init_subsample=200).fit(d.X, d.y)
+    (sub, first_sub), (full, first_full) = seen
+    assert sub.X.shape[0] == 200 and full.X.shape[0] == 1100
+    assert first_sub == 0.0 and sub.slope > 0.0
+    assert first_full == sub.slope
