@@ -220,17 +220,11 @@ def silf_grad(delta, epsilon, beta):
 def silf_hess(delta, epsilon, beta):
     r"""Second derivative of SILF with respect to ``delta``, eq. (2.30).
 
-    Parameters
-    ----------
-    delta, epsilon, beta : as in :func:`silf`.
-
-    Returns
-    -------
-    float or ndarray
-        ``1 / (2 beta eps)`` on the closed quadratic zones
-        ``(1-beta) eps <= |delta| <= (1+beta) eps``, 0 elsewhere.  (The second
-        derivative jumps at the zone boundaries; the closed-interval
-        convention of (2.28) is used there.)
+    Arguments ``delta``, ``epsilon``, ``beta`` as in :func:`silf`; returns
+    ``1 / (2 beta eps)`` on the closed quadratic zones
+    ``(1-beta) eps <= |delta| <= (1+beta) eps``, 0 elsewhere.  (The second
+    derivative jumps at the zone boundaries; the closed-interval
+    convention of (2.28) is used there.)
     """
     d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
     inside = (d >= a) & (d <= b)
@@ -367,19 +361,13 @@ def silf_pdf(delta, C, epsilon, beta):
 def silf_noise_variance(C, epsilon, beta):
     r"""Variance ``sigma_n^2`` of the SILF noise, eq. (2.33).
 
-    Parameters
-    ----------
-    C, epsilon, beta : as in :func:`silf_normalizer`.
-
-    Returns
-    -------
-    float or ndarray
-        ``(2/Z_S) {(1-beta)^3 eps^3/3 + sqrt(pi beta eps/C) (2 beta eps/C +
-        (1-beta)^2 eps^2) erf(sqrt(C beta eps)) + 4 (1-beta) beta eps^2 / C
-        + ((1-beta)^2 eps^2/C + 2 (1+beta) eps/C^2 + 2/C^3) exp(-C beta eps)}``.
-        Every term is non-negative.  The limits are Gao's epsilon-insensitive
-        variance as ``beta -> 0`` and the Laplace variance ``2/C^2`` as
-        ``epsilon -> 0``.
+    Arguments ``C``, ``epsilon``, ``beta`` as in :func:`silf_normalizer`; returns
+    ``(2/Z_S) {(1-beta)^3 eps^3/3 + sqrt(pi beta eps/C) (2 beta eps/C +
+    (1-beta)^2 eps^2) erf(sqrt(C beta eps)) + 4 (1-beta) beta eps^2 / C
+    + ((1-beta)^2 eps^2/C + 2 (1+beta) eps/C^2 + 2/C^3) exp(-C beta eps)}``.
+    Every term is non-negative.  The limits are Gao's epsilon-insensitive
+    variance as ``beta -> 0`` and the Laplace variance ``2/C^2`` as
+    ``epsilon -> 0``.
     """
     C, epsilon, beta = _silf_params(C, epsilon, beta)
     a, G, T = _masses(C, epsilon, beta)
@@ -414,16 +402,10 @@ def _silf_lower_tail(x, C, epsilon, beta):
 def silf_cdf(delta, C, epsilon, beta):
     r"""Distribution function of the SILF noise, eq. (F.1).
 
-    Parameters
-    ----------
-    delta, C, epsilon, beta : as in :func:`silf_pdf`.
-
-    Returns
-    -------
-    float or ndarray
-        ``F(delta) = P(noise <= delta)``.  The lower tail is evaluated
-        directly from the pieces of (F.1) and the upper half through the
-        symmetry ``F(delta) = 1 - F(-delta)``.
+    Arguments ``delta``, ``C``, ``epsilon``, ``beta`` as in :func:`silf_pdf`; returns
+    ``F(delta) = P(noise <= delta)``.  The lower tail is evaluated
+    directly from the pieces of (F.1) and the upper half through the
+    symmetry ``F(delta) = 1 - F(-delta)``.
     """
     delta = _delta(delta)
     C, epsilon, beta = _silf_params(C, epsilon, beta)
@@ -541,17 +523,11 @@ def eps_insensitive_normalizer(C, epsilon):
 def eps_insensitive_noise_variance(C, epsilon):
     r"""Noise variance of the epsilon-insensitive likelihood, Gao et al. eq. (29).
 
-    Parameters
-    ----------
-    C, epsilon : as in :func:`eps_insensitive_normalizer`.
-
-    Returns
-    -------
-    float or ndarray
-        ``2 / C^2 + eps^2 (eps C + 3) / (3 (eps C + 1))``, the variance of the
-        density ``exp(-C max(|delta| - eps, 0)) / (2 eps + 2/C)``.  (Direct
-        integration gives ``(C eps^3/3 + eps^2 + 2 eps/C + 2/C^2) /
-        (C eps + 1)``, which is the same expression.)
+    Arguments ``C``, ``epsilon`` as in :func:`eps_insensitive_normalizer`; returns
+    ``2 / C^2 + eps^2 (eps C + 3) / (3 (eps C + 1))``, the variance of the
+    density ``exp(-C max(|delta| - eps, 0)) / (2 eps + 2/C)``.  (Direct
+    integration gives ``(C eps^3/3 + eps^2 + 2 eps/C + 2/C^2) /
+    (C eps + 1)``, which is the same expression.)
     """
     C, epsilon = _eps_params(C, epsilon)
     ec = epsilon * C
@@ -612,15 +588,9 @@ def trig_likelihood(z, delta=1.0):
 def trig_loss(z, delta=1.0):
     r"""Trigonometric loss ``-ln P(y | f)``, eqs. (5.7) and (5.11).
 
-    Parameters
-    ----------
-    z, delta : as in :func:`trig_likelihood` (``delta = 1`` gives (5.7)).
-
-    Returns
-    -------
-    float or ndarray
-        ``+inf`` for ``z <= -delta``, ``2 ln sec(pi/4 (1 - z/delta))`` for
-        ``|z| < delta`` and ``0`` for ``z >= delta``.
+    Arguments ``z``, ``delta`` as in :func:`trig_likelihood` (``delta = 1`` gives (5.7)); returns
+    ``+inf`` for ``z <= -delta``, ``2 ln sec(pi/4 (1 - z/delta))`` for
+    ``|z| < delta`` and ``0`` for ``z >= delta``.
     """
     z, delta, phi = _trig_args(z, delta)
     with np.errstate(divide="ignore"):
@@ -632,17 +602,11 @@ def trig_loss(z, delta=1.0):
 def trig_loss_grad(z, delta=1.0):
     r"""Derivative of the trigonometric loss with respect to ``z``.
 
-    Parameters
-    ----------
-    z, delta : as in :func:`trig_likelihood`.
-
-    Returns
-    -------
-    float or ndarray
-        ``-(pi / (2 delta)) tan(pi/4 (1 - z/delta))`` for ``|z| < delta``,
-        ``0`` for ``z >= delta`` and ``-inf`` (the one-sided limit) for
-        ``z <= -delta``.  Multiply by ``y`` for the derivative in ``f``,
-        which for ``delta = 1`` is (5.9).
+    Arguments ``z``, ``delta`` as in :func:`trig_likelihood`; returns
+    ``-(pi / (2 delta)) tan(pi/4 (1 - z/delta))`` for ``|z| < delta``,
+    ``0`` for ``z >= delta`` and ``-inf`` (the one-sided limit) for
+    ``z <= -delta``.  Multiply by ``y`` for the derivative in ``f``,
+    which for ``delta = 1`` is (5.9).
     """
     z, delta, phi = _trig_args(z, delta)
     phic = np.clip(phi, 0.0, 0.5 * np.pi)
@@ -655,17 +619,11 @@ def trig_loss_grad(z, delta=1.0):
 def trig_loss_hess(z, delta=1.0):
     r"""Second derivative of the trigonometric loss with respect to ``z``.
 
-    Parameters
-    ----------
-    z, delta : as in :func:`trig_likelihood`.
-
-    Returns
-    -------
-    float or ndarray
-        ``(pi^2 / (8 delta^2)) sec^2(pi/4 (1 - z/delta))`` for
-        ``|z| < delta``, ``0`` for ``z >= delta`` and ``+inf`` (the one-sided
-        limit) for ``z <= -delta``.  Equal to the second derivative in ``f``
-        (``y^2 = 1``); ``delta = 1`` gives (5.10).
+    Arguments ``z``, ``delta`` as in :func:`trig_likelihood`; returns
+    ``(pi^2 / (8 delta^2)) sec^2(pi/4 (1 - z/delta))`` for
+    ``|z| < delta``, ``0`` for ``z >= delta`` and ``+inf`` (the one-sided
+    limit) for ``z <= -delta``.  Equal to the second derivative in ``f``
+    (``y^2 = 1``); ``delta = 1`` gives (5.10).
     """
     z, delta, phi = _trig_args(z, delta)
     s = np.sin(np.clip(phi, 0.0, 0.5 * np.pi))
