@@ -29,16 +29,28 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
            "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
-           "NON_NEGATIVE_INT", "SEED"]
+           "NON_NEGATIVE_INT", "SEED", "IntegerInterval"]
 
 #: a finite number > 0 (NaN and infinity are refused)
 POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
 #: a finite number >= 0
 NON_NEGATIVE = Interval(numbers.Real, 0, None, closed="left")
+class IntegerInterval(Interval):
+    """An :class:`~sklearn.utils._param_validation.Interval` of integers that
+    refuses booleans (``True`` is an ``Integral`` to Python, but
+    ``n_starts=True`` is a mistake, not 1)."""
+
+    def __init__(self, left, right, *, closed):
+        super().__init__(numbers.Integral, left, right, closed=closed)
+
+    def is_satisfied_by(self, val):
+        return not isinstance(val, (bool, np.bool_)) and super().is_satisfied_by(val)
+
+
 #: an integer >= 1
-POSITIVE_INT = Interval(numbers.Integral, 1, None, closed="left")
+POSITIVE_INT = IntegerInterval(1, None, closed="left")
 #: an integer >= 0
-NON_NEGATIVE_INT = Interval(numbers.Integral, 0, None, closed="left")
+NON_NEGATIVE_INT = IntegerInterval(0, None, closed="left")
 #: a seed: None, an int in [0, 2**32 - 1], a RandomState or a Generator
 SEED = ["random_state", np.random.Generator]
 

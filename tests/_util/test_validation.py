@@ -225,3 +225,22 @@ def test_bad_integer_settings(est, param, bad):
     with pytest.raises(ValueError, match=rf"^The '{param}' parameter of {name(est)} must be an "
                                          r"int in the range \[1, inf\)"):
         _fit(est, X, _target(est))
+
+
+@pytest.mark.parametrize("value, ok", [(1, True), (np.int64(3), True), (True, False),
+                                       (np.bool_(True), False), (0, False), (1.0, False)])
+def test_integer_parameters_refuse_booleans(value, ok):
+    """``n_starts=True`` is a mistake, not 1 (Python counts bools as integers)."""
+    from bsvm_scale._util.validation import POSITIVE_INT
+
+    assert POSITIVE_INT.is_satisfied_by(value) is ok
+
+
+def test_an_estimator_names_a_boolean_count():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from bsvm_scale import BayesianSVR
+
+    X = np.linspace(-1.0, 1.0, 20)[:, None]
+    with pytest.raises(InvalidParameterError, match="'n_starts'.*Got True"):
+        BayesianSVR(n_starts=True).fit(X, X[:, 0])
