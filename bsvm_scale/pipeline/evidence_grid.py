@@ -34,25 +34,19 @@ from pathlib import Path
 
 import numpy as np
 
+from .schema import GRID_KEYS, check_table
+
 __all__ = ["GRID_DEFAULTS", "GRID_SUFFIX", "check_evidence_grid", "grid_specs", "grid_axes",
            "compute_grid", "grid_center", "run_grid_task", "is_grid", "grid_records",
            "dependencies"]
 
-#: keys of the ``evidence_grid`` table and their defaults
-GRID_DEFAULTS = {"points": 13, "decades_kappa0": 2.0, "decades_kappa": 1.5, "partitions": 1}
+#: The grid options left out of a pipeline file (:data:`~.schema.GRID_KEYS`).
+GRID_DEFAULTS = {name: key.default for name, key in GRID_KEYS.items()}
 #: task id suffix of a grid task
 GRID_SUFFIX = "__grid"
 #: estimator parameters of the model that also apply to the fixed-hyperparameter fits
 FIT_KEYS = ("tol", "cache_mb", "evidence_method", "evidence_tol", "evidence_mb")
 CHECKPOINT = "checkpoint.h5"
-
-
-def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def check_evidence_grid(table, kind, settings, fix_from, where, report):
@@ -91,22 +85,10 @@ def check_evidence_grid(table, kind, settings, fix_from, where, report):
     elif fix_from is not None:
         problems.append(f"{at}: a fix_from model has no evidence optimum to centre the grid "
                         "on; give the grid to the model it fixes from")
-    unknown = sorted(set(table) - set(GRID_DEFAULTS))
-    if unknown:
-        problems.append(f"{at}: unknown key(s) {', '.join(unknown)}; allowed: "
-                        f"{', '.join(GRID_DEFAULTS)}")
-    opts = {**GRID_DEFAULTS, **{k: v for k, v in table.items() if k in GRID_DEFAULTS}}
-    for key in ("points", "partitions"):
-        low = 2 if key == "points" else 1
-        if not (_is_int(opts[key]) and opts[key] >= low):
-            problems.append(f"{at}.{key}: must be an integer >= {low}; got {opts[key]!r}")
-    for key in ("decades_kappa0", "decades_kappa"):
-        if not (_is_number(opts[key]) and opts[key] > 0):
-            problems.append(f"{at}.{key}: must be a number > 0 (decades either side of the "
-                            f"optimum); got {opts[key]!r}")
+    valid = check_table(table, GRID_KEYS, at, lambda msg, key: problems.append(msg))
     for p in problems:
         report(p)
-    return None if problems else opts
+    return None if problems else {**GRID_DEFAULTS, **valid}
 
 
 def grid_specs(specs, models):

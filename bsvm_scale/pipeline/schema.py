@@ -29,10 +29,11 @@ from numbers import Integral, Real
 
 from sklearn.utils._param_validation import Interval, StrOptions, make_constraint
 
-from .._util.validation import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT
+from .._util.validation import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, IntegerInterval
 
 __all__ = ["Key", "OneOf", "KINDS", "TASK_OF", "BAYES_KINDS", "CV_KINDS", "SEARCH_KEYS",
            "PER_INPUT", "RUN_KEYS", "DATASET_KEYS", "TEST_KEYS", "MODEL_KEYS", "CV_KEYS",
+           "GRID_KEYS", "FIX_FROM_KEYS",
            "estimator_class", "estimator_keys", "search_keys", "check_table", "schema_table",
            "schema_markdown"]
 
@@ -342,6 +343,23 @@ CV_KEYS = _keys(
         "Leave-one-out on training sets of fewer cases."))
 
 
+GRID_KEYS = _keys(
+    Key("points", (IntegerInterval(2, None, closed="left"),), 13,
+        "Grid points per axis (points x points fits per partition)."),
+    Key("decades_kappa0", (POSITIVE,), 2.0,
+        "Half-width of the kappa0 axis around the optimum (decades).",
+        bad_value="{must} (decades either side of the optimum); got {value!r}"),
+    Key("decades_kappa", (POSITIVE,), 1.5,
+        "Half-width of the kappa axis around the optimum (decades).",
+        bad_value="{must} (decades either side of the optimum); got {value!r}"),
+    Key("partitions", (POSITIVE_INT,), 1, "The grid runs on the first this many partitions."))
+
+FIX_FROM_KEYS = _keys(
+    Key("model", (str,), REQUIRED, "Label of the model (same kind, with evidence search) "
+        "whose inferred hyperparameters are averaged."),
+    Key("partitions", (POSITIVE_INT,), 5, "Average over the first this many partitions."))
+
+
 # -------------------------------------------------------- estimator rows
 def estimator_class(kind):
     """The estimator class of model kind ``kind`` (imported on first use)."""
@@ -466,7 +484,8 @@ def schema_table():
     """
     rows = (_rows_of("run", RUN_KEYS) + _rows_of("datasets", DATASET_KEYS)
             + _rows_of("datasets.test", TEST_KEYS) + _rows_of("models", MODEL_KEYS)
-            + _rows_of("models.cv", CV_KEYS))
+            + _rows_of("models.cv", CV_KEYS) + _rows_of("models.evidence_grid", GRID_KEYS)
+            + _rows_of("models.fix_from", FIX_FROM_KEYS))
     for kind in KINDS:
         rows += _rows_of(f"models.search ({kind})", search_keys(kind))
         rows += _rows_of(f"models.settings ({kind})", estimator_keys(kind))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schema import DATASET_KEYS, SEARCH_KEYS, TEST_KEYS, check_table
+from .schema import DATASET_KEYS, FIX_FROM_KEYS, SEARCH_KEYS, TEST_KEYS, check_table
 
 __all__ = ["expand_sizes", "expand_sweep", "resolve_groups", "cv_folds", "common_test_data",
            "TEST_KEYS", "SPLITS"]
@@ -305,17 +305,19 @@ def check_fix_from(models, bad):
             continue
         where = f"models[{m.label}].fix_from"
         src = by_label.get(f.get("model"))
-        if set(f) - {"model", "partitions"}:
-            bad(f"{where}: unknown key(s) {sorted(set(f) - {'model', 'partitions'})}; allowed: "
-                "model, partitions")
+        problems = []
+        check_table(f, FIX_FROM_KEYS, where, lambda msg, key: problems.append(msg))
+        if "model" not in f:
+            problems.append(f"{where}.model: missing; name the model to fix from")
+        if problems:
+            for p in problems:
+                bad(p)
         elif m.kind not in FIXED_KEYS:
             bad(f"{where}: only {', '.join(FIXED_KEYS)} models take fixed hyperparameters; "
                 f"{m.label!r} is {m.kind}")
         elif src is None or src is m or src.fix_from is not None or src.kind != m.kind:
             bad(f"{where}.model: must name another {m.kind} model with evidence maximisation; "
                 f"got {f.get('model')!r}")
-        elif not (_is_int(f.get("partitions", 5)) and f.get("partitions", 5) >= 1):
-            bad(f"{where}.partitions: must be an integer >= 1; got {f.get('partitions')!r}")
         elif not set(m.datasets) <= set(src.datasets):
             bad(f"{where}.model: {src.label!r} does not run on every data set of {m.label!r} "
                 f"({', '.join(sorted(set(m.datasets) - set(src.datasets)))})")
@@ -328,7 +330,7 @@ def link_fixed(specs, models):
         m = by_label[s["model"]]
         if m.fix_from is None:
             continue
-        k = int(m.fix_from.get("partitions", 5))
+        k = int(m.fix_from.get("partitions", FIX_FROM_KEYS["partitions"].default))
         s["fix_from"] = [t["task_id"] for t in specs if t["model"] == m.fix_from["model"]
                          and t["dataset"] == s["dataset"] and t["partition"] < k]
 

@@ -54,11 +54,15 @@ def test_grid_key_defaults_and_validation(tmp_path):
     assert p.models[0].evidence_grid == GRID_DEFAULTS and p.models[1].evidence_grid is None
     assert GRID_DEFAULTS == {"points": 13, "decades_kappa0": 2.0, "decades_kappa": 1.5,
                              "partitions": 1}
-    for grid, needle in (("evidence_grid = { points = 1 }", "points: must be an integer >= 2"),
+    for grid, needle in (("evidence_grid = { points = 1 }", "evidence_grid.points: must be >= 2; got 1"),
+                         ("evidence_grid = { points = 2.5 }", "points: must be an integer; got 2.5"),
                          ("evidence_grid = { decades_kappa = 0 }",
-                          "decades_kappa: must be a number > 0"),
-                         ("evidence_grid = { partitions = 0 }", "partitions: must be an integer"),
-                         ("evidence_grid = { colour = 1 }", "unknown key(s) colour"),
+                          "decades_kappa: must be > 0 (decades either side of the optimum); got 0"),
+                         ("evidence_grid = { partitions = 0 }", "partitions: must be >= 1; got 0"),
+                         ("evidence_grid = { partitions = true }", "partitions: must be an integer"),
+                         ("evidence_grid = { colour = 1 }",
+                          "evidence_grid.colour: unknown key; allowed: points, decades_kappa0, "
+                          "decades_kappa, partitions"),
                          ('evidence_grid = "yes"', "evidence_grid: must be a table")):
         assert needle in _problems(tmp_path, grid), grid
     ard = PIPELINE.format(out=str(tmp_path), grid="evidence_grid = {}").replace(

@@ -163,8 +163,11 @@ def test_fixed_params_average_the_best_start_per_partition():
 
 @pytest.mark.parametrize("fix, needle", [
     ('{ model = "nope" }', "must name another bsvr model"),
-    ('{ model = "B", partitions = 0 }', "partitions: must be an integer >= 1"),
-    ('{ model = "B", colour = 1 }', "unknown key(s)"),
+    ('{ model = "B", partitions = 0 }', "fix_from.partitions: must be >= 1; got 0"),
+    ('{ model = "B", partitions = "all" }', "fix_from.partitions: must be an integer; got 'all'"),
+    ('{ model = 3 }', "fix_from.model: must be a string; got 3"),
+    ('{ partitions = 2 }', "fix_from.model: missing; name the model to fix from"),
+    ('{ model = "B", colour = 1 }', "fix_from.colour: unknown key; allowed: model, partitions"),
 ])
 def test_bad_fix_from_is_refused(tmp_path, fix, needle):
     text = BASE.format(out=str(tmp_path), dataset="n = 100\nn_train = 50\npartitions = 1",
