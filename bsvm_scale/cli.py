@@ -353,6 +353,17 @@ def cmd_run(args) -> int:
     return EXIT_OK if record["meta"]["n_failed"] == 0 else 1
 
 
+def _add_dask_target(p, scheduler_note: str) -> None:
+    """``--scheduler ADDRESS | --workers N``: where the Dask tasks of a command run."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help=f"address of a running dask scheduler (e.g. tcp://host:8786; "
+                        f"{scheduler_note})")
+    g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
+                   help="a LocalCluster of N worker processes, one thread each (run default: "
+                        "the core count)")
+
+
 def add_run_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "run", help="run (or resume) a pipeline on a Dask cluster",
@@ -362,11 +373,7 @@ def add_run_parser(subparsers) -> None:
                     "After an edit of the file, only tasks whose model, parameters, "
                     "partition or data changed are recomputed.")
     p.add_argument("pipeline", metavar="PIPELINE.toml")
-    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="address of a running dask scheduler (e.g. tcp://host:8786); default: "
-                        "start a LocalCluster and close it at the end")
-    p.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="LocalCluster worker processes (one thread each; default: core count)")
+    _add_dask_target(p, "default: start a LocalCluster and close it at the end")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", default=True,
                    help="keep finished tasks and checkpoints of an earlier run (default)")
@@ -537,11 +544,7 @@ def add_predict_parser(subparsers) -> None:
     p.add_argument("model", metavar="MODEL.h5")
     p.add_argument("input", metavar="INPUT")
     p.add_argument("--out", required=True, metavar="OUT.h5")
-    g = p.add_mutually_exclusive_group()
-    g.add_argument("--scheduler", metavar="ADDRESS", default=None,
-                   help="address of a running dask scheduler (workers must see the files)")
-    g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="score on a LocalCluster of N worker processes")
+    _add_dask_target(p, "workers must see the files; default: score in this process")
     p.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK, metavar="N",
                    help=f"rows per chunk (default {DEFAULT_CHUNK})")
     p.add_argument("--by-position", action="store_true",

@@ -117,6 +117,8 @@ def test_generate_overwrite_policy(tmp_path, capsys):
         (["frobnicate"], "invalid choice"),
         (["run", "{tmp}/missing.toml"], "does not exist"),
         (["run", "{tmp}/missing.toml", "--workers", "0"], "positive integer"),
+        (["run", "{tmp}/missing.toml", "--scheduler", "tcp://h:8786", "--workers", "2"],
+         "--workers: not allowed with argument --scheduler"),
         (["report", "{tmp}/missing.h5", "--out", "{tmp}/rep"], "does not exist"),
         (["report", "{tmp}/afile", "--out", "{tmp}/rep"], "not a readable"),
         (["results", "{tmp}/missing", "--out", "{tmp}/rep"], "does not exist"),
