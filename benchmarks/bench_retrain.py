@@ -4,9 +4,14 @@ previous night's model (``warm_start_from``) after 5% of the cases were replaced
 BSVR on sinc + SILF noise (beta 0.3) at 50,000 cases and BTSVC on C2 at 20,000:
 model A is fitted on cases ``[0, n)``; the next night's data are cases
 ``[n/20, n + n/20)``. Reported: fit times, ``-ln evidence``, evaluations and the
-test error of the cold and the warm fit on the new data, and their ratios.
+test error of the cold fit, the warm fit, and the warm fit given case identifiers
+(``case_ids``: the SMO also starts from the earlier dual values of the cases
+still present), the SMO iterations of their first MAP solve, and the ratios.
+``--twonorm-n`` adds BTSVC on twonorm (20 inputs: the low-rank MAP start is
+truncated there, so the carried dual is what the first solve starts from).
 
-    python3 benchmarks/bench_retrain.py [--bsvr-n 50000] [--btsvc-n 20000] [--out FILE.json]
+    python3 benchmarks/bench_retrain.py [--bsvr-n 50000] [--btsvc-n 20000] [--twonorm-n 0]
+                                        [--out FILE.json]
 
 (0 skips a model.)
 """
@@ -27,23 +32,34 @@ def _evaluations(model):
                for s in starts)
 
 
+def _first_solve(model):
+    """SMO iterations and start of the first full-data MAP solve."""
+    starts = model.starts_ if isinstance(model.starts_[0], dict) else model.starts_[0]
+    info = starts[0]["trajectory"][0]["info"]
+    return int(info.get("smo_iter", -1)), str(info.get("smo_start", ""))
+
+
 def _case(name, make, est, n, test, metric):
     from bsvm_scale.storage import save_model
 
     X, y = make(n + n // 20)
+    ids = np.arange(X.shape[0])
     new = slice(n // 20, n + n // 20)
-    a = est().fit(X[:n], y[:n])
+    a = est().fit(X[:n], y[:n], case_ids=ids[:n])
     path = os.path.join(tempfile.mkdtemp(prefix="retrain_"), "a.h5")
     save_model(a, path)
     row = {"model": name, "n": n, "new_fraction": 0.05}
-    for how, kw in (("cold", {}), ("warm", {"warm_start_from": path})):
+    for how, kw, fit_kw in (("cold", {}, {}), ("warm", {"warm_start_from": path}, {}),
+                            ("warm_ids", {"warm_start_from": path}, {"case_ids": ids[new]})):
         t = time.perf_counter()
-        m = est(**kw).fit(X[new], y[new])
+        m = est(**kw).fit(X[new], y[new], **fit_kw)
         row[f"{how}_s"] = time.perf_counter() - t
+        row[f"{how}_first_smo_iter"], row[f"{how}_first_start"] = _first_solve(m)
         row[f"{how}_neg_log_evidence"] = -float(m.log_evidence_)
         row[f"{how}_evaluations"] = _evaluations(m)
         row[f"{how}_{metric}"] = test(m)
     row["time_ratio_warm_over_cold"] = row["warm_s"] / row["cold_s"]
+    row["time_ratio_warm_ids_over_cold"] = row["warm_ids_s"] / row["cold_s"]
     row["evidence_gain_warm_minus_cold"] = row["cold_neg_log_evidence"] - row["warm_neg_log_evidence"]
     print(json.dumps(row), flush=True)
     return row
@@ -53,6 +69,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bsvr-n", type=int, default=50_000)
     ap.add_argument("--btsvc-n", type=int, default=20_000)
+    ap.add_argument("--twonorm-n", type=int, default=0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
 
@@ -78,6 +95,12 @@ def main(argv=None):
             "BTSVC, C2", lambda n: (lambda d: (d.X, d.y))(synthetic.gauss2d(n, seed=3)),
             lambda **kw: BayesianSVC(**kw), args.btsvc_n,
             lambda m: float(np.mean(m.predict(c2_test.X) != c2_test.y)), "test_error"))
+    if args.twonorm_n:
+        tn_test = synthetic.twonorm(7000, seed=9)
+        rows.append(_case(
+            "BTSVC, twonorm", lambda n: (lambda d: (d.X, d.y))(synthetic.twonorm(n, seed=3)),
+            lambda **kw: BayesianSVC(**kw), args.twonorm_n,
+            lambda m: float(np.mean(m.predict(tn_test.X) != tn_test.y)), "test_error"))
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(rows, fh, indent=1)

@@ -175,11 +175,12 @@ def cmd_datasets_import(args) -> int:
         raise CLIError("--partitions needs --n-train")
     ds = import_table(args.file, args.target, task=args.task, name=args.name,
                       partitions=args.partitions, n_train=args.n_train, n_test=args.n_test,
-                      seed=args.seed)
+                      seed=args.seed, id_column=args.id)
     _write_out(ds, args)
     how = " (inferred)" if ds.provenance["task_inferred"] else ""
+    ids = "" if args.id is None else f", case ids from {args.id!r}"
     print(f"wrote {args.out}: {ds.name} ({ds.task}{how}), n={ds.n_samples}, d={ds.n_features}, "
-          f"target {ds.provenance['target']!r}, splits={ds.n_splits}")
+          f"target {ds.provenance['target']!r}{ids}, splits={ds.n_splits}")
     return EXIT_OK
 
 
@@ -252,6 +253,9 @@ def add_datasets_parser(subparsers) -> None:
     q.add_argument("file", metavar="FILE.csv|FILE.npy")
     q.add_argument("--target", required=True, metavar="COLUMN",
                    help="target column: header name (CSV) or index (.npy)")
+    q.add_argument("--id", default=None, metavar="COLUMN",
+                   help="column of unique case identifiers (kept beside the data, not an "
+                        "input; retraining carries the earlier dual solution over by them)")
     q.add_argument("--task", choices=["regression", "classification"], default=None,
                    help="default: integer targets with at most 20 values are classes")
     q.add_argument("--name", default=None, help="data set name (default: the file's stem)")

@@ -37,34 +37,49 @@ def csv_count_rows(path):
         return sum(1 for row in csv.reader(fh) if row) - 1
 
 
-def csv_rows(path, columns):
-    """Yield every data row as a list of floats (empty lines skipped)."""
+def csv_rows(path, columns, text=None):
+    """Yield every data row as a list of floats (empty lines skipped); the
+    column named ``text`` (optional) is left out of the numbers and yielded
+    as its text: ``(numbers, text)``."""
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
         next(reader)
         for line, row in enumerate(reader, start=2):
             if row:
-                yield _numbers(row, columns, path, line)
+                yield _numbers(row, columns, path, line, text)
 
 
-def _numbers(row, columns, path, line):
+def _numbers(row, columns, path, line, text=None):
     if len(row) != len(columns):
         raise TableError(f"{str(path)!r} line {line}: {len(row)} fields, the header has "
                          f"{len(columns)}.")
-    out = []
-    for name, text in zip(columns, row):
+    out, kept = [], None
+    for name, value in zip(columns, row):
+        if name == text:
+            kept = value.strip()
+            continue
         try:
-            out.append(float(text))
+            out.append(float(value))
         except ValueError:
-            raise TableError(f"{str(path)!r} line {line}, column {name!r}: {text!r} is not a "
+            raise TableError(f"{str(path)!r} line {line}, column {name!r}: {value!r} is not a "
                              "number.") from None
-    return out
+    return out if text is None else (out, kept)
 
 
-def read_csv(path):
-    """``(columns, array)`` of a whole CSV file (float64, one row per line)."""
+def read_csv(path, text=None):
+    """``(columns, array)`` of a whole CSV file (float64, one row per line).
+
+    With ``text`` (a column name) that column is read as text and left out of
+    both: ``(columns, array, texts)``.
+    """
     columns = csv_header(path)
-    rows = list(csv_rows(path, columns))
+    if text is not None and text not in columns:
+        raise TableError(f"column {text!r} is not in {str(path)!r} (columns: {columns[:10]}).")
+    rows = list(csv_rows(path, columns, text))
     if not rows:
         raise TableError(f"CSV file {str(path)!r} has a header but no rows.")
-    return columns, np.asarray(rows, dtype=np.float64)
+    if text is None:
+        return columns, np.asarray(rows, dtype=np.float64)
+    numbers, texts = zip(*rows)
+    return ([c for c in columns if c != text], np.asarray(numbers, dtype=np.float64),
+            list(texts))

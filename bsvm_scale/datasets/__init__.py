@@ -9,7 +9,7 @@
   :func:`friedman1` .. :func:`friedman3`) with the exact Bayes posteriors of
   the Gaussian class sets.
 * The HDF5 format: :func:`write_dataset` (atomic), :func:`read_dataset`,
-  :func:`dataset_info`.
+  :func:`dataset_info`, :func:`read_case_ids`.
 * Shipped real data: :func:`load_real` (boston, pima, titanic,
   breast_cancer, digits, diamonds).
 * The registry: :func:`list_datasets`, :func:`generate`.
@@ -17,7 +17,8 @@
 """
 
 from ._dataset import TASKS, Dataset, make_seed_rng, ordered_split, random_splits
-from .hdf5 import FORMAT_VERSION, DatasetFileError, dataset_info, read_dataset, write_dataset
+from .hdf5 import (FORMAT_VERSION, DatasetFileError, dataset_info, read_case_ids, read_dataset,
+                   write_dataset)
 from .importing import import_table
 from .real import REAL_DATASETS, data_dir, load_real, real_path
 from .registry import DatasetEntry, dataset_params, generate, get_entry, list_datasets
@@ -36,6 +37,7 @@ __all__ = [
     "DatasetFileError",
     "dataset_info",
     "read_dataset",
+    "read_case_ids",
     "write_dataset",
     "import_table",
     "REAL_DATASETS",

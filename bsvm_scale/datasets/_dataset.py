@@ -7,10 +7,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Dataset", "TASKS", "make_seed_rng", "random_splits", "ordered_split"]
+__all__ = ["Dataset", "TASKS", "CASE_ID", "make_seed_rng", "random_splits", "ordered_split"]
 
 #: Allowed values of :attr:`Dataset.task`.
 TASKS = ("regression", "classification")
+#: Key of :attr:`Dataset.extra` holding unique case identifiers (int64 or str),
+#: when the data carry them.
+CASE_ID = "case_id"
 
 
 def make_seed_rng(seed):

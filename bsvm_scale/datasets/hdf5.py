@@ -7,7 +7,8 @@ Layout of one file::
     /splits/train     (K, n_train) int64  \\ when every partition has the same
     /splits/test      (K, n_test)  int64  / sizes, otherwise
     /splits/train_k, /splits/test_k       (k = 0..K-1) 1-D int64
-    /extra/<name>     (n, ...) per-case arrays (e.g. noise-free target f)
+    /extra/<name>     (n, ...) per-case arrays (e.g. noise-free target f);
+                      /extra/case_id: unique case identifiers (int64 or UTF-8 text)
 
 Root attributes: ``name``, ``task`` ('regression' | 'classification'),
 ``feature_names`` (array of str), ``provenance`` (JSON string),
@@ -33,7 +34,7 @@ import numpy as np
 
 from .._util.atomic import atomic_path
 from .._util.hdf5 import decode_text
-from ._dataset import TASKS, Dataset
+from ._dataset import CASE_ID, TASKS, Dataset
 
 __all__ = [
     "FORMAT_VERSION",
@@ -41,6 +42,7 @@ __all__ = [
     "DatasetFileError",
     "write_dataset",
     "read_dataset",
+    "read_case_ids",
     "dataset_info",
 ]
 
@@ -71,6 +73,10 @@ def _compress_kwargs(shape, compression, compression_opts):
 
 def _write_array(group, name, arr, compression, compression_opts):
     arr = np.asarray(arr)
+    if arr.dtype.kind == "U":  # text (case identifiers): variable-length UTF-8
+        group.create_dataset(name, data=arr.astype(object), dtype=_h5py().string_dtype(),
+                             track_times=False)
+        return
     kw = _compress_kwargs(arr.shape, compression, compression_opts)
     if "chunks" in kw and arr.ndim >= 1:
         # rows of ~1 MiB: whole rows per chunk so row slices read fast
@@ -315,6 +321,26 @@ def _extras_header(f, n, where):
     return extras
 
 
+def _read_extra(dset):
+    """A per-case array; text comes back as a NumPy ``str`` array."""
+    if dset.dtype.kind == "O":
+        return np.array(dset.asstr()[...], dtype=str)
+    return dset[...]
+
+
+def read_case_ids(path):
+    """The case identifiers of a data set file (``/extra/case_id``), or None.
+
+    Raises :class:`DatasetFileError` naming the file when it is not a data
+    set of this format.
+    """
+    where = repr(str(path))
+    f = _open(path)
+    with f:
+        meta = _header(f, where)
+        return _read_extra(f["extra"][CASE_ID]) if CASE_ID in meta["extra"] else None
+
+
 def _read_splits(g, meta):
     if meta["n_splits"] == 0:
         return None
@@ -340,7 +366,7 @@ def read_dataset(path, *, splits=True, extra=True) -> Dataset:
             X = f["X"][...]
             y = f["y"][...]
             sp = _read_splits(f["splits"], meta) if (splits and "splits" in f) else None
-            ex = {k: f["extra"][k][...] for k in meta["extra"]} if extra else {}
+            ex = {k: _read_extra(f["extra"][k]) for k in meta["extra"]} if extra else {}
     except DatasetFileError:
         raise
     except (OSError, KeyError, TypeError, RuntimeError, AttributeError, ValueError) as exc:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .._util.atomic import file_sha256
 from .._util.tables import TableError, read_csv
-from ._dataset import TASKS, Dataset, random_splits
+from ._dataset import CASE_ID, TASKS, Dataset, random_splits
 
 __all__ = ["import_table", "MAX_CLASSES"]
 
@@ -22,19 +22,46 @@ __all__ = ["import_table", "MAX_CLASSES"]
 MAX_CLASSES = 20
 
 
-def _read(path):
-    """``(column names, float64 array)`` of a CSV or ``.npy`` file."""
+def _read(path, id_column=None):
+    """``(column names, float64 array, case ids or None)`` of a CSV or ``.npy``
+    file; ``id_column`` names the column of case identifiers (CSV: read as
+    text; ``.npy``: its name ``x<k>`` or index), which is left out of both."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return read_csv(path)
+        if id_column is None:
+            return (*read_csv(path), None)
+        columns, A, texts = read_csv(path, text=str(id_column))
+        return columns, A, _case_ids(texts, path, id_column)
     if suffix == ".npy":
         a = np.load(path)
         if a.ndim != 2 or a.dtype.kind not in "fiub":
             raise TableError(f".npy file {str(path)!r} must hold a 2-D numeric array; got shape "
                              f"{a.shape}, dtype {a.dtype}.")
-        return [f"x{k + 1}" for k in range(a.shape[1])], a.astype(np.float64)
+        columns, A = [f"x{k + 1}" for k in range(a.shape[1])], a.astype(np.float64)
+        if id_column is None:
+            return columns, A, None
+        k = _target_column(columns, id_column, path)
+        return (columns[:k] + columns[k + 1:], np.delete(A, k, axis=1),
+                _case_ids(A[:, k], path, id_column))
     raise TableError(f"cannot import {str(path)!r}: give a .csv file with a header or a .npy "
                      "array.")
+
+
+def _case_ids(values, path, column):
+    """Case identifiers: int64 when every value is an integer, else strings;
+    they must be unique."""
+    values = list(values)
+    try:
+        as_float = np.asarray(values, dtype=np.float64)
+        integral = np.all(np.isfinite(as_float)) and np.all(np.mod(as_float, 1.0) == 0.0)
+    except ValueError:
+        integral = False
+    ids = as_float.astype(np.int64) if integral else np.array([str(v) for v in values])
+    uniq, counts = np.unique(ids, return_counts=True)
+    if uniq.size != ids.size:
+        raise TableError(f"id column {column!r} of {str(path)!r} repeats "
+                         f"{uniq[counts > 1][:5].tolist()}: case identifiers must be unique.")
+    return ids
 
 
 def _target_column(columns, target, path):
@@ -65,7 +92,7 @@ def _check_finite(A, columns, path):
 
 
 def import_table(path, target, *, task=None, name=None, partitions=0, n_train=None,
-                 n_test=None, seed=0):
+                 n_test=None, seed=0, id_column=None):
     """A :class:`Dataset` from a CSV file (header row) or a ``.npy`` array.
 
     Parameters
@@ -81,13 +108,19 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
     partitions, n_train, n_test, seed : int
         ``partitions`` seeded random train/test splits of ``n_train``
         training cases (``n_test`` test cases, default the rest).
+    id_column : str or int, optional
+        A column of unique case identifiers (integers or text), kept as the
+        per-case array ``extra["case_id"]`` rather than as an input: a
+        pipeline passes them to BSVR/BTSVC fits, whose retraining
+        (``warm_start``) then carries the earlier dual solution over on the
+        cases still present (:mod:`bsvm_scale.models.warm_start`).
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"file {str(path)!r} does not exist")
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
-    columns, A = _read(path)
+    columns, A, ids = _read(path, id_column)
     _check_finite(A, columns, path)
     k = _target_column(columns, target, path)
     y = A[:, k]
@@ -97,10 +130,12 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
         y = y.astype(np.int64)
     prov = {"source": "import", "file": str(path.resolve()), "sha256": file_sha256(path),
             "target": columns[k], "task": task, "task_inferred": inferred,
+            "id_column": None if id_column is None else str(id_column),
             "imported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     ds = Dataset(X=np.delete(A, k, axis=1), y=y, name=name or path.stem, task=task,
                  feature_names=[c for j, c in enumerate(columns) if j != k], provenance=prov,
-                 description=f"imported from {path.name} (target {columns[k]!r})")
+                 description=f"imported from {path.name} (target {columns[k]!r})",
+                 extra={} if ids is None else {CASE_ID: ids})
     if partitions:
         if n_train is None:
             raise ValueError("partitions need n_train (training cases per partition).")

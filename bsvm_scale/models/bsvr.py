@@ -36,7 +36,8 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
 from ..inference.objective_silf import _Problem
 from ._common import BAYES_CONSTRAINTS, isotropic_fit
-from .warm_start import previous_model, previous_thetas
+from .warm_start import (carried_dual, check_case_ids, previous_model, previous_thetas,
+                         keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
 from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
 from ..optimization.records import fixed_record, start_record, unrefined_record
@@ -189,6 +190,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         on-bound SVs (``|nu| = C``).
     dual_coef_ : ndarray
         ``alpha - alpha*`` of the support vectors.
+    support_case_ids_ : ndarray
+        The ``case_ids`` given to ``fit`` of the support vectors (absent
+        without them).
     intercept_ : float
         The bias ``b = kappa_b sum(alpha - alpha*)`` of ``f`` (4.12).
     support_vectors_ : ndarray
@@ -307,7 +311,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return self._start_points(s, d, self._box(s, d))
 
     # ------------------------------------------------------------------
-    def fit(self, X, y, callback=None, init=None):
+    def fit(self, X, y, callback=None, init=None, case_ids=None):
         """Fit the MAP solution and, with ``optimize=True``, maximise the evidence.
 
         Parameters
@@ -324,15 +328,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             objective's warm-start state (dual vector ``nu``, secant slope,
             best point so far).
         init : dict, optional
-            Resume one start: ``theta`` (the start point) with either ``nu``
-            (SMO warm start) or ``state`` (a ``state`` given to
-            ``callback``); optionally ``evaluations``, the records given to
+            Resume one start: ``theta`` (the start point), optionally with
+            ``nu`` (SMO warm start) or ``state`` (a ``state`` given to
+            ``callback``; without either the SMO starts as in a fresh fit); optionally ``evaluations``, the records given to
             ``callback`` since ``theta``, which the optimiser replays without
             re-evaluating them, so that the result equals that of the
             uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
+        case_ids : array-like of shape (n_samples,), optional
+            A unique integer or string per case. The fit keeps those of its
+            support vectors (``support_case_ids_``); a retraining
+            (``warm_start_from``) given them starts its SMO from the earlier
+            dual values of the cases both fits share
+            (:func:`bsvm_scale.models.warm_start.carried_dual`).
         """
         X, y = check_regression_data(self, X, y)
         n, d = X.shape
+        case_ids = check_case_ids(case_ids, n)
         beta = self._check_params(n, d)
         self._scaler = Standardizer.fit(X)
         Xs = self._scaler.transform(X)
@@ -351,11 +362,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         thetas = self._start_points(s, d, bounds)
         prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
         if prev is not None:
-            thetas = self._retrain_start(prev, bounds, problem)
+            thetas = self._retrain_start(prev, bounds, problem, case_ids)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
-            problem.set_state(init["state"] if init.get("state") is not None
-                              else {"nu": init["nu"]})
+            if init.get("state") is not None or init.get("nu") is not None:
+                problem.set_state(init["state"] if init.get("state") is not None
+                                  else {"nu": init["nu"]})
 
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
@@ -365,17 +377,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             final = problem.last
             self.starts_ = [fixed_record(thetas[0], value, info)]
         self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
+        keep_support_case_ids(self, case_ids)
         self._smo_slope = float(problem.slope)
         return self
 
     @staticmethod
-    def _retrain_start(prev, bounds, problem):
+    def _retrain_start(prev, bounds, problem, case_ids=None):
         """The first start of a retraining (``warm_start_from``): the earlier
         optimum inside this fit's box. The MAP objective also takes the earlier
         fit's estimate of the slope ``psi'(s)`` of the outer equation of the
         SMO (:func:`bsvm_scale._compiled.smo_silf.smo_silf`): without one the
         first solve on the new data begins from the slope ``kappa_b`` and its
-        first steps in ``s`` overshoot (docs/design/history.md)."""
+        first steps in ``s`` overshoot (docs/design/history.md); and, with
+        ``case_ids``, the earlier dual vector on the cases still present."""
+        nu0 = carried_dual(prev, case_ids)
+        if nu0 is not None:
+            problem.reset(nu0)
         problem.slope = float(getattr(prev, "_smo_slope", 0.0))
         return [np.clip(previous_thetas(prev), [b[0] for b in bounds],
                         [b[1] for b in bounds])]

@@ -37,7 +37,8 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from ._common import BAYES_CONSTRAINTS, isotropic_fit
-from .warm_start import previous_model, previous_thetas
+from .warm_start import (carried_dual, check_case_ids, previous_model, previous_thetas,
+                         keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
 from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
 from ..optimization.records import fixed_record, start_record, unrefined_record
@@ -174,6 +175,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Standardised inputs of the support vectors (binary).
     dual_coef_ : ndarray
         ``v_M = y_M alpha_M`` (5.32) of the support vectors (binary).
+    support_case_ids_ : ndarray or list of ndarray
+        The ``case_ids`` given to ``fit`` of the support vectors (one array per
+        class with more than two classes; absent without them).
     cholesky_, lam_sqrt_ : ndarray or None
         Dense path: lower Cholesky factor of ``I + Lambda^1/2 Sigma_M
         Lambda^1/2`` and ``Lambda_M^1/2`` (binary), read by the predictive
@@ -298,7 +302,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return self._start_thetas(d)
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, X, y, callback=None, init=None):
+    def fit(self, X, y, callback=None, init=None, case_ids=None):
         """Fit the BTSVC (one-versus-rest for more than two classes).
 
         Parameters
@@ -318,14 +322,21 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             start_index)`` of the one-versus-rest model being fitted.
         init : dict or list of dict, optional
             Resume one start: ``theta`` (log
-            hyperparameters, the start point) with either ``alpha`` (SMO
-            warm start) or ``state`` (a ``state`` given to ``callback``);
+            hyperparameters, the start point), optionally with ``alpha`` (SMO
+            warm start) or ``state`` (a ``state`` given to ``callback``;
+            without either the SMO starts as in a fresh fit);
             optionally ``evaluations``, the records given to ``callback``
             since ``theta``, which the optimiser replays without
             re-evaluating them, so that the result equals that of the
             uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
             With more than two classes: a list with one such dict (or None,
             the default starts) per class, in ``classes_`` order.
+        case_ids : array-like of shape (n_samples,), optional
+            A unique integer or string per case. The fit keeps those of its
+            support vectors (``support_case_ids_``); a retraining
+            (``warm_start_from``) given them starts its SMO from the earlier
+            dual values of the cases both fits share
+            (:func:`bsvm_scale.models.warm_start.carried_dual`).
 
         Returns
         -------
@@ -334,15 +345,29 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         X, y, classes, _ = check_classification_data(self, X, y)
         self._check_params(X.shape[1])
         self.classes_ = classes
+        case_ids = check_case_ids(case_ids, X.shape[0])
         prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard)
-        warm = None if prev is None else previous_thetas(prev, classes)
+        warm = None if prev is None else self._retrain_starts(prev, classes, case_ids)
         if classes.size == 2:
-            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm)
+            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
+                             case_ids)
         else:
-            self._fit_one_vs_rest(X, y, callback, init, warm)
+            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids)
         return self
 
-    def _fit_one_vs_rest(self, X, y, callback, init, warm):
+    @staticmethod
+    def _retrain_starts(prev, classes, case_ids):
+        """A retraining's start per binary model, ``(theta, alpha0)``: the
+        earlier optimum and the earlier ``alpha`` on the cases still present
+        (None without ``case_ids``); a list of them, one per class, with more
+        than two classes."""
+        thetas = previous_thetas(prev, classes)
+        if classes.size == 2:
+            return thetas, carried_dual(prev, case_ids, magnitude=True)
+        return [(t, carried_dual(e, case_ids, magnitude=True))
+                for t, e in zip(thetas, prev.estimators_)]
+
+    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None):
         """One binary model per class of ``classes_`` (``estimators_``), each
         with its own entry of ``init`` and ``warm``; the per-class fitted
         attributes are gathered."""
@@ -359,7 +384,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 (lambda k, rec, state, i=i: callback((i, k), rec, state))
             est = clone(self).set_params(warm_start_from=None)
             est._fit_binary_labels(X, (y == c).astype(np.int64), cb, init[i],
-                                   None if warm is None else warm[i])
+                                   None if warm is None else warm[i], case_ids)
             self.estimators_.append(est)
         self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
         self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
@@ -368,13 +393,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.starts_ = [e.starts_ for e in self.estimators_]
         self.support_ = [e.support_ for e in self.estimators_]
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
+        keep_support_case_ids(self, case_ids)
 
-    def _fit_binary_labels(self, X, y01, callback, init, warm):
+    def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None):
         """One-versus-rest member: a binary fit on 0/1 labels, warm-started
-        from the log hyperparameters ``warm`` (or None)."""
+        from ``warm`` (or None; see :meth:`_retrain_starts`)."""
         X, y01, classes, _ = check_classification_data(self, X, y01)
         self.classes_ = classes
-        self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm)
+        self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
+                         case_ids)
 
     def _options(self, retraining=False):
         return {**DEFAULT_OPTIONS, **(RETRAIN_OPTIONS if retraining else {}),
@@ -444,8 +471,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
         if not isinstance(init, dict) or "theta" not in init:
-            raise ValueError("init must be a dict with the start point 'theta' and either "
-                             f"'alpha' or 'state'; got {init!r:.200}.")
+            raise ValueError("init must be a dict with the start point 'theta' (and "
+                             f"optionally 'alpha' or 'state'); got {init!r:.200}.")
         theta = np.asarray(init["theta"], dtype=float)
         k = len(self._bounds(d))
         if theta.shape != (k,) or not np.all(np.isfinite(theta)):
@@ -467,7 +494,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
         max_step, coarse, sub_best, alpha0 = None, [], None, None
         if warm is not None:  # retraining: one start (the earlier optimum), full data
-            thetas, max_step = ([warm] if init is None else thetas), FINE_MAX_STEP
+            thetas, max_step = ([warm[0]] if init is None else thetas), FINE_MAX_STEP
         else:
             coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
         origins = thetas
@@ -494,6 +521,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             init = dict(init or {})
             if init.get("state") is None:
                 init["alpha"] = alpha0
+        elif warm is not None and warm[1] is not None and (
+                init is None or (init.get("state") is None and init.get("alpha") is None)):
+            # retraining: the earlier alpha on the cases still present
+            init = {**(init or {}), "alpha": warm[1]}
         records, results, owners = [], [], []
         for k, (plan, iso) in enumerate(plans):
             obj = self._objective(Xs, yb, max_iter)
@@ -515,7 +546,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                        for r in results[best].trajectory)
         return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
 
-    def _fit_binary(self, X, yb, callback=None, init=None, warm=None):
+    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None):
         d = X.shape[1]
         scaler = Standardizer.fit(X)
         Xs = scaler.transform(X)
@@ -540,6 +571,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if not self.optimize:
             records.append(fixed_record(theta, value, info))
         self._set_binary_fitted(theta, cov, value, info, Xs)
+        keep_support_case_ids(self, case_ids)
         self.n_iter_ = int(smo_iter + int(info["smo_iter"]))
         self.n_opt_iter_ = n_iter
         self.starts_ = records

@@ -11,6 +11,17 @@ exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
 a retraining as one task per partition and resume it like any start.
 Pipelines name the earlier run with ``warm_start = "RUN_DIR"`` in a model
 table (:func:`run_model_file` finds each partition's model there).
+
+Case identifiers carry the earlier dual solution over as well. A fit given
+``case_ids`` (one unique integer or string per training case) keeps those of
+its support vectors (``support_case_ids_``); a retraining given ``case_ids``
+begins its first MAP solve from the earlier dual values of the cases still
+present and zero for the new ones (:func:`carried_dual`). That start goes to
+the same start policy as any previous solution
+(:func:`bsvm_scale.inference.map_lowrank.choose_start`): on data where the
+low-rank Newton start is exact that start is taken instead, elsewhere (many
+inputs, a truncated factor) the SMO begins next to the earlier optimum
+rather than at zero.
 """
 
 from __future__ import annotations
@@ -19,7 +30,8 @@ import os
 
 import numpy as np
 
-__all__ = ["previous_model", "previous_thetas", "run_model_file"]
+__all__ = ["previous_model", "previous_thetas", "run_model_file", "check_case_ids",
+           "carried_dual", "keep_support_case_ids"]
 
 
 def previous_model(value, cls, n_features, ard):
@@ -80,3 +92,83 @@ def run_model_file(run_dir, dataset, model, partition):
 
     path = Path(run_dir) / "models" / f"{dataset}__{model}__p{int(partition):03d}.h5"
     return str(path) if path.is_file() else None
+
+
+def check_case_ids(case_ids, n):
+    """``case_ids`` as a 1-D array of ``n`` unique integers or strings (None stays None).
+
+    Raises
+    ------
+    ValueError
+        Naming ``case_ids``, when it has another length, another type of
+        value, or a repeated identifier.
+    """
+    if case_ids is None:
+        return None
+    ids = np.asarray(case_ids)
+    if ids.ndim != 1 or ids.shape[0] != n:
+        raise ValueError(f"case_ids must hold one identifier per training case ({n}); got "
+                         f"shape {ids.shape}.")
+    if ids.dtype.kind in "iu":
+        ids = ids.astype(np.int64)
+    elif ids.dtype.kind in "OUS" and all(isinstance(v, (str, bytes, np.str_, np.bytes_))
+                                        for v in ids.tolist()):
+        ids = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in ids.tolist()],
+                       dtype=str)
+    else:
+        raise ValueError(f"case_ids must be integers or strings; got dtype {ids.dtype}.")
+    uniq, counts = np.unique(ids, return_counts=True)
+    if uniq.size != n:
+        raise ValueError(f"case_ids must be unique; {uniq[counts > 1][:5].tolist()} occur "
+                         "more than once.")
+    return ids
+
+
+def keep_support_case_ids(model, case_ids):
+    """Set ``model.support_case_ids_``, the identifiers of its support vectors
+    (``support_``, an array or one per class), or remove an earlier fit's
+    when this fit had no ``case_ids``."""
+    if case_ids is None:
+        model.__dict__.pop("support_case_ids_", None)
+    elif isinstance(model.support_, list):
+        model.support_case_ids_ = [case_ids[np.asarray(s, dtype=np.int64)] for s in model.support_]
+    else:
+        model.support_case_ids_ = case_ids[np.asarray(model.support_, dtype=np.int64)]
+
+
+def carried_dual(model, case_ids, magnitude=False):
+    """The earlier model's dual solution on the cases still present.
+
+    Parameters
+    ----------
+    model : fitted binary BayesianSVC or BayesianSVR, or None
+        Its ``support_case_ids_`` name the cases of ``dual_coef_``.
+    case_ids : ndarray of shape (n,) or None
+        Identifiers of this fit's training cases (:func:`check_case_ids`).
+    magnitude : bool, default=False
+        Carry ``|dual_coef_|``: BTSVC's dual variables are ``alpha >= 0`` and
+        ``dual_coef_ = y alpha`` (5.9); BSVR's ``nu`` is ``dual_coef_`` itself.
+
+    Returns
+    -------
+    ndarray of shape (n,) or None
+        The earlier dual value of every case whose identifier was a support
+        vector, 0 for the others; None when either side has no identifiers,
+        the identifiers are of different types, or no case is shared.
+    """
+    ids_before = None if model is None else getattr(model, "support_case_ids_", None)
+    if case_ids is None or ids_before is None or len(ids_before) == 0:
+        return None
+    ids_before = np.asarray(ids_before)
+    if (ids_before.dtype.kind == "U") != (case_ids.dtype.kind == "U"):
+        return None
+    order = np.argsort(ids_before)
+    pos = np.clip(np.searchsorted(ids_before, case_ids, sorter=order), 0, ids_before.size - 1)
+    src = order[pos]
+    hit = ids_before[src] == case_ids
+    if not np.any(hit):
+        return None
+    coef = np.asarray(model.dual_coef_, dtype=np.float64)
+    dual = np.zeros(case_ids.shape[0])
+    dual[hit] = np.abs(coef[src[hit]]) if magnitude else coef[src[hit]]
+    return dual

@@ -122,6 +122,15 @@ def read_xy(source):
     return _DATA_CACHE[key]
 
 
+def read_ids(source):
+    """Case identifiers of an HDF5 data set path (None without them, or for a pair)."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    from ..datasets import read_case_ids
+
+    return read_case_ids(str(source))
+
+
 def _feature_names(source):
     """Feature names of the data set file ``source`` (None for scattered data)."""
     if not isinstance(source, (str, os.PathLike)):
@@ -301,7 +310,7 @@ def _trajectory_of(model, theta0):
     return trajectory_columns([r for st in starts for r in st["trajectory"]], theta0.size)
 
 
-def _fit_bayes(spec, Xtr, ytr):
+def _fit_bayes(spec, Xtr, ytr, case_ids=None):
     """One BSVR/BTSVC start with per-evaluation checkpoints; returns (model, extra).
 
     After an evidence evaluation (``fit``'s callback) the task atomically
@@ -324,9 +333,10 @@ def _fit_bayes(spec, Xtr, ytr):
     thetas = start if isinstance(start, list) else [start] * n_models
     theta0 = thetas[0]
     writer = _CheckpointWriter(spec, theta0, n_models)
-    inits, resumed = writer.inits(kind, thetas, Xtr.shape[0])
+    inits, resumed = writer.inits(thetas)
     model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(Xtr, ytr, callback=writer, init=inits[0] if n_models == 1 else inits)
+    model.fit(Xtr, ytr, callback=writer, init=inits[0] if n_models == 1 else inits,
+              case_ids=case_ids)
     theta = model.theta_ if n_models == 1 else theta0
     return model, {"theta0": theta0, "trajectory": _trajectory_of(model, theta0),
                    "theta": np.asarray(theta, float),
@@ -348,7 +358,7 @@ class _CheckpointWriter:
         self.last_write = [(-np.inf, 0.0)] * n_models  # (end time, duration)
         self.n_replayed = 0
 
-    def inits(self, kind, thetas, n):
+    def inits(self, thetas):
         """``(inits, resumed)``: the ``fit(init=...)`` of every model, with the
         state and evaluations of its checkpoint where one matches."""
         from .checkpoint import load_checkpoint
@@ -356,7 +366,7 @@ class _CheckpointWriter:
         inits, resumed = [], False
         for path, th in zip(self.paths, thetas):
             prev = load_checkpoint(path, th, self.spec.get("key")) if path is not None else None
-            init = {"theta": th, "nu" if kind == "bsvr" else "alpha": np.zeros(n)}
+            init = {"theta": th}  # a fresh start: the estimator's own dual start
             if prev is not None:
                 init.update(state=prev["state"], evaluations=_rows(prev["evals"]))
                 resumed = True
@@ -435,7 +445,9 @@ def run_task(spec, *deps):
         if not marker.exists():
             marker.write_text("failed once\n")
             raise RuntimeError("injected failure (testing retries)")
-    run = _fit_and_predict(spec, deps, X[train], y[train], X[test])
+    ids = read_ids(spec["data"]) if spec["kind"] in ("bsvr", "btsvc") else None
+    run = _fit_and_predict(spec, deps, X[train], y[train], X[test],
+                           None if ids is None else ids[train])
     result = _result_record(spec, run, y[test], t_start, train.size, test.size)
     kind = spec["kind"]
     model_h5 = (external_model_bytes(run["model"], kind) if kind in EXTERNAL_KINDS
@@ -452,9 +464,9 @@ def run_task(spec, *deps):
     return {"result": result, "model_h5": model_h5}
 
 
-def _fit_and_predict(spec, deps, Xtr, ytr, Xte):
+def _fit_and_predict(spec, deps, Xtr, ytr, Xte, case_ids=None):
     """Fit the task's model on one thread (Numba and BLAS) and predict the test
-    cases; returns the model, the fit's extras, the predictions, the times, the
+    cases (``case_ids``: those of the training cases, for BSVR/BTSVC); returns the model, the fit's extras, the predictions, the times, the
     warnings caught and the scope of the peak-memory reading."""
     import warnings
 
@@ -470,7 +482,7 @@ def _fit_and_predict(spec, deps, Xtr, ytr, Xte):
             spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
             model, extra = _fit_plain(spec, Xtr, ytr)
         elif spec["kind"] in ("bsvr", "btsvc"):
-            model, extra = _fit_bayes(spec, Xtr, ytr)
+            model, extra = _fit_bayes(spec, Xtr, ytr, case_ids)
         else:
             model, extra = _fit_plain(spec, Xtr, ytr)
         fit_time = time.time() - t0

@@ -95,3 +95,35 @@ def test_the_wheel_carries_the_data_files_and_their_licence(tmp_path):
         assert any(n.endswith(f"data/share/bsvm_scale/data/{f}") for n in names), f
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA")))
     assert b"GPL" in meta and b"MIT" in meta and b"BSD-3-Clause" in meta
+
+
+def test_id_column_is_kept_as_case_ids(tmp_path, capsys):
+    from bsvm_scale.datasets import read_case_ids
+
+    src = _csv(tmp_path / "t.csv", "id,a,y\ncust-7,1.5,0.1\ncust-2,2.5,0.2\ncust-9,3.5,0.3\n")
+    assert main(["datasets", "import", str(src), "--target", "y", "--id", "id", "--out",
+                 str(tmp_path / "t.h5")]) == 0
+    assert "case ids from 'id'" in capsys.readouterr().out
+    ds = read_dataset(tmp_path / "t.h5")
+    assert ds.feature_names == ["a"] and ds.X[:, 0].tolist() == [1.5, 2.5, 3.5]
+    assert ds.extra["case_id"].tolist() == ["cust-7", "cust-2", "cust-9"]
+    assert ds.provenance["id_column"] == "id"
+    np.testing.assert_array_equal(read_case_ids(tmp_path / "t.h5"), ds.extra["case_id"])
+    numeric = import_table(_csv(tmp_path / "n.csv", "k,a,y\n10,1,0\n3,2,1\n"), "y", id_column="k")
+    assert numeric.extra["case_id"].dtype == np.int64
+    assert numeric.extra["case_id"].tolist() == [10, 3]
+    np.save(tmp_path / "a.npy", np.array([[7.0, 1.0, 0.5], [8.0, 2.0, 0.25]]))
+    ds = import_table(tmp_path / "a.npy", "x3", id_column="x1")
+    assert ds.extra["case_id"].tolist() == [7, 8] and ds.X.tolist() == [[1.0], [2.0]]
+    # without --id a text column is an input that is not a number
+    assert main(["datasets", "import", str(src), "--target", "y", "--out",
+                 str(tmp_path / "x.h5")]) == 2
+    assert "column 'id': 'cust-7' is not a number" in capsys.readouterr().err
+    plain = _csv(tmp_path / "p.csv", "a,y\n1,0\n2,1\n")
+    assert main(["datasets", "import", str(plain), "--target", "y", "--out",
+                 str(tmp_path / "p.h5")]) == 0
+    assert read_case_ids(tmp_path / "p.h5") is None
+    with pytest.raises(TableError, match=r"id column 'k' of .* repeats \[3\]"):
+        import_table(_csv(tmp_path / "d.csv", "k,a,y\n3,1,0\n3,2,1\n"), "y", id_column="k")
+    with pytest.raises(TableError, match="column 'nope' is not in"):
+        import_table(src, "y", id_column="nope")

@@ -131,3 +131,151 @@ def test_bsvr_retraining_begins_with_the_earlier_smo_slope(sinc, tmp_path, monke
     first.clear()
     BayesianSVR(n_starts=1, warm_start_from=old).fit(X[50:1050], y[50:1050])
     assert first == [0.0]
+
+
+# ------------------------------------------------------------ case identifiers
+def test_case_ids_are_checked():
+    from bsvm_scale.models.warm_start import check_case_ids
+
+    assert check_case_ids(None, 3) is None
+    assert check_case_ids([3, 1, 2], 3).dtype == np.int64
+    assert check_case_ids(np.array(["a", "b"], dtype=object), 2).tolist() == ["a", "b"]
+    with pytest.raises(ValueError, match=r"one identifier per training case \(3\)"):
+        check_case_ids([1, 2], 3)
+    with pytest.raises(ValueError, match=r"must be unique; \[2\] occur"):
+        check_case_ids([1, 2, 2], 3)
+    with pytest.raises(ValueError, match="integers or strings; got dtype float64"):
+        check_case_ids([1.0, 2.0], 2)
+    with pytest.raises(ValueError, match="case_ids"):
+        BayesianSVR(optimize=False).fit(np.arange(4.0)[:, None], [0.0, 1, 0, 1],
+                                        case_ids=[1, 1, 2, 3])
+
+
+class _Earlier:
+    def __init__(self, ids, coef):
+        self.support_case_ids_, self.dual_coef_ = np.asarray(ids), np.asarray(coef, float)
+
+
+def test_carried_dual_matches_identifiers():
+    """Against a dictionary lookup: shuffled, partly new, integer and string ids."""
+    from bsvm_scale.models.warm_start import carried_dual, check_case_ids
+
+    rng = np.random.default_rng(0)
+    before = rng.permutation(1000)[:300]
+    coef = rng.normal(size=300)
+    now = check_case_ids(rng.permutation(1200)[:500], 500)
+    ref = {int(i): c for i, c in zip(before, coef)}
+    expect = np.array([ref.get(int(i), 0.0) for i in now])
+    assert np.count_nonzero(expect) > 50
+    np.testing.assert_array_equal(carried_dual(_Earlier(before, coef), now), expect)
+    np.testing.assert_array_equal(carried_dual(_Earlier(before, coef), now, magnitude=True),
+                                  np.abs(expect))
+    text = check_case_ids([f"c{i}" for i in now], 500)
+    np.testing.assert_array_equal(carried_dual(_Earlier([f"c{i}" for i in before], coef), text),
+                                  expect)
+    assert carried_dual(_Earlier(before, coef), text) is None  # ids of another type
+    assert carried_dual(_Earlier(before, coef), None) is None
+    assert carried_dual(_Earlier([5000], [1.0]), now) is None  # nothing shared
+    assert carried_dual(None, now) is None
+
+
+def _first_dual(monkeypatch, cls, attr):
+    """Record the dual vector the first MAP solve of each ``cls`` objective starts from."""
+    seen, objectives = [], set()
+    solve = cls.solve
+
+    def spy(self, *a, **kw):
+        if id(self) not in objectives:
+            objectives.add(id(self))
+            seen.append(np.array(getattr(self, attr), dtype=float))
+        return solve(self, *a, **kw)
+
+    monkeypatch.setattr(cls, "solve", spy)
+    return seen
+
+
+def test_bsvr_retraining_starts_smo_from_the_earlier_dual_of_shared_cases(sinc, tmp_path,
+                                                                         monkeypatch):
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    X, y = sinc
+    ids = np.array([f"row{i}" for i in range(X.shape[0])])
+    a = BayesianSVR(n_starts=1).fit(X[:1000], y[:1000], case_ids=ids[:1000])
+    np.testing.assert_array_equal(a.support_case_ids_, ids[a.support_])
+    save_model(a, tmp_path / "a.h5")
+    np.testing.assert_array_equal(load_model(tmp_path / "a.h5").support_case_ids_,
+                                  a.support_case_ids_)
+    nu_before = dict(zip(a.support_case_ids_, a.dual_coef_))
+    seen = _first_dual(monkeypatch, _Problem, "nu")
+    order = np.random.default_rng(1).permutation(np.arange(50, 1050))  # shuffled, 5% new
+    w = BayesianSVR(n_starts=1, warm_start_from=str(tmp_path / "a.h5")).fit(
+        X[order], y[order], case_ids=ids[order])
+    np.testing.assert_array_equal(seen[0], [nu_before.get(i, 0.0) for i in ids[order]])
+    assert w.starts_[0]["trajectory"][0]["info"]["smo_start"] == "warm"
+    seen.clear()
+    BayesianSVR(n_starts=1, warm_start_from=a).fit(X[order], y[order])  # no ids: from zero
+    assert not np.any(seen[0])
+
+
+def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
+    from bsvm_scale.inference.objective_trig import EvidenceObjective
+
+    d = synthetic.waveform(700, seed=1)
+    y3, ids = d.extra["label3"], np.arange(10_000, 10_700)
+    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600], case_ids=ids[:600])
+    save_model(a, tmp_path / "a.h5")
+    b = load_model(tmp_path / "a.h5")
+    for e, eb in zip(a.estimators_, b.estimators_):
+        np.testing.assert_array_equal(eb.support_case_ids_, ids[e.support_])
+    seen = _first_dual(monkeypatch, EvidenceObjective, "alpha")
+    BayesianSVC(warm_start_from=b).fit(d.X[50:650], y3[50:650], case_ids=ids[50:650])
+    assert len(seen) == 3  # one objective per one-versus-rest model, each carried
+    for e, alpha0 in zip(a.estimators_, seen):
+        before = dict(zip(e.support_case_ids_, np.abs(e.dual_coef_)))
+        np.testing.assert_array_equal(alpha0, [before.get(i, 0.0) for i in ids[50:650]])
+
+
+def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path):
+    """A data set file with case identifiers (``datasets import --id``): the
+    first night's model keeps its support vectors' ids, the second night's
+    retraining starts its first MAP solve from the carried dual ("warm", not
+    "zero" as without ids: 300 cases are below the low-rank start's range)."""
+    from bsvm_scale.datasets import Dataset, write_dataset
+    from bsvm_scale.pipeline.config import parse_pipeline
+    from bsvm_scale.pipeline.executor import run_pipeline
+
+    d = synthetic.sinc_silf(330, seed=4)
+    ids = np.array([f"case{i:04d}" for i in range(330)])
+    for night, rows in (("1", slice(0, 300)), ("2", slice(15, 315))):
+        write_dataset(Dataset(X=d.X[rows], y=d.y[rows], name="sinc", task="regression",
+                              extra={"case_id": ids[rows]}), tmp_path / f"d{night}.h5")
+    text = """
+[run]
+name = "night{night}"
+output = "{out}"
+seed = 0
+
+[[datasets]]
+name = "sinc"
+path = "d{night}.h5"
+partitions = 1
+n_train = 270
+
+[[models]]
+kind = "bsvr"
+name = "BSVR"
+search = {{ n_starts = 1 }}
+{warm}
+"""
+    for night, warm in (("1", ""), ("2", 'warm_start = "night1"')):
+        p = parse_pipeline(text.format(night=night, out=tmp_path, warm=warm), tmp_path / "p.toml")
+        assert run_pipeline(p, workers=1, progress=False)["meta"]["n_failed"] == 0
+    from bsvm_scale.pipeline.runfile import read_run_file
+
+    train = np.asarray(read_run_file(tmp_path / "night1" / "run.h5")["datasets"]["sinc"]
+                       ["partitions"][0]["train"])
+    first = load_model(tmp_path / "night1" / "models" / "sinc__BSVR__p000.h5")
+    np.testing.assert_array_equal(first.support_case_ids_, ids[:300][train][first.support_])
+    second = load_model(tmp_path / "night2" / "models" / "sinc__BSVR__p000.h5")
+    assert second.starts_[0]["trajectory"][0]["info"]["smo_start"] == "warm"
+    assert second.support_case_ids_.dtype.kind == "U"
