@@ -529,7 +529,8 @@ def cmd_predict(args) -> int:
 
     out = predict_file(args.model, args.input, args.out, chunk_size=args.chunk_size,
                        scheduler=args.scheduler, workers=args.workers,
-                       by_position=args.by_position, progress=not args.no_progress)
+                       by_position=args.by_position, progress=not args.no_progress,
+                       id_column=args.id)
     print(f"wrote {out['out']}: {out['n_rows']} rows ({', '.join(out['outputs'])}) in "
           f"{out['seconds']:.1f} s")
     return EXIT_OK
@@ -553,6 +554,9 @@ def add_predict_parser(subparsers) -> None:
                    help=f"rows per chunk (default {DEFAULT_CHUNK})")
     p.add_argument("--by-position", action="store_true",
                    help="take the input columns by position, not by name")
+    p.add_argument("--id", default=None, metavar="COLUMN",
+                   help="CSV column of case identifiers, written beside the predictions as "
+                        "case_id (a data set file's own identifiers are copied without it)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_predict)
 

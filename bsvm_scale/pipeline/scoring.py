@@ -65,7 +65,9 @@ class Inputs:
 
     ``array`` is the path of an ``.npy`` or data set file holding the rows
     (a CSV is converted to a temporary ``.npy`` first); ``order`` maps the
-    model's features to input columns.
+    model's features to input columns; ``ids`` are the rows' case
+    identifiers (a data set file's ``/extra/case_id``, or a CSV's id column),
+    copied into the predictions file.
     """
 
     path: str
@@ -75,6 +77,7 @@ class Inputs:
     sha256: str
     array: str
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    ids: np.ndarray | None = None
 
 
 def _column_order(columns, feature_names, n_features, by_position, where):
@@ -93,16 +96,27 @@ def _column_order(columns, feature_names, n_features, by_position, where):
     return np.array([list(columns).index(name) for name in feature_names], dtype=np.int64)
 
 
-def _csv_to_npy(path, columns, out):
-    """Stream a CSV file into an ``.npy`` array (two passes, flat memory)."""
+def _csv_to_npy(path, columns, out, id_column=None):
+    """Stream a CSV file into an ``.npy`` array (two passes, flat memory but
+    for the identifiers of the ``id_column``, returned as a ``str`` array)."""
     n = csv_count_rows(path)
     if n < 1:
         raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
-    arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, len(columns)))
-    for i, values in enumerate(csv_rows(path, columns)):
-        arr[i] = values
+    if id_column is not None and id_column not in columns:
+        raise ScoringError(f"CSV file {str(path)!r} has no id column {id_column!r} (columns: "
+                           f"{columns[:8]}).")
+    width = len(columns) - (id_column is not None)
+    arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, width))
+    ids = []
+    for i, row in enumerate(csv_rows(path, columns, id_column)):
+        if id_column is None:
+            arr[i] = row
+        else:
+            arr[i], _ = row
+            ids.append(row[1])
     arr.flush()
     del arr
+    return None if id_column is None else np.array(ids, dtype=str)
 
 
 def _npy_shape(path):
@@ -113,34 +127,42 @@ def _npy_shape(path):
     return a.shape
 
 
-def open_inputs(path, feature_names, n_features, by_position=False, workdir=None):
+def open_inputs(path, feature_names, n_features, by_position=False, workdir=None,
+                id_column=None):
     """Open ``path`` (``.h5``/``.hdf5`` data set, ``.npy``, ``.csv``) for a
-    model with ``n_features`` inputs named ``feature_names`` (or None)."""
+    model with ``n_features`` inputs named ``feature_names`` (or None);
+    ``id_column``: a CSV column of case identifiers (not an input)."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"input file {str(p)!r} does not exist")
     suffix = p.suffix.lower()
     where = f"input {str(p)!r}"
+    ids = None
+    if id_column is not None and suffix != ".csv":
+        raise ScoringError(f"{where}: an id column is taken from a CSV file only (a data set "
+                           "file brings its own case identifiers).")
     if suffix == ".npy":
         shape = _npy_shape(p)
         columns, kind, array = [f"column {k}" for k in range(shape[1])], "npy", str(p)
         names = None  # an array has no names: by position
     elif suffix in (".h5", ".hdf5"):
-        from ..datasets import dataset_info
+        from ..datasets import dataset_info, read_case_ids
 
         info = dataset_info(p)
+        ids = read_case_ids(p)
         shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
         kind, array, names = "dataset", str(p), feature_names
     elif suffix == ".csv":
         columns = csv_header(p)
         array = str(Path(workdir or tempfile.gettempdir()) / f".{p.name}.{os.getpid()}.npy")
-        _csv_to_npy(p, columns, array)
+        ids = _csv_to_npy(p, columns, array, id_column)
+        columns = [c for c in columns if c != id_column]
         shape, kind, names = _npy_shape(array), "csv", feature_names
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
                            "a .npy array or a .csv file with a header.")
     order = _column_order(columns, names, n_features, by_position or names is None, where)
-    return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order)
+    return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order, ids)
 
 
 def read_rows(inputs, start, stop):
@@ -301,7 +323,7 @@ def _run_dask(model_path, inputs, chunks, writer, progress, client):
 
 
 def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, scheduler=None,
-                 workers=None, by_position=False, progress=True, stream=None):
+                 workers=None, by_position=False, progress=True, stream=None, id_column=None):
     """Score ``input_path`` with the model file ``model_path`` into ``out_path``.
 
     Parameters
@@ -323,6 +345,10 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
         Take the input columns by position even when names are known.
     progress : bool
         A progress line on ``stream`` (default stderr).
+    id_column : str, optional
+        A CSV column of case identifiers: not an input, written to the
+        output as ``case_id`` (a data set file's own identifiers are copied
+        without it).
 
     Returns
     -------
@@ -338,7 +364,7 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     names = model_feature_names(model_path)
     n_features = int(getattr(model, "n_features_in_", len(names or [])))
     with tempfile.TemporaryDirectory(dir=Path(out_path).resolve().parent) as work:
-        inputs = open_inputs(input_path, names, n_features, by_position, work)
+        inputs = open_inputs(input_path, names, n_features, by_position, work, id_column)
         chunks = _chunks(inputs.n_rows, chunk_size)
         bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
                        enabled=progress).start()
@@ -357,6 +383,11 @@ def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers,
     with atomic_path(out_path, what="predictions file") as tmp:
         with h5py.File(tmp, "w", track_order=True) as f:
             _provenance(f, model_path, model, inputs, chunk_size)
+            if inputs.ids is not None:
+                f.create_dataset("case_id", data=inputs.ids.astype(object) if
+                                 inputs.ids.dtype.kind == "U" else inputs.ids,
+                                 dtype=h5py.string_dtype() if inputs.ids.dtype.kind == "U"
+                                 else inputs.ids.dtype, compression="gzip")
             writer = _Writer(f, inputs.n_rows)
             if scheduler or workers:
                 from .executor import _start_client

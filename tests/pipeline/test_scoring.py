@@ -184,3 +184,38 @@ def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch
     mean, sd = load_model(model).predict(new[:, :10], return_std=True)
     np.testing.assert_allclose(out["mean"], mean, rtol=1e-12, atol=1e-12)
     assert np.all(out["std_y"] > out["std_f"]) and out["mean"].shape == (200,)
+
+
+def test_case_ids_travel_with_the_predictions(svr_file, svc_file, tmp_path, capsys):
+    """A CSV id column (``--id``) and a data set file's own identifiers are
+    written as ``case_id`` beside the predictions, in row order."""
+    m, path = svr_file
+    X = np.random.default_rng(3).uniform(-2, 2, size=(40, 3))
+    ids = [f"c-{i:03d}" for i in range(40)]
+    csv = _csv(tmp_path / "in.csv", ["b", "key", "a", "c"],
+               [[r[1], k, r[0], r[2]] for r, k in zip(X, ids)])
+    assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "o.h5"), "--id", "key",
+                 "--chunk-size", "5", "--no-progress"]) == 0
+    out, _ = _read(tmp_path / "o.h5")
+    assert [v.decode() for v in out["case_id"]] == ids
+    np.testing.assert_array_equal(out["mean"], m.predict(X))
+    capsys.readouterr()
+    # without --id the text column is an input that is not a number
+    assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "x.h5"),
+                 "--no-progress"]) == 2
+    assert "column 'key': 'c-000' is not a number" in capsys.readouterr().err
+    with pytest.raises(ScoringError, match="no id column 'nope'"):
+        predict_file(path, csv, tmp_path / "x.h5", id_column="nope", progress=False)
+    np.save(tmp_path / "a.npy", X)
+    with pytest.raises(ScoringError, match="id column is taken from a CSV file only"):
+        predict_file(path, tmp_path / "a.npy", tmp_path / "x.h5", id_column="key",
+                     progress=False)
+    assert not (tmp_path / "x.h5").exists()
+    svc, svc_path = svc_file
+    d = synthetic.gauss2d(30, seed=5)
+    write_dataset(Dataset(X=d.X, y=d.y, name="g", task="classification",
+                          extra={"case_id": np.arange(100, 130)}), tmp_path / "g.h5")
+    predict_file(svc_path, tmp_path / "g.h5", tmp_path / "g_out.h5", progress=False)
+    out, _ = _read(tmp_path / "g_out.h5")
+    assert out["case_id"].tolist() == list(range(100, 130))
+    np.testing.assert_array_equal(out["label"], svc.predict(d.X))
