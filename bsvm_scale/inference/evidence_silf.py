@@ -17,8 +17,8 @@ Gradients (4.39)-(4.41), in log space::
     d/d ln eps   = C eps sum_i dl_i/deps - 1/2 tr(B^-1 Sigma_M) + n eps dlnZ_S/deps
     d/d ln k'    = 1/2 tr(B^-1 dSigma_M/d ln k') - 1/2 nu^T (dSigma/d ln k') nu
 
-for ``k'`` in ``{kappa, kappa_l (ARD, 4.42), kappa_b}`` (``kappa0`` is held
-fixed, thesis footnote 9). The trace is a contraction over the ``m x m`` block
+for ``k'`` in ``{kappa0, kappa, kappa_l (ARD, 4.42), kappa_b}`` (``kappa0``
+only when it is inferred: the thesis holds it fixed, footnote 9). The trace is a contraction over the ``m x m`` block
 and the quadratic form runs over the ``s`` support vectors in O(s^2 d)
 without storing an ``s x s`` array, so one evaluation costs
 O(m^3 + s^2 d) time and O(m^2 + n d) memory.
@@ -94,7 +94,7 @@ def stable_cholesky(A):
 
 
 def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
-                  settings=EvidenceSettings()):
+                  settings=EvidenceSettings(), kappa0_grad=False):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
@@ -117,13 +117,24 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         Dense or matrix-free block (:func:`bsvm_scale.inference.evidence_lowrank.plan_block`,
         which raises :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError`
         when the block does not fit the budget).
+    kappa0_grad : bool, default=False
+        Include ``d/d ln kappa0`` (``kappa0`` inferred rather than fixed).
 
     Returns
     -------
     EvidenceResult
         ``grad`` is laid out as ``[ln C, ln eps, *cov.theta[1:]]`` (that is
-        ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``).
+        ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``); with
+        ``kappa0_grad`` as ``[ln C, ln eps, *cov.theta]``.
     """
+    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings)
+    if ev.grad is not None and not kappa0_grad:
+        ev.grad = np.delete(ev.grad, 2)
+    return ev
+
+
+def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings):
+    """:func:`silf_evidence` with the gradient over ``[ln C, ln eps, *cov.theta]``."""
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
     off = np.flatnonzero((absnu > 0.0) & (absnu < C))
@@ -191,7 +202,7 @@ def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_
     p = cov.theta.shape[0]
     g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
     g_cov = 0.5 * g_trace - 0.5 * g_quad
-    return np.concatenate(([g_lnC, g_lneps], g_cov[1:]))
+    return np.concatenate(([g_lnC, g_lneps], g_cov))
 
 
 def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):

@@ -27,7 +27,8 @@ __all__ = ["_Problem"]
 class _Problem:
     """Objective ``theta -> (-ln evidence, gradient, info)`` for one data set.
 
-    ``theta = [ln C, ln eps, ln kappa | ln kappa_1..d, ln kappa_b]``. Keeps the
+    ``theta = [ln C, ln eps, (ln kappa0,) ln kappa | ln kappa_1..d, ln kappa_b]``
+    (``ln kappa0`` when ``kappa0`` is None: inferred, not fixed). Keeps the
     row cache and the last dual solution, so each evaluation warm-starts SMO
     from the previous one (clipped to the new box).
     """
@@ -37,9 +38,11 @@ class _Problem:
         self.X, self.y = X, y
         self.evidence = evidence
         self.kappa0, self.beta, self.ard = kappa0, beta, ard
+        self.lead = 3 if kappa0 is None else 2  # log hyperparameters before ln kappa
         self.tol, self.max_iter = tol, max_iter
         d = X.shape[1]
-        init = GaussianCovariance(kappa0, np.ones(d) if ard else 1.0, 0.0)
+        init = GaussianCovariance(1.0 if kappa0 is None else kappa0, np.ones(d) if ard else 1.0,
+                                  0.0)
         self.cache = RowCache(X, init, cache_mb)
         self.last = None
         self.reset()
@@ -113,8 +116,10 @@ class _Problem:
     def unpack(self, theta):
         theta = np.asarray(theta, dtype=float)
         C, eps = float(np.exp(theta[0])), float(np.exp(theta[1]))
-        kappa = np.exp(theta[2:-1]) if self.ard else float(np.exp(theta[2]))
-        return C, eps, GaussianCovariance(self.kappa0, kappa, float(np.exp(theta[-1])))
+        k = self.lead
+        kappa0 = float(np.exp(theta[2])) if k == 3 else self.kappa0
+        kappa = np.exp(theta[k:-1]) if self.ard else float(np.exp(theta[k]))
+        return C, eps, GaussianCovariance(kappa0, kappa, float(np.exp(theta[-1])))
 
     def solve(self, C, eps, cov):
         """MAP solution of (4.25) at the given hyperparameters: ``(nu, f,
@@ -146,7 +151,7 @@ class _Problem:
         t1 = time.perf_counter()
         try:
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
-                               self.evidence)
+                               self.evidence, kappa0_grad=self.lead == 3)
         except EvidenceBudgetError as err:
             if not need_grad:  # a final evaluation: the fit cannot be made
                 raise
@@ -193,7 +198,8 @@ class _Problem:
         if best is not None and best.f is not None and np.array_equal(best.theta, theta):
             nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
-            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence)
+            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence,
+                               kappa0_grad=self.lead == 3)
             self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
         self.reset(None if best is None else best.dual)

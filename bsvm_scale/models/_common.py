@@ -40,7 +40,7 @@ BAYES_CONSTRAINTS = {
 }
 
 
-def isotropic_fit(est, X, y, theta0, leading):
+def isotropic_fit(est, X, y, theta0, leading, keep=()):
     """The isotropic model fitted from the ARD start ``theta0``.
 
     A clone of ``est`` with ``ard=False``, no ``warm_start_from`` and one
@@ -57,7 +57,11 @@ def isotropic_fit(est, X, y, theta0, leading):
         ``[ln leading..., ln kappa_1 .. ln kappa_d, ln kappa_b]``.
     leading : tuple of str
         Names of the log hyperparameters before the ``ln kappa_l``:
-        ``("C", "epsilon")`` (BSVR) or ``("kappa0",)`` (BTSVC).
+        ``("C", "epsilon")`` (BSVR; ``("C", "epsilon", "kappa0")`` with
+        ``kappa0="evidence"``) or ``("kappa0",)`` (BTSVC).
+    keep : tuple of str
+        Parameters of ``est`` the clone keeps although they name a start
+        value (BSVR's ``kappa0="evidence"`` says what is inferred).
 
     Returns
     -------
@@ -69,5 +73,5 @@ def isotropic_fit(est, X, y, theta0, leading):
     start["kappa"] = float(np.exp(np.mean(theta0[k:-1])))
     start["kappa_b"] = float(np.exp(theta0[-1]))
     iso = clone(est).set_params(ard=False, starts=[start], n_starts=1, warm_start_from=None,
-                                **dict.fromkeys(start))
+                                **dict.fromkeys(k for k in start if k not in keep))
     return iso.fit(X, y)

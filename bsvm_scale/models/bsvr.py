@@ -25,7 +25,7 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference import losses
 from .._util.base import Standardizer, resolve_rng
@@ -46,7 +46,9 @@ __all__ = ["BayesianSVR", "default_beta"]
 
 #: thesis box prior (docs/protocols.md, Conventions) for unit-scale targets
 BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
-       "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0)}
+       "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0), "ln_kappa0": (-7.0, 9.0)}
+#: ``kappa0`` value that makes it a hyperparameter inferred from the evidence
+INFER = "evidence"
 _PRED_CHUNK_BYTES = 32 * 2**20
 
 
@@ -69,9 +71,10 @@ def default_beta(n):
     return 300.0 / n
 
 
-def _ard_theta(theta, d):
-    """The isotropic ``[ln C, ln eps, ln kappa, ln kappa_b]`` as the equal ARD point."""
-    return np.concatenate((theta[:2], np.full(d, theta[2]), theta[-1:]))
+def _ard_theta(theta, d, lead=2):
+    """The isotropic ``[ln C, ln eps, (ln kappa0,) ln kappa, ln kappa_b]`` as the
+    equal ARD point (``lead``: the log hyperparameters before ``ln kappa``)."""
+    return np.concatenate((theta[:lead], np.full(d, theta[lead]), theta[-1:]))
 
 
 class BayesianSVR(RegressorMixin, BaseEstimator):
@@ -117,14 +120,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     C, epsilon, kappa, kappa_b : float, optional
         Fixed hyperparameters (``optimize=False``) or the first start.
         ``kappa`` may be an array with ``ard=True``.
-    kappa0 : float, optional
-        Signal variance; default the variance of the training targets
-        (thesis footnote 9). Never optimised.
+    kappa0 : float or "evidence", optional
+        Signal variance ``kappa0`` of (4.3). Default: the variance of the
+        training targets, fixed (thesis footnote 9). ``"evidence"``: inferred
+        with the other hyperparameters (``ln kappa0`` joins ``theta`` after
+        ``ln epsilon``; its gradient is (4.41) with ``dSigma/d ln kappa0`` the
+        Gaussian part of the covariance; box ``bounds["ln_kappa0"]``, default
+        ``var(y)`` times ``[e^-7, e^9]``). A fixed ``kappa0 = var(y)`` caps the
+        amplitude of ``f``: on data with long length scales (linear trends)
+        the evidence and the fit both gain from a larger one
+        (docs/design/kappa0.md).
     starts : list of dict, optional
-        Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``.
+        Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``
+        (and ``kappa0`` with ``kappa0="evidence"``).
     bounds : dict, optional
         Box prior overriding the default, keys ``ln_C, ln_epsilon, ln_kappa,
-        ln_kappa_b`` with ``(low, high)`` in natural-log units of the raw
+        ln_kappa_b`` (and ``ln_kappa0``) with ``(low, high)`` in natural-log units of the raw
         hyperparameters.
     max_iter : int, optional
         SMO iteration limit per solve (default ``max(10^6, 100 n)``).
@@ -181,6 +192,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     ----------
     hyperparameters_ : dict
         ``C, epsilon, beta, kappa0, kappa, kappa_b`` at the optimum.
+    theta_ : ndarray
+        The log hyperparameters searched: ``[ln C, ln epsilon, (ln kappa0,)
+        ln kappa or ln kappa_1..d, ln kappa_b]``.
     log_evidence_ : float
         ``ln P(D | theta)`` (4.38) at the fitted hyperparameters.
     noise_variance_ : float
@@ -224,6 +238,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     _parameter_constraints = {**BAYES_CONSTRAINTS,
                               "beta": [Interval(Real, 0, 1, closed="right"), None],
                               "C": [POSITIVE, None], "epsilon": [POSITIVE, None],
+                              "kappa0": [POSITIVE, StrOptions({INFER}), None],
                               "bounds": [dict, None]}
 
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
@@ -249,21 +264,33 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                                  f"with ard=True; got {self.kappa!r}.")
         return default_beta(n) if self.beta is None else float(self.beta)
 
+    @property
+    def _lead(self):
+        """Log hyperparameters before ``ln kappa`` in ``theta``: ``ln C, ln eps``
+        (and ``ln kappa0`` when it is inferred)."""
+        return 3 if isinstance(self.kappa0, str) else 2
+
     def _box(self, s, d):
         box = dict(BOX)
         box["ln_C"] = (box["ln_C"][0] - np.log(s), box["ln_C"][1] - np.log(s))
         box["ln_epsilon"] = (box["ln_epsilon"][0] + np.log(s), box["ln_epsilon"][1] + np.log(s))
+        box["ln_kappa0"] = (box["ln_kappa0"][0] + 2 * np.log(s),
+                            box["ln_kappa0"][1] + 2 * np.log(s))
         if self.bounds:
             unknown = set(self.bounds) - set(BOX)
             if unknown:
                 raise ValueError(f"bounds has unknown keys {sorted(unknown)}; allowed: {sorted(BOX)}.")
+            if "ln_kappa0" in self.bounds and self._lead == 2:
+                raise ValueError("bounds['ln_kappa0'] applies only with kappa0='evidence'; "
+                                 f"kappa0 is {self.kappa0!r}.")
             box.update({k: tuple(map(float, v)) for k, v in self.bounds.items()})
         k = d if self.ard else 1
-        return [box["ln_C"], box["ln_epsilon"]] + [box["ln_kappa"]] * k + [box["ln_kappa_b"]]
+        lead = [box["ln_C"], box["ln_epsilon"]] + ([box["ln_kappa0"]] if self._lead == 3 else [])
+        return lead + [box["ln_kappa"]] * k + [box["ln_kappa_b"]]
 
     def _theta_from(self, start, s, d):
         """Start dict -> optimisation vector."""
-        allowed = {"C", "epsilon", "kappa", "kappa_b"}
+        allowed = {"C", "epsilon", "kappa", "kappa_b"} | ({"kappa0"} if self._lead == 3 else set())
         unknown = set(start) - allowed
         if unknown:
             raise ValueError(f"start has unknown hyperparameter names {sorted(unknown)}; "
@@ -273,7 +300,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         kappa = np.atleast_1d(check_positive("kappa", start.get("kappa", 0.5)))
         kappa = np.broadcast_to(kappa, (d,)) if self.ard else kappa[:1]
         kb = check_positive("kappa_b", start.get("kappa_b", 100.0))
-        return np.concatenate(([np.log(C), np.log(eps)], np.log(kappa), [np.log(kb)]))
+        k0 = [np.log(check_positive("kappa0", start.get("kappa0", s * s)))] if self._lead == 3 else []
+        return np.concatenate(([np.log(C), np.log(eps)], k0, np.log(kappa), [np.log(kb)]))
 
     def _start_points(self, s, d, bounds):
         given = {k: getattr(self, k) for k in ("C", "epsilon", "kappa", "kappa_b")
@@ -296,8 +324,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def start_points(self, X, y):
         """The optimiser's starting points ``theta0`` for training data ``(X, y)``.
 
-        The list :meth:`fit` would start from (``[ln C, ln epsilon, ln kappa
-        (or ln kappa_l), ln kappa_b]``, box and starts scaled by the
+        The list :meth:`fit` would start from (``[ln C, ln epsilon, (ln kappa0
+        with kappa0="evidence",) ln kappa (or ln kappa_l), ln kappa_b]``, box and starts scaled by the
         standard deviation of ``y``); pipelines run start ``k`` as its own
         task with ``fit(init={"theta": start_points(X, y)[k], ...})``.
         """
@@ -350,7 +378,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if self.kappa0 is None:
             check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
                               "kappa0 explicitly or check y.")
-        kappa0 = float(np.var(y)) if self.kappa0 is None else float(self.kappa0)
+        kappa0 = (float(np.var(y)) if self.kappa0 is None else
+                  None if self._lead == 3 else float(self.kappa0))  # None: in theta
         s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
         bounds = self._box(s, d)
         warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
@@ -376,13 +405,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             value, _, info = problem(thetas[0], need_grad=False)
             final = problem.last
             self.starts_ = [fixed_record(thetas[0], value, info)]
-        self._set_fitted(final, beta, kappa0, Xs, problem.evidence)
+        self._set_fitted(final, beta, Xs, problem.evidence)
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(problem.slope)
         return self
 
-    @staticmethod
-    def _retrain_start(prev, bounds, problem, case_ids=None):
+    def _retrain_start(self, prev, bounds, problem, case_ids=None):
         """The first start of a retraining (``warm_start_from``): the earlier
         optimum inside this fit's box. The MAP objective also takes the earlier
         fit's estimate of the slope ``psi'(s)`` of the outer equation of the
@@ -394,8 +422,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if nu0 is not None:
             problem.reset(nu0)
         problem.slope = float(getattr(prev, "_smo_slope", 0.0))
-        return [np.clip(previous_thetas(prev), [b[0] for b in bounds],
-                        [b[1] for b in bounds])]
+        theta = previous_thetas(prev)
+        if theta.shape[0] != len(bounds):
+            raise ValueError(f"warm_start_from: the earlier model has kappa0={prev.kappa0!r}, "
+                             f"this fit kappa0={self.kappa0!r}; their hyperparameters "
+                             "do not correspond.")
+        return [np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])]
 
     def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
                   warm=False):
@@ -426,7 +458,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
                 for theta, run in zip(thetas, direct) if run]
         stage = [] if best_iso is None else [best_iso]
-        plan += [(_ard_theta(iso.theta_, d), self._full_dual(iso, n), FINE_MAX_STEP)
+        plan += [(_ard_theta(iso.theta_, d, self._lead), self._full_dual(iso, n), FINE_MAX_STEP)
                  for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)
         n_direct = len(plan) - len(stage)
@@ -440,7 +472,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def _isotropic_fit(self, X, y, theta0):
         """The isotropic model fitted from the ARD start ``theta0``
         (:func:`bsvm_scale.models._common.isotropic_fit`)."""
-        return isotropic_fit(self, X, y, theta0, ("C", "epsilon"))
+        lead = ("C", "epsilon", "kappa0")[:self._lead]
+        return isotropic_fit(self, X, y, theta0, lead, keep=("kappa0",))
 
     @staticmethod
     def _full_dual(model, n):
@@ -492,7 +525,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         best = best_start(results)
         return problem.evaluation_at(results[best].theta, problem.best)
 
-    def _set_fitted(self, final, beta, kappa0, X, settings):
+    def _set_fitted(self, final, beta, X, settings):
         theta, C, eps, cov, nu, ev, info = final[:7]
         if info["smo_violation"] > self.tol:
             hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
@@ -509,7 +542,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.x_mean_ = self._scaler.mean
         self.x_scale_ = self._scaler.scale
         self.theta_ = theta
-        self.hyperparameters_ = {"C": C, "epsilon": eps, "beta": beta, "kappa0": kappa0,
+        self.hyperparameters_ = {"C": C, "epsilon": eps, "beta": beta, "kappa0": cov.kappa0,
                                  "kappa": cov.kappa if not cov.ard else np.array(cov.kappa),
                                  "kappa_b": cov.kappa_b}
         self.log_evidence_ = -float(ev.value)

@@ -58,10 +58,11 @@ SEARCH_KEYS = {"bsvr": ("n_starts", "starts", "bounds", "beta", "random_state"),
                "gpr": ("n_starts", "bounds", "random_state"),
                "gpc": ("n_starts", "bounds", "random_state")}
 #: hyperparameters a start of ``search.starts`` may set
-START_KEYS = {"bsvr": ("C", "epsilon", "kappa", "kappa_b"), "btsvc": ("kappa0", "kappa", "kappa_b")}
+START_KEYS = {"bsvr": ("C", "epsilon", "kappa", "kappa_b", "kappa0"),
+              "btsvc": ("kappa0", "kappa", "kappa_b")}
 #: a start's kappa given as one over the number of inputs of the task's data set
 PER_INPUT = "1/d"
-BSVR_BOUND_KEYS = ("ln_C", "ln_epsilon", "ln_kappa", "ln_kappa_b")
+BSVR_BOUND_KEYS = ("ln_C", "ln_epsilon", "ln_kappa", "ln_kappa_b", "ln_kappa0")
 
 
 class Default(str):

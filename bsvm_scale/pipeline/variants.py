@@ -357,6 +357,8 @@ def fixed_params(spec, deps):
         if p not in best or r["log_evidence"] > best[p]["log_evidence"]:
             best[p] = r
     keys = FIXED_KEYS[spec["kind"]]
+    if spec["kind"] == "bsvr" and isinstance(spec["params"].get("kappa0"), str):
+        keys = keys + ("kappa0",)  # inferred by the source model: averaged too
     hyp = [b["hyperparameters"] for b in best.values()]
     if not hyp or any(k not in h for h in hyp for k in keys):
         raise ValueError(f"task {spec['task_id']}: fix_from needs the hyperparameters "

@@ -169,7 +169,9 @@ def test_sklearn_contract_and_attributes():
     ({"beta": 1.5}, "beta"), ({"beta": 0.0}, "beta"), ({"C": -1.0}, "C"),
     ({"epsilon": 0.0}, "epsilon"), ({"kappa": -2.0}, "kappa"), ({"tol": 0}, "tol"),
     ({"starts": [{"gamma": 1.0}]}, "gamma"), ({"bounds": {"ln_x": (0, 1)}}, "bounds"),
-    ({"ard_init": "iso"}, "ard_init"),
+    ({"ard_init": "iso"}, "ard_init"), ({"kappa0": "infer"}, "kappa0"),
+    ({"bounds": {"ln_kappa0": (0, 1)}}, r"ln_kappa0'\] applies only with kappa0='evidence'"),
+    ({"kappa0": "evidence", "starts": [{"kappa0": -1.0}]}, "kappa0"),
 ])
 def test_bad_parameters_name_the_argument(kwargs, match):
     X, y, _, _ = _sinc(30, 7)
@@ -289,3 +291,30 @@ def test_full_data_phase_begins_with_the_subsample_slope(monkeypatch):
     assert sub.X.shape[0] == 200 and full.X.shape[0] == 1100
     assert first_sub == 0.0 and sub.slope > 0.0
     assert first_full == sub.slope
+
+
+def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
+    """``kappa0="evidence"``: ``ln kappa0`` joins theta after ``ln epsilon``.
+    On data with a linear trend over the input range, a fixed ``kappa0 =
+    var(y)`` caps the amplitude of ``f``; the inferred one is larger and
+    the evidence higher. The ARD search with the isotropic first stage keeps
+    inferring it, and a saved model predicts the same."""
+    from bsvm_scale.storage import load_model, save_model
+
+    rng = np.random.default_rng(2)
+    X = rng.uniform(0, 1, size=(300, 2))
+    y = 10 * X[:, 0] + np.sin(6 * X[:, 1]) + 0.3 * rng.standard_t(3, size=300)
+    fixed = BayesianSVR(ard=True, beta=0.3).fit(X, y)
+    free = BayesianSVR(ard=True, beta=0.3, kappa0="evidence").fit(X, y)
+    assert free.theta_.shape == (6,) and fixed.theta_.shape == (5,)
+    assert free.hyperparameters_["kappa0"] == pytest.approx(np.exp(free.theta_[2]))
+    assert free.hyperparameters_["kappa0"] > 3 * np.var(y)
+    assert fixed.hyperparameters_["kappa0"] == pytest.approx(np.var(y))
+    assert free.log_evidence_ > fixed.log_evidence_ + 1.0
+    assert "isotropic" in free.starts_[-1] and free.starts_[-1]["isotropic"]["theta"].shape == (5,)
+    save_model(free, tmp_path / "m.h5")
+    np.testing.assert_array_equal(load_model(tmp_path / "m.h5").predict(X), free.predict(X))
+    with pytest.raises(ValueError, match="kappa0='evidence', this fit kappa0=None"):
+        BayesianSVR(ard=True, warm_start_from=free).fit(X, y)
+    again = BayesianSVR(ard=True, beta=0.3, kappa0="evidence", warm_start_from=free).fit(X, y)
+    np.testing.assert_array_equal(again.starts_[0]["theta0"], free.theta_)

@@ -159,6 +159,14 @@ def test_fixed_params_average_the_best_start_per_partition():
     assert p["optimize"] is False and p["ard"] is True and "n_starts" not in p
     assert p["kappa0"] == pytest.approx(3.0) and p["kappa_b"] == pytest.approx(1.0)
     np.testing.assert_allclose(p["kappa"], [2.0, 4.0])
+    # a BSVR source that inferred kappa0 (kappa0 = "evidence") passes it on, averaged
+    bsvr = [{"partition": k, "log_evidence": 0.0, "hyperparameters": {
+        "C": 1.0, "epsilon": 0.1, "kappa": 0.5, "kappa_b": 9.0, "kappa0": k0}}
+        for k, k0 in ((0, 10.0), (1, 30.0))]
+    q = fixed_params({"kind": "bsvr", "task_id": "t", "params": {"kappa0": "evidence"}}, bsvr)
+    assert q["kappa0"] == pytest.approx(20.0) and q["optimize"] is False
+    q = fixed_params({"kind": "bsvr", "task_id": "t", "params": {}}, bsvr)
+    assert "kappa0" not in q
 
 
 @pytest.mark.parametrize("fix, needle", [

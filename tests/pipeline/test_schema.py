@@ -134,7 +134,7 @@ def test_search_starts_and_bounds_are_checked_inside():
     assert probs == ["models[0].search.bounds.ln_C: must be [low, high] with low < high; got "
                      "[2.0, 1.0] (line 9)",
                      "models[0].search.bounds.ln_x: unknown; allowed: ln_C, ln_epsilon, "
-                     "ln_kappa, ln_kappa_b (line 9)"]
+                     "ln_kappa, ln_kappa_b, ln_kappa0 (line 9)"]
     probs = _problems(_model("gpr", "search = { bounds = [0.0, 1.0] }\n"))
     assert probs == ["models[0].search.bounds: must be [low, high] with 0 < low < high; got "
                      "[0.0, 1.0] (line 9)"]
