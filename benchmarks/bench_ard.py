@@ -6,9 +6,12 @@ scale 1): BSVR-ARD (beta 0.3, the library's defaults) against
 ``GaussianProcessRegressor`` with an ARD RBF + constant + white-noise kernel
 (normalised targets, its default single optimiser run), both in one process. Reported:
 fit seconds, test ASE against the noisy targets and against the true function
-(5,000 test cases), and the ratios::
+(5,000 test cases), and the ratios. ``--kappa0 fixed evidence`` compares
+BSVR's default ``kappa0 = var(y)`` with ``kappa0="evidence"`` (inferred)::
 
-    python3 benchmarks/bench_ard.py [--n 2000] [--seeds 0 1 2] [--out FILE.json]
+    python3 benchmarks/bench_ard.py [--n 2000] [--seeds 0 1 2] [--ard-init ROUTE ...]
+                                    [--kappa0 fixed|evidence ...] [--noise gauss student_t3]
+                                    [--out FILE.json]
 """
 
 import argparse
@@ -51,29 +54,35 @@ def main(argv=None):
     ap.add_argument("--n-test", type=int, default=5000)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--ard-init", nargs="+", default=["isotropic", "continuation"])
+    ap.add_argument("--kappa0", nargs="+", default=["fixed"], choices=["fixed", "evidence"])
+    ap.add_argument("--noise", nargs="+", default=["gauss", "student_t3"],
+                    choices=["gauss", "student_t3"])
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     from bsvm_scale import BayesianSVR
 
     rows = []
-    for noise in ("gauss", "student_t3"):
+    variants = [(route, k0) for route in args.ard_init for k0 in args.kappa0]
+    for noise in args.noise:
         for seed in args.seeds:
             X, y, Xt, yt, ft = _data(args.n, args.n_test, seed, noise)
             gpr = _case("sklearn-GPR-ARD", lambda: _gpr(X.shape[1]), X, y, Xt, yt, ft)
-            for route in args.ard_init:
-                bsvr = _case(f"BSVR-ARD ({route})", lambda: BayesianSVR(
-                    beta=0.3, ard=True, ard_init=route), X, y, Xt, yt, ft)
+            for route, k0 in variants:
+                bsvr = _case(f"BSVR-ARD ({route}, kappa0 {k0})", lambda: BayesianSVR(
+                    beta=0.3, ard=True, ard_init=route,
+                    kappa0="evidence" if k0 == "evidence" else None), X, y, Xt, yt, ft)
                 row = {"noise": noise, "seed": seed, "n": args.n, "ard_init": route,
-                       "bsvr": bsvr, "gpr": gpr,
+                       "kappa0": k0, "bsvr": bsvr, "gpr": gpr,
                        "speedup_gpr_over_bsvr": gpr["seconds"] / bsvr["seconds"],
                        "ase_ratio_bsvr_over_gpr": bsvr["ase"] / gpr["ase"],
                        "ase_true_ratio_bsvr_over_gpr": bsvr["ase_true"] / gpr["ase_true"]}
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     summary = {}
-    for noise, route in ((a, b) for a in ("gauss", "student_t3") for b in args.ard_init):
-        r = [x for x in rows if x["noise"] == noise and x["ard_init"] == route]
-        summary[f"{noise}/{route}"] = {k: float(np.median([x[k] for x in r]))
+    for noise, (route, k0) in ((a, b) for a in args.noise for b in variants):
+        r = [x for x in rows if x["noise"] == noise and x["ard_init"] == route
+             and x["kappa0"] == k0]
+        summary[f"{noise}/{route}/kappa0 {k0}"] = {k: float(np.median([x[k] for x in r]))
                           for k in ("speedup_gpr_over_bsvr", "ase_ratio_bsvr_over_gpr",
                                     "ase_true_ratio_bsvr_over_gpr")}
     print(json.dumps(summary, indent=1))
