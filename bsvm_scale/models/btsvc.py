@@ -332,11 +332,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             With more than two classes: a list with one such dict (or None,
             the default starts) per class, in ``classes_`` order.
         case_ids : array-like of shape (n_samples,), optional
-            A unique integer or string per case. The fit keeps those of its
-            support vectors (``support_case_ids_``); a retraining
-            (``warm_start_from``) given them starts its SMO from the earlier
-            dual values of the cases both fits share
-            (:func:`bsvm_scale.models.warm_start.carried_dual`).
+            Unique case identifiers (integers or strings), kept for the
+            support vectors of every binary model (``support_case_ids_``). A
+            retraining given them begins each binary model's SMO at its
+            earlier ``alpha`` on the shared cases
+            (:mod:`bsvm_scale.models.warm_start`).
 
         Returns
         -------

@@ -65,29 +65,30 @@ def test_bad_earlier_models_are_named(sinc):
         BayesianSVC(warm_start_from=three).fit(g.X, g.y)
 
 
-def test_pipeline_retrains_from_an_earlier_run(tmp_path):
-    from bsvm_scale.pipeline.config import parse_pipeline
-    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data, run_pipeline
-
-    text = """
+#: a nightly pipeline: one BSVR model on the data set "sinc" ({data}: its source)
+_NIGHT = """
 [run]
 name = "{name}"
 output = "{out}"
 
 [[datasets]]
 name = "sinc"
-generator = "sinc_silf"
-n = 300
-seed = {seed}
-partitions = 2
-n_train = 200
+{data}
 
 [[models]]
 kind = "bsvr"
 name = "BSVR"
-search = {{ n_starts = 2 }}
+search = {{ n_starts = {starts} }}
 {warm}
 """
+
+
+def test_pipeline_retrains_from_an_earlier_run(tmp_path):
+    from bsvm_scale.pipeline.config import parse_pipeline
+    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data, run_pipeline
+
+    data = 'generator = "sinc_silf"\nn = 300\nseed = {seed}\npartitions = 2\nn_train = 200'
+    text = _NIGHT.replace("{data}", data).replace("{starts}", "2")
     first = parse_pipeline(text.format(name="night1", out=tmp_path, seed=0, warm=""),
                            tmp_path / "p.toml")
     assert run_pipeline(first, workers=1, progress=False)["meta"]["n_failed"] == 0
@@ -249,26 +250,10 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path):
     for night, rows in (("1", slice(0, 300)), ("2", slice(15, 315))):
         write_dataset(Dataset(X=d.X[rows], y=d.y[rows], name="sinc", task="regression",
                               extra={"case_id": ids[rows]}), tmp_path / f"d{night}.h5")
-    text = """
-[run]
-name = "night{night}"
-output = "{out}"
-seed = 0
-
-[[datasets]]
-name = "sinc"
-path = "d{night}.h5"
-partitions = 1
-n_train = 270
-
-[[models]]
-kind = "bsvr"
-name = "BSVR"
-search = {{ n_starts = 1 }}
-{warm}
-"""
+    text = _NIGHT.replace("{data}", 'path = "d{night}.h5"\npartitions = 1\nn_train = 270')
     for night, warm in (("1", ""), ("2", 'warm_start = "night1"')):
-        p = parse_pipeline(text.format(night=night, out=tmp_path, warm=warm), tmp_path / "p.toml")
+        p = parse_pipeline(text.replace("{starts}", "1").format(
+            name=f"night{night}", night=night, out=tmp_path, warm=warm), tmp_path / "p.toml")
         assert run_pipeline(p, workers=1, progress=False)["meta"]["n_failed"] == 0
     from bsvm_scale.pipeline.runfile import read_run_file
 
