@@ -364,8 +364,7 @@ def _add_dask_target(p, scheduler_note: str) -> None:
                    help=f"address of a running dask scheduler (e.g. tcp://host:8786; "
                         f"{scheduler_note})")
     g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="a LocalCluster of N worker processes, one thread each (run default: "
-                        "the core count)")
+                   help="a LocalCluster of N worker processes, one thread each")
 
 
 def add_run_parser(subparsers) -> None:
@@ -377,7 +376,7 @@ def add_run_parser(subparsers) -> None:
                     "After an edit of the file, only tasks whose model, parameters, "
                     "partition or data changed are recomputed.")
     p.add_argument("pipeline", metavar="PIPELINE.toml")
-    _add_dask_target(p, "default: start a LocalCluster and close it at the end")
+    _add_dask_target(p, "default: a LocalCluster of one worker per core, closed at the end")
     g = p.add_mutually_exclusive_group()
     g.add_argument("--resume", action="store_true", default=True,
                    help="keep finished tasks and checkpoints of an earlier run (default)")

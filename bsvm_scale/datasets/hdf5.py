@@ -73,6 +73,8 @@ def _compress_kwargs(shape, compression, compression_opts):
 
 def _write_array(group, name, arr, compression, compression_opts):
     arr = np.asarray(arr)
+    if arr.dtype.kind == "O" and all(isinstance(v, str) for v in arr.ravel().tolist()):
+        arr = arr.astype(str)
     if arr.dtype.kind == "U":  # text (case identifiers): variable-length UTF-8
         group.create_dataset(name, data=arr.astype(object), dtype=_h5py().string_dtype(),
                              track_times=False)

@@ -12,68 +12,97 @@ from pathlib import Path
 import numpy as np
 
 from .._util.atomic import file_sha256
-from .._util.tables import TableError, read_csv
+from .._util.tables import TableError, csv_header, read_csv
 from ._dataset import CASE_ID, TASKS, Dataset, random_splits
 
-__all__ = ["import_table", "MAX_CLASSES"]
+__all__ = ["import_table", "case_ids_from_text", "MAX_CLASSES"]
 
 #: a target of integers with at most this many distinct values is taken as
 #: class labels when the task is not given
 MAX_CLASSES = 20
 
 
-def _read(path, id_column=None):
-    """``(column names, float64 array, case ids or None)`` of a CSV or ``.npy``
-    file; ``id_column`` names the column of case identifiers (CSV: read as
-    text; ``.npy``: its name ``x<k>`` or index), which is left out of both."""
+def _header(path):
+    """Column names of a CSV file's header, or ``x1..xd`` of a ``.npy`` array."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        if id_column is None:
-            return (*read_csv(path), None)
-        columns, A, texts = read_csv(path, text=str(id_column))
-        return columns, A, _case_ids(texts, path, id_column)
+        return csv_header(path)
     if suffix == ".npy":
-        a = np.load(path)
-        if a.ndim != 2 or a.dtype.kind not in "fiub":
-            raise TableError(f".npy file {str(path)!r} must hold a 2-D numeric array; got shape "
-                             f"{a.shape}, dtype {a.dtype}.")
-        columns, A = [f"x{k + 1}" for k in range(a.shape[1])], a.astype(np.float64)
-        if id_column is None:
-            return columns, A, None
-        k = _target_column(columns, id_column, path)
-        return (columns[:k] + columns[k + 1:], np.delete(A, k, axis=1),
-                _case_ids(A[:, k], path, id_column))
+        return [f"x{k + 1}" for k in range(_npy(path).shape[1])]
     raise TableError(f"cannot import {str(path)!r}: give a .csv file with a header or a .npy "
                      "array.")
 
 
-def _case_ids(values, path, column):
-    """Case identifiers: int64 when every value is an integer, else strings;
-    they must be unique."""
-    values = list(values)
+def _npy(path):
+    a = np.load(path)
+    if a.ndim != 2 or a.dtype.kind not in "fiub":
+        raise TableError(f".npy file {str(path)!r} must hold a 2-D numeric array; got shape "
+                         f"{a.shape}, dtype {a.dtype}.")
+    return a
+
+
+def _read(path, id_name=None):
+    """``(column names, float64 array, case ids or None)`` of a CSV or ``.npy``
+    file; the column ``id_name`` (case identifiers: CSV text, or a ``.npy``
+    column) is left out of the names and the array."""
+    if path.suffix.lower() == ".csv":
+        if id_name is None:
+            return (*read_csv(path), None)
+        columns, A, texts = read_csv(path, text=id_name)
+        return columns, A, case_ids_from_text(texts, f"id column {id_name!r} of {str(path)!r}")
+    a = _npy(path)
+    columns = [f"x{k + 1}" for k in range(a.shape[1])]
+    if id_name is None:
+        return columns, a.astype(np.float64), None
+    k = columns.index(id_name)
+    return (columns[:k] + columns[k + 1:], np.delete(a, k, axis=1).astype(np.float64),
+            _numeric_ids(a[:, k], f"id column {id_name!r} of {str(path)!r}"))
+
+
+def case_ids_from_text(texts, where, unique=True):
+    """Case identifiers from text: int64 when every value is written as a
+    canonical integer (``"42"``, not ``"042"``) within int64, else the
+    strings themselves; with ``unique`` they must be unique
+    (:class:`TableError` naming ``where`` otherwise)."""
+    texts = [str(t) for t in texts]
     try:
-        as_float = np.asarray(values, dtype=np.float64)
-        integral = np.all(np.isfinite(as_float)) and np.all(np.mod(as_float, 1.0) == 0.0)
+        ints = [int(t) for t in texts]
+        canonical = all(str(i) == t and -2**63 <= i < 2**63 for i, t in zip(ints, texts))
     except ValueError:
-        integral = False
-    ids = as_float.astype(np.int64) if integral else np.array([str(v) for v in values])
+        canonical = False
+    ids = np.array(ints, dtype=np.int64) if canonical else np.array(texts, dtype=str)
+    return _unique(ids, where) if unique else ids
+
+
+def _numeric_ids(col, where):
+    if col.dtype.kind in "iub":
+        return _unique(col.astype(np.int64), where)
+    if not (np.all(np.isfinite(col)) and np.all(np.mod(col, 1.0) == 0.0)
+            and np.all(np.abs(col) < 2.0**53)):
+        raise TableError(f"{where} must hold integers (exactly representable); got "
+                         f"{col[:3].tolist()} ...")
+    return _unique(col.astype(np.int64), where)
+
+
+def _unique(ids, where):
     uniq, counts = np.unique(ids, return_counts=True)
     if uniq.size != ids.size:
-        raise TableError(f"id column {column!r} of {str(path)!r} repeats "
-                         f"{uniq[counts > 1][:5].tolist()}: case identifiers must be unique.")
+        raise TableError(f"{where} repeats {uniq[counts > 1][:5].tolist()}: case identifiers "
+                         "must be unique.")
     return ids
 
 
-def _target_column(columns, target, path):
+def _target_column(columns, target, path, what="target"):
+    """Index of the column ``target`` (a name, or an index) in ``columns``."""
     if target in columns:
         return columns.index(target)
     try:
         k = int(target)
     except (TypeError, ValueError):
-        raise TableError(f"target {target!r} is not a column of {str(path)!r} (columns: "
+        raise TableError(f"{what} {target!r} is not a column of {str(path)!r} (columns: "
                          f"{columns[:10]}).") from None
     if not -len(columns) <= k < len(columns):
-        raise TableError(f"target column {k} is outside the {len(columns)} columns of "
+        raise TableError(f"{what} column {k} is outside the {len(columns)} columns of "
                          f"{str(path)!r}.")
     return k % len(columns)
 
@@ -120,9 +149,15 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
         raise FileNotFoundError(f"file {str(path)!r} does not exist")
     if task is not None and task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
-    columns, A, ids = _read(path, id_column)
+    header = _header(path)
+    target_name = header[_target_column(header, target, path)]
+    id_name = None if id_column is None else header[_target_column(header, id_column, path,
+                                                                   "id column")]
+    if id_name is not None and id_name == target_name:
+        raise TableError(f"the id column and the target are the same column {id_name!r}.")
+    columns, A, ids = _read(path, id_name)
     _check_finite(A, columns, path)
-    k = _target_column(columns, target, path)
+    k = columns.index(target_name)
     y = A[:, k]
     inferred = task is None
     task = _infer_task(y) if inferred else task
@@ -130,7 +165,7 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
         y = y.astype(np.int64)
     prov = {"source": "import", "file": str(path.resolve()), "sha256": file_sha256(path),
             "target": columns[k], "task": task, "task_inferred": inferred,
-            "id_column": None if id_column is None else str(id_column),
+            "id_column": id_name,
             "imported": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     ds = Dataset(X=np.delete(A, k, axis=1), y=y, name=name or path.stem, task=task,
                  feature_names=[c for j, c in enumerate(columns) if j != k], provenance=prov,

@@ -394,6 +394,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             thetas = self._retrain_start(prev, bounds, problem, case_ids)
         if init is not None:
             thetas = [np.asarray(init["theta"], dtype=float)]
+            if thetas[0].shape != (len(bounds),) or not np.all(np.isfinite(thetas[0])):
+                raise ValueError(f"init['theta'] must hold {len(bounds)} finite log "
+                                 f"hyperparameters (ard={self.ard}, kappa0={self.kappa0!r}); "
+                                 f"got {init['theta']!r:.200}.")
             if init.get("state") is not None or init.get("nu") is not None:
                 problem.set_state(init["state"] if init.get("state") is not None
                                   else {"nu": init["nu"]})

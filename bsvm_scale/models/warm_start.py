@@ -109,11 +109,13 @@ def check_case_ids(case_ids, n):
     if ids.ndim != 1 or ids.shape[0] != n:
         raise ValueError(f"case_ids must hold one identifier per training case ({n}); got "
                          f"shape {ids.shape}.")
-    if ids.dtype.kind in "iu":
+    values = ids.tolist()
+    if ids.dtype.kind in "iu" or (ids.dtype.kind == "O" and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values)):
         ids = ids.astype(np.int64)
     elif ids.dtype.kind in "OUS" and all(isinstance(v, (str, bytes, np.str_, np.bytes_))
-                                        for v in ids.tolist()):
-        ids = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in ids.tolist()],
+                                        for v in values):
+        ids = np.array([v.decode() if isinstance(v, bytes) else str(v) for v in values],
                        dtype=str)
     else:
         raise ValueError(f"case_ids must be integers or strings; got dtype {ids.dtype}.")
@@ -161,6 +163,13 @@ def carried_dual(model, case_ids, magnitude=False):
         return None
     ids_before = np.asarray(ids_before)
     if (ids_before.dtype.kind == "U") != (case_ids.dtype.kind == "U"):
+        import warnings
+
+        kinds = {True: "strings", False: "integers"}
+        warnings.warn(f"case_ids are {kinds[case_ids.dtype.kind == 'U']}, the earlier model's "
+                      f"{kinds[ids_before.dtype.kind == 'U']}: no case matches, so the SMO "
+                      "does not start from the earlier dual solution.", UserWarning,
+                      stacklevel=4)
         return None
     order = np.argsort(ids_before)
     pos = np.clip(np.searchsorted(ids_before, case_ids, sorter=order), 0, ids_before.size - 1)

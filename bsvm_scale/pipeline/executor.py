@@ -73,7 +73,8 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
 
     Returns ``{label: {'path', 'task', 'n', 'd', 'partitions': [(train, test), ...]}}``.
     """
-    from ..datasets import generate, ordered_split, random_splits, read_dataset, write_dataset
+    from ..datasets import (generate, ordered_split, random_splits, read_case_ids, read_dataset,
+                            write_dataset)
     from .variants import common_test_data
 
     out = {}
@@ -104,7 +105,8 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
             parts = random_splits(ds.n_samples, spec.n_train, spec.partitions, spec.split_seed,
                                   n_test=spec.n_test)
         out[spec.label] = {"path": str(path), "task": ds.task, "n": ds.n_samples,
-                           "d": ds.n_features, "partitions": parts, "X": ds.X, "y": ds.y}
+                           "d": ds.n_features, "partitions": parts, "X": ds.X, "y": ds.y,
+                           "ids": read_case_ids(path)}
     return out
 
 
@@ -458,7 +460,8 @@ def _submit(run, todo, client):
     seen = client.run(_paths_visible, sorted({s["data"] for s in todo}))
     scatter = bool(os.environ.get("BSVM_PIPELINE_FORCE_SCATTER")) or not all(seen.values())
     if scatter:
-        scattered = {d["path"]: scatter_shared(client, (d["X"], d["y"]))
+        scattered = {d["path"]: scatter_shared(client, (d["X"], d["y"]) if d.get("ids") is None
+                                               else (d["X"], d["y"], d["ids"]))
                      for d in run.data.values()}
         for s in todo:
             s["data"] = scattered[s["data"]]

@@ -100,7 +100,8 @@ def _keyed_params(kind, params):
 
 def task_keys(specs, data):
     """``{task_id: key}`` for the planned ``specs`` over the prepared ``data``."""
-    digests = {label: array_digest(d["X"], d["y"]) for label, d in data.items()}
+    digests = {label: array_digest(d["X"], d["y"], *([] if d.get("ids") is None else [d["ids"]]))
+               for label, d in data.items()}
     keys = {}
     for s in sorted(specs, key=lambda s: bool(dependencies(s))):  # dependencies first
         body = {k: s[k] for k in ("kind", "model", "dataset", "partition", "params", "cv",

@@ -33,7 +33,7 @@ import json
 import os
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -116,7 +116,11 @@ def _csv_to_npy(path, columns, out, id_column=None):
             ids.append(row[1])
     arr.flush()
     del arr
-    return None if id_column is None else np.array(ids, dtype=str)
+    if id_column is None:
+        return None
+    from ..datasets.importing import case_ids_from_text
+
+    return case_ids_from_text(ids, f"id column {id_column!r}", unique=False)
 
 
 def _npy_shape(path):
@@ -309,6 +313,8 @@ def _run_dask(model_path, inputs, chunks, writer, progress, client):
     n_workers = max(1, len(client.scheduler_info().get("workers", {})))
     todo = list(chunks)
     window = _WINDOW_PER_WORKER * n_workers
+
+    inputs = replace(inputs, ids=None)  # the driver writes them; tasks need not carry them
 
     def submit(c):
         return client.submit(score_chunk, model_path, inputs, *c, pure=False)

@@ -106,9 +106,10 @@ def source_commit():
 
 
 def read_xy(source):
-    """``(X, y)`` from an HDF5 data set path (read-only, cached per process) or a pair."""
+    """``(X, y)`` from an HDF5 data set path (read-only, cached per process), or
+    from scattered data ``(X, y)`` / ``(X, y, case_ids)``."""
     if not isinstance(source, (str, os.PathLike)):
-        X, y = source
+        X, y = source[0], source[1]
         return np.asarray(X, dtype=np.float64), np.asarray(y)
     from ..datasets import read_dataset
 
@@ -123,9 +124,10 @@ def read_xy(source):
 
 
 def read_ids(source):
-    """Case identifiers of an HDF5 data set path (None without them, or for a pair)."""
+    """Case identifiers of an HDF5 data set path or of scattered ``(X, y, case_ids)``
+    (None without them)."""
     if not isinstance(source, (str, os.PathLike)):
-        return None
+        return source[2] if len(source) > 2 else None
     from ..datasets import read_case_ids
 
     return read_case_ids(str(source))

@@ -304,7 +304,7 @@ def check_fix_from(models, bad):
         if f is None:
             continue
         where = f"models[{m.label}].fix_from"
-        src = by_label.get(f.get("model"))
+        src = by_label.get(f.get("model")) if isinstance(f.get("model"), str) else None
         problems = []
         check_table(f, FIX_FROM_KEYS, where, lambda msg, key: problems.append(msg))
         if "model" not in f:
@@ -318,6 +318,10 @@ def check_fix_from(models, bad):
         elif src is None or src is m or src.fix_from is not None or src.kind != m.kind:
             bad(f"{where}.model: must name another {m.kind} model with evidence maximisation; "
                 f"got {f.get('model')!r}")
+        elif (src.settings.get("kappa0") == "evidence") != (m.settings.get("kappa0") == "evidence"):
+            bad(f"{where}.model: {src.label!r} and {m.label!r} must both set kappa0 = "
+                "\"evidence\" or neither (the averaged hyperparameters include kappa0 only "
+                "when it was inferred)")
         elif not set(m.datasets) <= set(src.datasets):
             bad(f"{where}.model: {src.label!r} does not run on every data set of {m.label!r} "
                 f"({', '.join(sorted(set(m.datasets) - set(src.datasets)))})")
@@ -358,7 +362,8 @@ def fixed_params(spec, deps):
             best[p] = r
     keys = FIXED_KEYS[spec["kind"]]
     if spec["kind"] == "bsvr" and isinstance(spec["params"].get("kappa0"), str):
-        keys = keys + ("kappa0",)  # inferred by the source model: averaged too
+        # inferred, here and in the source model (check_fix_from): averaged too
+        keys = keys + ("kappa0",)
     hyp = [b["hyperparameters"] for b in best.values()]
     if not hyp or any(k not in h for h in hyp for k in keys):
         raise ValueError(f"task {spec['task_id']}: fix_from needs the hyperparameters "

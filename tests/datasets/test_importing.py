@@ -125,5 +125,27 @@ def test_id_column_is_kept_as_case_ids(tmp_path, capsys):
     assert read_case_ids(tmp_path / "p.h5") is None
     with pytest.raises(TableError, match=r"id column 'k' of .* repeats \[3\]"):
         import_table(_csv(tmp_path / "d.csv", "k,a,y\n3,1,0\n3,2,1\n"), "y", id_column="k")
-    with pytest.raises(TableError, match="column 'nope' is not in"):
+    with pytest.raises(TableError, match="id column 'nope' is not a column"):
         import_table(src, "y", id_column="nope")
+    with pytest.raises(TableError, match="id column and the target are the same column 'y'"):
+        import_table(src, "y", id_column="y")
+
+
+def test_id_and_target_indices_refer_to_the_file_as_given(tmp_path):
+    """A numeric --target counts the columns of the file, id column included;
+    integer ids keep all their digits; text that is not a canonical integer
+    ("042") stays text."""
+    A = np.array([[7, 1.0, 2.0, 0.5], [8, 3.0, 4.0, 0.25], [9, 5.0, 6.0, 0.125]])
+    np.save(tmp_path / "a.npy", A)
+    ds = import_table(tmp_path / "a.npy", 3, id_column=0)
+    np.testing.assert_array_equal(ds.y, A[:, 3])
+    np.testing.assert_array_equal(ds.X, A[:, 1:3])
+    assert ds.extra["case_id"].tolist() == [7, 8, 9]
+    big = _csv(tmp_path / "b.csv", "k,a,y\n12345678901234567,1,0\n12345678901234568,2,1\n")
+    assert import_table(big, "y", id_column="k").extra["case_id"].tolist() == [
+        12345678901234567, 12345678901234568]
+    lead = _csv(tmp_path / "l.csv", "k,a,y\n042,1,0\n42,2,1\n")
+    assert import_table(lead, "y", id_column="k").extra["case_id"].tolist() == ["042", "42"]
+    np.save(tmp_path / "f.npy", np.array([[0.5, 1.0, 2.0], [1.5, 3.0, 4.0]]))
+    with pytest.raises(TableError, match="must hold integers"):
+        import_table(tmp_path / "f.npy", 2, id_column=0)

@@ -316,5 +316,8 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
     np.testing.assert_array_equal(load_model(tmp_path / "m.h5").predict(X), free.predict(X))
     with pytest.raises(ValueError, match="kappa0='evidence', this fit kappa0=None"):
         BayesianSVR(ard=True, warm_start_from=free).fit(X, y)
+    with pytest.raises(ValueError, match=r"init\['theta'\] must hold 6 finite"):
+        BayesianSVR(ard=True, kappa0="evidence", optimize=False).fit(
+            X, y, init={"theta": fixed.theta_})
     again = BayesianSVR(ard=True, beta=0.3, kappa0="evidence", warm_start_from=free).fit(X, y)
     np.testing.assert_array_equal(again.starts_[0]["theta0"], free.theta_)

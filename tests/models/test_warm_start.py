@@ -140,6 +140,7 @@ def test_case_ids_are_checked():
 
     assert check_case_ids(None, 3) is None
     assert check_case_ids([3, 1, 2], 3).dtype == np.int64
+    assert check_case_ids(np.array([3, 1], dtype=object), 2).dtype == np.int64  # e.g. pandas
     assert check_case_ids(np.array(["a", "b"], dtype=object), 2).tolist() == ["a", "b"]
     with pytest.raises(ValueError, match=r"one identifier per training case \(3\)"):
         check_case_ids([1, 2], 3)
@@ -174,7 +175,8 @@ def test_carried_dual_matches_identifiers():
     text = check_case_ids([f"c{i}" for i in now], 500)
     np.testing.assert_array_equal(carried_dual(_Earlier([f"c{i}" for i in before], coef), text),
                                   expect)
-    assert carried_dual(_Earlier(before, coef), text) is None  # ids of another type
+    with pytest.warns(UserWarning, match="case_ids are strings, the earlier model's integers"):
+        assert carried_dual(_Earlier(before, coef), text) is None
     assert carried_dual(_Earlier(before, coef), None) is None
     assert carried_dual(_Earlier([5000], [1.0]), now) is None  # nothing shared
     assert carried_dual(None, now) is None
@@ -236,7 +238,9 @@ def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
         np.testing.assert_array_equal(alpha0, [before.get(i, 0.0) for i in ids[50:650]])
 
 
-def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path):
+@pytest.mark.parametrize("transport", ["path", "scattered"])
+def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monkeypatch,
+                                                                  transport):
     """A data set file with case identifiers (``datasets import --id``): the
     first night's model keeps its support vectors' ids, the second night's
     retraining starts its first MAP solve from the carried dual ("warm", not
@@ -250,6 +254,8 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path):
     for night, rows in (("1", slice(0, 300)), ("2", slice(15, 315))):
         write_dataset(Dataset(X=d.X[rows], y=d.y[rows], name="sinc", task="regression",
                               extra={"case_id": ids[rows]}), tmp_path / f"d{night}.h5")
+    if transport == "scattered":  # workers that cannot read the files get (X, y, ids)
+        monkeypatch.setenv("BSVM_PIPELINE_FORCE_SCATTER", "1")
     text = _NIGHT.replace("{data}", 'path = "d{night}.h5"\npartitions = 1\nn_train = 270')
     for night, warm in (("1", ""), ("2", 'warm_start = "night1"')):
         p = parse_pipeline(text.replace("{starts}", "1").format(
@@ -264,3 +270,5 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path):
     second = load_model(tmp_path / "night2" / "models" / "sinc__BSVR__p000.h5")
     assert second.starts_[0]["trajectory"][0]["info"]["smo_start"] == "warm"
     assert second.support_case_ids_.dtype.kind == "U"
+    rec = read_run_file(tmp_path / "night2" / "run.h5")
+    assert rec["meta"]["data_transport"] == transport

@@ -176,6 +176,7 @@ def test_fixed_params_average_the_best_start_per_partition():
     ('{ model = 3 }', "fix_from.model: must be a string; got 3"),
     ('{ partitions = 2 }', "fix_from.model: missing; name the model to fix from"),
     ('{ model = "B", colour = 1 }', "fix_from.colour: unknown key; allowed: model, partitions"),
+    ('{ model = ["B"] }', "fix_from.model: must be a string"),
 ])
 def test_bad_fix_from_is_refused(tmp_path, fix, needle):
     text = BASE.format(out=str(tmp_path), dataset="n = 100\nn_train = 50\npartitions = 1",
@@ -183,6 +184,18 @@ def test_bad_fix_from_is_refused(tmp_path, fix, needle):
     with pytest.raises(PipelineError) as info:
         parse_pipeline(text, tmp_path / "p.toml")
     assert needle in str(info.value)
+
+
+def test_fix_from_needs_the_same_kappa0_setting(tmp_path):
+    """A fixed model takes kappa0 from its source only when both infer it."""
+    text = BASE.format(out=str(tmp_path), dataset="n = 100\nn_train = 50\npartitions = 1",
+                       model='settings = { kappa0 = "evidence" }') + \
+        '[[models]]\nkind = "bsvr"\nname = "A"\nfix_from = { model = "B" }\n'
+    with pytest.raises(PipelineError, match="must both set kappa0"):
+        parse_pipeline(text, tmp_path / "p.toml")
+    both = text.replace('fix_from = { model = "B" }',
+                        'fix_from = { model = "B" }\nsettings = { kappa0 = "evidence" }')
+    assert parse_pipeline(both, tmp_path / "p.toml").models[1].fix_from == {"model": "B"}
 
 
 # ---------------------------------------------------------------- LOO folds

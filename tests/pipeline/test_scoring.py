@@ -197,7 +197,7 @@ def test_case_ids_travel_with_the_predictions(svr_file, svc_file, tmp_path, caps
     assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "o.h5"), "--id", "key",
                  "--chunk-size", "5", "--no-progress"]) == 0
     out, _ = _read(tmp_path / "o.h5")
-    assert [v.decode() for v in out["case_id"]] == ids
+    assert [v.decode() for v in out["case_id"]] == ids  # text ids stay text
     np.testing.assert_array_equal(out["mean"], m.predict(X))
     capsys.readouterr()
     # without --id the text column is an input that is not a number
