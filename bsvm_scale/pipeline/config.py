@@ -504,7 +504,20 @@ def _estimator_tables(kind, settings, search, where, at):
         if key in settings:
             at(f"{where}: {key!r} is given both in settings and in search", key)
             ok = False
-    return ok
+    return _kappa0_keys_ok(kind, settings, search, where, at) and ok
+
+
+def _kappa0_keys_ok(kind, settings, search, where, at):
+    """A BSVR ``kappa0`` start or ``ln_kappa0`` bound needs ``kappa0 = "evidence"``."""
+    if kind != "bsvr" or settings.get("kappa0") == "evidence":
+        return True
+    starts = search.get("starts") if isinstance(search.get("starts"), list) else []
+    bounds = search.get("bounds") if isinstance(search.get("bounds"), dict) else {}
+    if any(isinstance(st, dict) and "kappa0" in st for st in starts) or "ln_kappa0" in bounds:
+        at(f"{where}.search: a kappa0 start or an ln_kappa0 bound needs settings.kappa0 = "
+           "\"evidence\" (kappa0 is otherwise fixed)", "search")
+        return False
+    return True
 
 
 def _cv_ok(kind, cv, where, at):

@@ -135,6 +135,11 @@ def test_search_starts_and_bounds_are_checked_inside():
                      "[2.0, 1.0] (line 9)",
                      "models[0].search.bounds.ln_x: unknown; allowed: ln_C, ln_epsilon, "
                      "ln_kappa, ln_kappa_b, ln_kappa0 (line 9)"]
+    probs = _problems(_model("bsvr", "search = { bounds = { ln_kappa0 = [0.0, 1.0] } }\n"))
+    assert probs == ['models[0].search: a kappa0 start or an ln_kappa0 bound needs '
+                     'settings.kappa0 = "evidence" (kappa0 is otherwise fixed) (line 9)']
+    assert _problems(_model("bsvr", "search = { starts = [{ kappa0 = 3.0 }] }\n"))[0].endswith(
+        'needs settings.kappa0 = "evidence" (kappa0 is otherwise fixed) (line 9)')
     probs = _problems(_model("gpr", "search = { bounds = [0.0, 1.0] }\n"))
     assert probs == ["models[0].search.bounds: must be [low, high] with 0 < low < high; got "
                      "[0.0, 1.0] (line 9)"]
