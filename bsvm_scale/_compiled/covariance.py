@@ -111,6 +111,50 @@ def cov_cross_matvec(kern, B, v):
 
 
 @jit(parallel=True)
+def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
+    """:func:`cov_cross_matvec` (the same bits) and, from the same kernel
+    values, the rows of ``nu^T (dSigma/d ln theta) v``: for every input ``a``
+    with ``rows[a] >= 0``, ``part[rows[a], p] += nu[a] * sum_b v[b]
+    dCov(x_a, B[b])/d ln theta_p`` for ``ln kappa0`` and every ``ln w_l``
+    (the ``ln kappa_b`` column is left to the caller). Each row sums over
+    ``b`` in order."""
+    A, w, kappa0, kappa_b = kern
+    d = A.shape[1]
+    out = np.empty(A.shape[0])
+    for a in prange(A.shape[0]):
+        s = 0.0
+        r = rows[a]
+        if r < 0:
+            for b in range(B.shape[0]):
+                s += (kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b) * v[b]
+        else:
+            na = nu[a]
+            for b in range(B.shape[0]):
+                kk = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w))
+                s += (kk + kappa_b) * v[b]
+                c = na * v[b] * kk
+                part[r, 0] += c
+                for l in range(d):
+                    t = A[a, l] - B[b, l]
+                    part[r, 1 + l] -= 0.5 * w[l] * t * t * c
+        out[a] = s
+    return out
+
+
+@jit(parallel=True)
+def dcov_rows(kern, rows, cols, v):
+    """``sum_b v[b] dCov(x_rows[a], x_cols[b])/d ln theta_p`` for every row
+    ``a`` (``len(rows) x (d + 2)``; the ``ln kappa_b`` column is left 0)."""
+    out = np.zeros((rows.shape[0], kern.X.shape[1] + 2))
+    for a in prange(rows.shape[0]):
+        ia = rows[a]
+        for b in range(cols.shape[0]):
+            if v[b] != 0.0:
+                _add_dcov(kern, ia, cols[b], v[b], out, a)
+    return out
+
+
+@jit(parallel=True)
 def cov_subset(kern, idx):
     """Sub-matrix ``Sigma_M`` of the covariance over the points ``idx`` (m x m)."""
     X, w, kappa0, kappa_b = kern

@@ -94,7 +94,7 @@ def stable_cholesky(A):
 
 
 def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
-                  settings=EvidenceSettings(), kappa0_grad=False):
+                  settings=EvidenceSettings(), kappa0_grad=False, quad=None):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
@@ -119,6 +119,11 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         when the block does not fit the budget).
     kappa0_grad : bool, default=False
         Include ``d/d ln kappa0`` (``kappa0`` inferred rather than fixed).
+    quad : ndarray, optional
+        ``nu^T (dSigma~/d ln theta_p) nu`` in the full layout ``[ln kappa0,
+        ln w_1..d, ln kappa_b]`` of the bias-free covariance, when the MAP
+        solve already has it (:func:`bsvm_scale._compiled.smo_silf.quad_after_smo`);
+        otherwise it is contracted here over the support vectors.
 
     Returns
     -------
@@ -127,13 +132,13 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``); with
         ``kappa0_grad`` as ``[ln C, ln eps, *cov.theta]``.
     """
-    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings)
+    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad)
     if ev.grad is not None and not kappa0_grad:
         ev.grad = np.delete(ev.grad, 2)
     return ev
 
 
-def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings):
+def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad=None):
     """:func:`silf_evidence` with the gradient over ``[ln C, ln eps, *cov.theta]``."""
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
@@ -141,14 +146,15 @@ def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings):
     method, max_rank = settings.plan(off.size, dense_arrays=3)
     if method == "matrix_free":
         return _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off,
-                            settings.tol, max_rank)
+                            settings.tol, max_rank, quad)
     # multithreaded BLAS only pays on large blocks; on small ones its thread
     # start-up dominates and oversubscribes cores shared with other workers
     with blas_threads(off.size < 1500):
         value, L, jitter, Binv, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off)
         grad = None
         if need_grad:
-            grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss)
+            grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss,
+                             quad)
     return EvidenceResult(value, grad, L, jitter, off, support, f)
 
 
@@ -173,7 +179,8 @@ def _loss_terms(y, f, C, epsilon, beta):
         losses.silf_log_normalizer(C, epsilon, beta))
 
 
-def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank):
+def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank,
+                 quad=None):
     """(4.38)-(4.42) through :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`
     with ``Lambda = C / (2 beta eps)``: ``ln|I + C/(2 beta eps) Sigma_M| =
     ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
@@ -187,30 +194,39 @@ def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, to
     if need_grad:
         tr_BS = m - float(np.sum(block.diag_inv()))
         g_trace = block.dlogdet() if m else np.zeros(cov.theta.shape[0])
-        grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+        grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
+                              quad)
     return EvidenceResult(value, grad, None, 0.0, off, support, f, "matrix_free",
                           0.5 * block.error, block)
 
 
-def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace):
-    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)`` and ``tr(B_s^-1 dSigma_p)``."""
+def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
+                   quad=None):
+    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)``, ``tr(B_s^-1 dSigma_p)`` and
+    ``nu^T dSigma_p nu`` (``quad``, see :func:`silf_evidence`, or contracted here)."""
     n = nu.shape[0]
     dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
     g_lnC = C * float(loss.sum()) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
     dl_deps = losses.silf_d_epsilon(resid, epsilon, beta)
     g_lneps = C * epsilon * float(dl_deps.sum()) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
     p = cov.theta.shape[0]
-    g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
+    if quad is not None:
+        q = np.array(quad, dtype=np.float64)
+        q[-1] = cov.kappa_b * float(np.sum(nu[support])) ** 2  # dSigma/d ln kappa_b = kappa_b
+        g_quad = cov._collapse(q)
+    else:
+        g_quad = cov.quad_grad(X, support, nu[support]) if support.size else np.zeros(p)
     g_cov = 0.5 * g_trace - 0.5 * g_quad
     return np.concatenate(([g_lnC, g_lneps], g_cov))
 
 
-def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss):
+def _gradient(X, nu, cov, C, epsilon, beta, off, support, Binv, resid, loss, quad=None):
     """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
     m = off.shape[0]
     tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
     g_trace = cov.trace_grad(X, off, Binv) if m else np.zeros(cov.theta.shape[0])
-    return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace)
+    return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
+                          quad)
 
 
 def prediction_factor(X, ev, cov, C, epsilon, beta, settings):

@@ -14,7 +14,7 @@ import warnings
 
 import numpy as np
 
-from .._compiled.smo_silf import silf_params, smo_silf, start_dual
+from .._compiled.smo_silf import quad_after_smo, silf_params, smo_silf, start_dual_quad
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
@@ -45,6 +45,7 @@ class _Problem:
                                   0.0)
         self.cache = RowCache(X, init, cache_mb)
         self.last = None
+        self.quad = None  # nu^T dSigma~/d ln theta nu of the last solve (None: not known)
         self.reset()
 
     def reset(self, nu=None):
@@ -129,9 +130,11 @@ class _Problem:
         nu, how = self._start(C, eps, cov)
         self.pinned = False
         par = silf_params(C, eps, self.beta, cov.kappa_b)
-        dual = start_dual(self.cache.kernel, self.y, nu, par)
+        dual, q0, nu0 = start_dual_quad(self.cache.kernel, self.y, nu, par)
         slope, n_iter, vmax = smo_silf(self.cache.kernel, self.cache.state, dual, par,
                                        self.tol, self.max_iter, self.slope)
+        # nu^T dSigma~ nu of the gradient (4.39)-(4.41), from the start pass's kernel values
+        self.quad = quad_after_smo(self.cache.kernel, q0, nu0, dual.nu)
         self.slope = float(slope)
         self.nu_C = C
         nu = dual.nu
@@ -151,7 +154,7 @@ class _Problem:
         t1 = time.perf_counter()
         try:
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
-                               self.evidence, kappa0_grad=self.lead == 3)
+                               self.evidence, kappa0_grad=self.lead == 3, quad=self.quad)
         except EvidenceBudgetError as err:
             if not need_grad:  # a final evaluation: the fit cannot be made
                 raise

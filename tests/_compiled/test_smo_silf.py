@@ -279,3 +279,38 @@ def test_shrink_never_readmits_a_shrunk_point():
     kept = shrink(dual, SilfParams(C, eps1, 0.0, 0.0), -0.2, 0.2, active[:3])
     assert 2 not in active[:kept]
     assert set(active[:kept]) == {0, 1}    # 3 sits firmly at its bound
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_gradient_quadratic_term_from_the_start_pass(ard):
+    """``start_dual_quad`` gives the same ``g`` and ``G_bar`` bits as
+    ``start_dual`` and ``nu^T dSigma~ nu`` from the same kernel values;
+    ``quad_after_smo`` moves it to a changed ``nu``. Both against the dense
+    derivative matrices of tests/reference.py, and the direct contraction."""
+    from bsvm_scale._compiled.smo_silf import (quad_after_smo, silf_params, start_dual,
+                                               start_dual_quad)
+    from reference import dense_dcov
+
+    X, y = _data(150, d=2, seed=21)
+    rng = np.random.default_rng(3)
+    cov = GaussianCovariance(2.0, np.array([0.7, 0.3]) if ard else 0.5, 0.0)
+    kern = cov.kernel(X)
+    par = silf_params(1.5, 0.1, 0.3, 4.0)
+    nu0 = np.where(rng.random(150) < 0.6, rng.uniform(-1.5, 1.5, 150), 0.0)
+    nu0[:10] = 1.5  # at the bound
+    plain = start_dual(kern, y, nu0.copy(), par)
+    dual, q0, kept = start_dual_quad(kern, y, nu0.copy(), par)
+    assert np.array_equal(dual.g, plain.g) and np.array_equal(dual.gbar, plain.gbar)
+    np.testing.assert_array_equal(kept, nu0)
+    D = dense_dcov(X, 2.0, cov.kappa, 0.0)  # one n x n matrix per entry of cov.theta
+    ref0 = np.array([nu0 @ Dp @ nu0 for Dp in D])
+    np.testing.assert_allclose(cov._collapse(q0)[:-1], ref0[:-1], rtol=1e-11, atol=1e-9)
+    nu = nu0.copy()
+    nu[[20, 40, 77]] = [0.3, 0.0, -0.2]  # what an SMO might change
+    q = quad_after_smo(kern, q0, nu0, nu)
+    ref = np.array([nu @ Dp @ nu for Dp in D])
+    np.testing.assert_allclose(cov._collapse(q)[:-1], ref[:-1], rtol=1e-10, atol=1e-9)
+    direct = GaussianCovariance(2.0, cov.kappa, 0.0).quad_grad(X, np.flatnonzero(nu), nu[nu != 0])
+    np.testing.assert_allclose(cov._collapse(q)[:-1], direct[:-1], rtol=1e-10)
+    assert quad_after_smo(kern, q0, nu0, nu0) is not None
+    assert quad_after_smo(kern, q0, nu0, -nu0) is None  # everything changed: contract directly
