@@ -14,7 +14,8 @@ import warnings
 
 import numpy as np
 
-from .._compiled.smo_silf import quad_after_smo, silf_params, smo_silf, start_dual_quad
+from .._compiled.silf_start import quad_after_smo, start_dual_quad
+from .._compiled.smo_silf import silf_params, smo_silf
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence

@@ -358,49 +358,35 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         init : dict, optional
             Resume one start: ``theta`` (the start point), optionally with
             ``nu`` (SMO warm start) or ``state`` (a ``state`` given to
-            ``callback``; without either the SMO starts as in a fresh fit); optionally ``evaluations``, the records given to
-            ``callback`` since ``theta``, which the optimiser replays without
+            ``callback``; without either the SMO starts as in a fresh fit);
+            optionally ``evaluations``, the records given to ``callback``
+            since ``theta``, which the optimiser replays without
             re-evaluating them, so that the result equals that of the
             uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
         case_ids : array-like of shape (n_samples,), optional
-            A unique integer or string per case. The fit keeps those of its
-            support vectors (``support_case_ids_``); a retraining
-            (``warm_start_from``) given them starts its SMO from the earlier
-            dual values of the cases both fits share
-            (:func:`bsvm_scale.models.warm_start.carried_dual`).
+            Unique integer or string case identifiers, kept for the support
+            vectors (``support_case_ids_``); a retraining given them starts
+            its SMO at the earlier ``nu`` of the shared cases
+            (:mod:`bsvm_scale.models.warm_start`).
         """
         X, y = check_regression_data(self, X, y)
         n, d = X.shape
-        case_ids = check_case_ids(case_ids, n)
-        beta = self._check_params(n, d)
+        case_ids, beta = check_case_ids(case_ids, n), self._check_params(n, d)
         self._scaler = Standardizer.fit(X)
-        Xs = self._scaler.transform(X)
-        if self.kappa0 is None:
-            check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
-                              "kappa0 explicitly or check y.")
-        kappa0 = (float(np.var(y)) if self.kappa0 is None else
-                  None if self._lead == 3 else float(self.kappa0))  # None: in theta
+        Xs, kappa0 = self._scaler.transform(X), self._kappa0(y)
         s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
         bounds = self._box(s, d)
         warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
                            "Subtract the mean of y before fitting (add it back to predictions).")
-        max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
-        self._max_iter = max_iter
+        self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
-                           float(self.cache_mb), max_iter, self._evidence_settings())
+                           float(self.cache_mb), self._max_iter, self._evidence_settings())
         thetas = self._start_points(s, d, bounds)
         prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
         if prev is not None:
             thetas = self._retrain_start(prev, bounds, problem, case_ids)
         if init is not None:
-            thetas = [np.asarray(init["theta"], dtype=float)]
-            if thetas[0].shape != (len(bounds),) or not np.all(np.isfinite(thetas[0])):
-                raise ValueError(f"init['theta'] must hold {len(bounds)} finite log "
-                                 f"hyperparameters (ard={self.ard}, kappa0={self.kappa0!r}); "
-                                 f"got {init['theta']!r:.200}.")
-            if init.get("state") is not None or init.get("nu") is not None:
-                problem.set_state(init["state"] if init.get("state") is not None
-                                  else {"nu": init["nu"]})
+            thetas = [self._resume(init, bounds, problem)]
 
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
@@ -413,6 +399,28 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(problem.slope)
         return self
+
+    def _kappa0(self, y):
+        """``kappa0`` of the objective: ``var(y)`` by default, the given value,
+        or None when it is inferred (``kappa0="evidence"``: it is in ``theta``)."""
+        if self.kappa0 is None:
+            check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
+                              "kappa0 explicitly or check y.")
+            return float(np.var(y))
+        return None if self._lead == 3 else float(self.kappa0)
+
+    def _resume(self, init, bounds, problem):
+        """The start ``init["theta"]`` of ``fit(init=...)``, checked, with the
+        objective's state (or SMO vector) restored when ``init`` has one."""
+        theta = np.asarray(init["theta"], dtype=float)
+        if theta.shape != (len(bounds),) or not np.all(np.isfinite(theta)):
+            raise ValueError(f"init['theta'] must hold {len(bounds)} finite log "
+                             f"hyperparameters (ard={self.ard}, kappa0={self.kappa0!r}); "
+                             f"got {init['theta']!r:.200}.")
+        if init.get("state") is not None or init.get("nu") is not None:
+            problem.set_state(init["state"] if init.get("state") is not None
+                              else {"nu": init["nu"]})
+        return theta
 
     def _retrain_start(self, prev, bounds, problem, case_ids=None):
         """The first start of a retraining (``warm_start_from``): the earlier

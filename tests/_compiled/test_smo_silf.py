@@ -287,8 +287,8 @@ def test_gradient_quadratic_term_from_the_start_pass(ard):
     ``start_dual`` and ``nu^T dSigma~ nu`` from the same kernel values;
     ``quad_after_smo`` moves it to a changed ``nu``. Both against the dense
     derivative matrices of tests/reference.py, and the direct contraction."""
-    from bsvm_scale._compiled.smo_silf import (quad_after_smo, silf_params, start_dual,
-                                               start_dual_quad)
+    from bsvm_scale._compiled.silf_start import quad_after_smo, start_dual, start_dual_quad
+    from bsvm_scale._compiled.smo_silf import silf_params
     from reference import dense_dcov
 
     X, y = _data(150, d=2, seed=21)
