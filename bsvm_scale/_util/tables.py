@@ -37,19 +37,19 @@ def csv_count_rows(path):
         return sum(1 for row in csv.reader(fh) if row) - 1
 
 
-def csv_rows(path, columns, text=None):
+def csv_rows(path, columns, text=None, skip=()):
     """Yield every data row as a list of floats (empty lines skipped); the
     column named ``text`` (optional) is left out of the numbers and yielded
-    as its text: ``(numbers, text)``."""
+    as its text: ``(numbers, text)``; the columns in ``skip`` are not read."""
     with open(path, newline="") as fh:
         reader = csv.reader(fh)
         next(reader)
         for line, row in enumerate(reader, start=2):
             if row:
-                yield _numbers(row, columns, path, line, text)
+                yield _numbers(row, columns, path, line, text, skip)
 
 
-def _numbers(row, columns, path, line, text=None):
+def _numbers(row, columns, path, line, text=None, skip=()):
     if len(row) != len(columns):
         raise TableError(f"{str(path)!r} line {line}: {len(row)} fields, the header has "
                          f"{len(columns)}.")
@@ -57,6 +57,8 @@ def _numbers(row, columns, path, line, text=None):
     for name, value in zip(columns, row):
         if name == text:
             kept = value.strip()
+            continue
+        if name in skip:
             continue
         try:
             out.append(float(value))

@@ -96,19 +96,20 @@ def _column_order(columns, feature_names, n_features, by_position, where):
     return np.array([list(columns).index(name) for name in feature_names], dtype=np.int64)
 
 
-def _csv_to_npy(path, columns, out, id_column=None):
+def _csv_to_npy(path, columns, out, id_column=None, skip=()):
     """Stream a CSV file into an ``.npy`` array (two passes, flat memory but
-    for the identifiers of the ``id_column``, returned as a ``str`` array)."""
+    for the identifiers of the ``id_column``, returned); the columns in
+    ``skip`` are not read."""
     n = csv_count_rows(path)
     if n < 1:
         raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
     if id_column is not None and id_column not in columns:
         raise ScoringError(f"CSV file {str(path)!r} has no id column {id_column!r} (columns: "
                            f"{columns[:8]}).")
-    width = len(columns) - (id_column is not None)
+    width = len(columns) - (id_column is not None) - len(skip)
     arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, width))
     ids = []
-    for i, row in enumerate(csv_rows(path, columns, id_column)):
+    for i, row in enumerate(csv_rows(path, columns, id_column, skip)):
         if id_column is None:
             arr[i] = row
         else:
@@ -159,8 +160,12 @@ def open_inputs(path, feature_names, n_features, by_position=False, workdir=None
     elif suffix == ".csv":
         columns = csv_header(p)
         array = str(Path(workdir or tempfile.gettempdir()) / f".{p.name}.{os.getpid()}.npy")
-        ids = _csv_to_npy(p, columns, array, id_column)
-        columns = [c for c in columns if c != id_column]
+        # matched by name: columns the model does not take (names, dates, ...) are not read
+        by_name = feature_names is not None and not by_position
+        skip = {c for c in columns if c not in feature_names and c != id_column} \
+            if by_name and all(f in columns for f in feature_names) else set()
+        ids = _csv_to_npy(p, columns, array, id_column, skip)
+        columns = [c for c in columns if c != id_column and c not in skip]
         shape, kind, names = _npy_shape(array), "csv", feature_names
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "

@@ -200,9 +200,14 @@ def test_case_ids_travel_with_the_predictions(svr_file, svc_file, tmp_path, caps
     assert [v.decode() for v in out["case_id"]] == ids  # text ids stay text
     np.testing.assert_array_equal(out["mean"], m.predict(X))
     capsys.readouterr()
-    # without --id the text column is an input that is not a number
+    # without --id a text column the model does not take is not read at all
+    assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "y.h5"),
+                 "--no-progress"]) == 0
+    out, _ = _read(tmp_path / "y.h5")
+    assert "case_id" not in out and np.array_equal(out["mean"], m.predict(X))
+    # ... but by position every column is an input
     assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "x.h5"),
-                 "--no-progress"]) == 2
+                 "--by-position", "--no-progress"]) == 2
     assert "column 'key': 'c-000' is not a number" in capsys.readouterr().err
     with pytest.raises(ScoringError, match="no id column 'nope'"):
         predict_file(path, csv, tmp_path / "x.h5", id_column="nope", progress=False)
