@@ -5,7 +5,11 @@ the fitted point, kappa_b fixed), on the first partition of each C3 data set.
 ``gap = -ln evidence of the fit - the grid's lowest -ln evidence`` (positive:
 the grid found a better point)::
 
-    python3 benchmarks/bench_c3_grid.py [--out FILE.json]
+    python3 benchmarks/bench_c3_grid.py [--probe STEP] [--out FILE.json]
+
+``--probe STEP`` fits with ``optimizer_options={"probe_step": STEP}`` (the
+neighbour probe of :func:`bsvm_scale.optimization.driver.probe_neighbours`);
+the evaluations of each fit are reported too.
 """
 
 import argparse
@@ -15,20 +19,23 @@ import warnings
 import numpy as np
 
 
-def _gap(X, y, Xt, yt):
+def _gap(X, y, Xt, yt, options=None):
     from bsvm_scale import BayesianSVC
     from bsvm_scale.pipeline.evidence_grid import GRID_DEFAULTS, compute_grid
 
-    m = BayesianSVC(n_starts=1).fit(X, y)
+    m = BayesianSVC(n_starts=1, optimizer_options=options).fit(X, y)
     ev = compute_grid(X, y, Xt, yt, m.hyperparameters_, GRID_DEFAULTS)["neg_log_evidence"]
     fit = -float(m.log_evidence_)
-    return {"fit": fit, "grid_best": float(ev.min()), "gap": fit - float(ev.min())}
+    return {"fit": fit, "grid_best": float(ev.min()), "gap": fit - float(ev.min()),
+            "evaluations": sum(len(s["trajectory"]) for s in m.starts_)}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--probe", type=float, default=0.0)
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
+    options = {"probe_step": args.probe} if args.probe else None
     from bsvm_scale import datasets
 
     warnings.simplefilter("ignore")
@@ -37,11 +44,11 @@ def main(argv=None):
         n, n_test = (5000, 4600) if name == "waveform" else (7400, 7000)
         ds = getattr(datasets, name)(n, 31)
         tr, te = datasets.random_splits(n, 400, 1, 31, n_test)[0]
-        out[name] = _gap(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te])
+        out[name] = _gap(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], options)
         print(name, json.dumps(out[name]), flush=True)
     for name in ("titanic", "pima", "breast_cancer"):
         tr, te = datasets.load_real(name).split(0)
-        out[name] = _gap(tr.X, tr.y, te.X, te.y)
+        out[name] = _gap(tr.X, tr.y, te.X, te.y, options)
         print(name, json.dumps(out[name]), flush=True)
     print("largest gap", max(v["gap"] for v in out.values()))
     if args.out:

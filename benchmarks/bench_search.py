@@ -15,7 +15,10 @@ Every fit reports, per full-data optimiser run, its evaluations and
 ``-ln evidence``, and the wall time of the fit::
 
     python3 benchmarks/bench_search.py [--cases r1 twonorm waveform boston]
-        [--partitions 5] [--ard-init isotropic] [--out FILE.json]
+        [--partitions 5] [--ard-init isotropic] [--probe STEP] [--out FILE.json]
+
+``--probe STEP`` gives the C3 fits the neighbour probe
+(``optimizer_options={"probe_step": STEP}``).
 """
 
 import argparse
@@ -70,11 +73,13 @@ def _c3(name, partitions):
     ds = getattr(datasets, name)(n, 31)
     out = []
     for tr, _ in datasets.random_splits(n, 400, partitions, 31, n_test):
-        out.append(_fit(BayesianSVC(n_starts=1), ds.X[tr], ds.y[tr]))
+        out.append(_fit(BayesianSVC(n_starts=1, optimizer_options=PROBE[0]), ds.X[tr], ds.y[tr]))
     return out
 
 
 ARD_INIT = ["isotropic"]
+#: optimizer options of the C3 fits (``--probe STEP``: the neighbour probe)
+PROBE = [None]
 
 
 def _boston(partitions):
@@ -115,9 +120,12 @@ def main(argv=None):
     ap.add_argument("--partitions", type=int, default=5)
     ap.add_argument("--ard-init", default="isotropic",
                     help="ard_init of the boston case (isotropic, continuation, start)")
+    ap.add_argument("--probe", type=float, default=0.0,
+                    help="probe_step of the C3 fits (0: no neighbour probe)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     ARD_INIT[0] = args.ard_init
+    PROBE[0] = {"probe_step": args.probe} if args.probe else None
     result = {}
     for case in args.cases:
         fits = CASES[case](args.partitions)

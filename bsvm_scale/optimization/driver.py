@@ -30,7 +30,15 @@ Options (``options=``, every key optional; :class:`Options`): ``maxiter``
 decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
-``stall_rtol`` and ``stall_evals`` (:class:`StallRule`).
+``stall_rtol`` and ``stall_evals`` (:class:`StallRule`), ``probe_step`` and
+``probe_rounds`` (:func:`probe_neighbours`; off by default).
+
+The evidence is piecewise smooth, and a search that converged on one piece
+can end next to a better point across a jump. With ``probe_step > 0`` a
+start that ended normally evaluates the ``2 p`` axis neighbours of its best
+point at ``+-probe_step`` (log units); the best of them, if it improves,
+becomes the incumbent, and the trust-region search continues from it at
+radius ``probe_step``, at most ``probe_rounds`` times.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_r
                            projected_gradient)
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
+           "probe_neighbours",
            "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
@@ -101,6 +110,8 @@ class Options:
     max_radius: float = np.inf
     stall_rtol: float | None = None
     stall_evals: int | None = None
+    probe_step: float = 0.0
+    probe_rounds: int = 2
 
     @classmethod
     def parse(cls, options=None, max_step=None, first_step=None):
@@ -120,7 +131,8 @@ class Options:
             given.setdefault("radius", float(first_step if first_step is not None
                                              else min(1.0, max_step)))
         opts = cls(**given)
-        for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius"):
+        for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius",
+                     "probe_step", "probe_rounds"):
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
                 raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
@@ -383,14 +395,15 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     here = _first_point(rec, theta0)
     radius = min(opts.radius, opts.max_radius)
     st = _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
-    stall = StallRule(opts.stall_rtol, opts.stall_evals)
-    stall(here["fun"])
-    stop = None
-    while stop is None:
-        stop = (stop_reason(opts, st.n_iter, len(rec.trajectory), st.here["grad_norm"],
-                            st.radius, st.decrease, _promised(st.here, st.B, lo, hi))
-                or _iterate(st, rec, opts, (lo, hi), stall))
-    success, message = stop
+    success, message = _search(st, rec, opts, (lo, hi))
+    for _ in range(int(opts.probe_rounds) if opts.probe_step > 0 else 0):
+        better = probe_neighbours(rec, st.best, opts.probe_step, (lo, hi)) if success else None
+        if better is None:
+            break
+        better["accepted"] = True
+        st.best, st.here, st.decrease = better, better, None
+        st.radius = min(float(opts.probe_step), opts.max_radius)
+        success, message = _search(st, rec, opts, (lo, hi))
     best = st.best
     if rec.n_nonfinite:
         success, message = _after_nonfinite(rec, best, opts, success, message)
@@ -399,6 +412,39 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                        success=bool(success), message=str(message), trajectory=rec.trajectory,
                        n_nonfinite=rec.n_nonfinite, n_rejected=st.n_rejected,
                        n_replayed=rec.n_replayed)
+
+
+def _search(st, rec, opts, box):
+    """Trust-region iterations on ``st`` until a stop rule answers (a fresh
+    stall rule from the incumbent); returns ``(success, message)``."""
+    lo, hi = box
+    stall = StallRule(opts.stall_rtol, opts.stall_evals)
+    stall(st.here["fun"])
+    stop = None
+    while stop is None:
+        stop = (stop_reason(opts, st.n_iter, len(rec.trajectory), st.here["grad_norm"],
+                            st.radius, st.decrease, _promised(st.here, st.B, lo, hi))
+                or _iterate(st, rec, opts, box, stall))
+    return stop
+
+
+def probe_neighbours(rec, best, step, box):
+    """Evaluate the axis neighbours ``best["theta"] +- step e_k`` (inside the
+    box; coordinates at a bound probe one side) through the recorder ``rec``
+    and return the best of them if it is lower than ``best``, else None."""
+    lo, hi = box
+    found = None
+    for k in range(best["theta"].size):
+        for sign in (1.0, -1.0):
+            theta = best["theta"].copy()
+            theta[k] = np.clip(theta[k] + sign * step, lo[k], hi[k])
+            if theta[k] == best["theta"][k]:
+                continue
+            trial = rec(theta, step)
+            if np.isfinite(trial["fun"]) and trial["fun"] < (best if found is None
+                                                             else found)["fun"]:
+                found = trial
+    return found
 
 
 @dataclass

@@ -182,6 +182,8 @@ def test_options_are_validated_by_name():
         Options.parse({"stall_rtol": 1e-3})
     with pytest.raises(ValueError, match="gtol must be a number >= 0"):
         Options.parse({"gtol": -1.0})
+    with pytest.raises(ValueError, match="probe_step must be a number >= 0"):
+        Options.parse({"probe_step": -0.5})
     assert Options.parse({"min_step": 0.01}).min_radius == 0.01
     opts = Options.parse(None, max_step=0.5, first_step=0.2)
     assert (opts.radius, opts.max_radius) == (0.2, 0.5)
@@ -401,3 +403,61 @@ def test_ard_runs_policy(mode, refined, direct):
         assert stage == [None] * 3 and best is None
     else:
         assert best is stage[2] and stage[1] is None
+
+
+def _two_wells(theta):
+    """``x^2`` for ``x < 0.7`` and ``(x - 1.2)^2 - 0.5`` beyond, in both
+    coordinates summed: each piece's gradient is its own (the search cannot
+    see the lower well from the first one)."""
+    v, g = 0.0, np.zeros(theta.size)
+    for k, x in enumerate(theta):
+        if x < 0.7:
+            v, g[k] = v + x * x, 2.0 * x
+        else:
+            v, g[k] = v + (x - 1.2) ** 2 - 0.5, 2.0 * (x - 1.2)
+    return v, g, {}
+
+
+def test_probe_continues_the_search_from_a_better_neighbour():
+    box = [(-3.0, 3.0), (-3.0, 3.0)]
+    plain = run_start(_two_wells, [-1.0, -1.0], box, {"maxiter": 100})
+    np.testing.assert_allclose(plain.theta, [0.0, 0.0], atol=1e-3)  # the first well
+    probed = run_start(_two_wells, [-1.0, -1.0], box, {"maxiter": 100, "probe_step": 0.8,
+                                                       "probe_rounds": 3})
+    np.testing.assert_allclose(probed.theta, [1.2, 1.2], atol=1e-3)  # both wells left
+    assert probed.fun == pytest.approx(-1.0, abs=1e-6) and probed.success
+    probes = [r for r in probed.trajectory if r["radius"] == 0.8]
+    assert len(probes) >= 4  # axis neighbours, evaluated through the recorder
+    assert probed.n_eval == len(probed.trajectory) > plain.n_eval
+
+
+def test_probe_neighbours_stay_in_the_box_and_report_only_a_better_point():
+    from bsvm_scale.optimization.driver import probe_neighbours
+
+    rec = Recorder(lambda t: (float(t @ t), 2.0 * t, {}), np.array([0.0, -1.0]),
+                   np.array([1.0, 1.0]))
+    best = rec(np.array([0.0, 0.0]))
+    assert probe_neighbours(rec, best, 0.5, (np.array([0.0, -1.0]), np.array([1.0, 1.0]))) is None
+    assert [r["theta"].tolist() for r in rec.trajectory[1:]] == [[0.5, 0.0], [0.0, 0.5],
+                                                                 [0.0, -0.5]]  # x at its bound
+    worse = rec(np.array([0.0, 0.9]))
+    found = probe_neighbours(rec, worse, 0.5, (np.array([0.0, -1.0]), np.array([1.0, 1.0])))
+    np.testing.assert_array_equal(found["theta"], [0.0, 0.4])
+
+
+@pytest.mark.parametrize("k", [3, 9, 14])
+def test_replay_is_exact_through_the_probes(k):
+    opts = {"maxiter": 100, "probe_step": 0.8, "probe_rounds": 3}
+    records = []
+    ref = run_start(_two_wells, [-1.0, -1.0], [(-3.0, 3.0)] * 2, opts, callback=records.append)
+    assert len(records) > k and any(r["radius"] == 0.8 for r in records[k:])
+    calls = []
+
+    def counted(theta):
+        calls.append(1)
+        return _two_wells(theta)
+
+    res = run_start(counted, [-1.0, -1.0], [(-3.0, 3.0)] * 2, opts, replay=records[:k])
+    assert len(calls) == len(records) - k and res.n_replayed == k
+    assert np.array_equal(res.theta, ref.theta) and res.fun == ref.fun
+    assert [r["fun"] for r in res.trajectory] == [r["fun"] for r in records]
