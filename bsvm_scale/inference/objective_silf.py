@@ -87,7 +87,7 @@ class _Problem:
             self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
         return nu0, how
 
-    _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned")
+    _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned", "quad")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
