@@ -136,6 +136,10 @@ class Options:
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
                 raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
+        if not np.isfinite(opts.probe_step) or int(opts.probe_rounds) != opts.probe_rounds:
+            raise ValueError(f"optimizer options probe_step must be finite and probe_rounds a "
+                             f"whole number; got probe_step={opts.probe_step!r}, "
+                             f"probe_rounds={opts.probe_rounds!r}.")
         if (opts.stall_rtol is None) != (opts.stall_evals is None):
             raise ValueError("optimizer options stall_rtol and stall_evals go together; got "
                              f"stall_rtol={opts.stall_rtol!r}, stall_evals={opts.stall_evals!r}.")
@@ -397,7 +401,10 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     st = _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
     success, message = _search(st, rec, opts, (lo, hi))
     for _ in range(int(opts.probe_rounds) if opts.probe_step > 0 else 0):
-        better = probe_neighbours(rec, st.best, opts.probe_step, (lo, hi)) if success else None
+        room = st.n_iter < opts.maxiter and (
+            opts.maxfun is None or len(rec.trajectory) + 2 * theta0.size < opts.maxfun)
+        better = (probe_neighbours(rec, st.best, opts.probe_step, (lo, hi))
+                  if success and room else None)
         if better is None:
             break
         better["accepted"] = True
@@ -431,7 +438,8 @@ def _search(st, rec, opts, box):
 def probe_neighbours(rec, best, step, box):
     """Evaluate the axis neighbours ``best["theta"] +- step e_k`` (inside the
     box; coordinates at a bound probe one side) through the recorder ``rec``
-    and return the best of them if it is lower than ``best``, else None."""
+    (their records flagged ``probe``) and return the best finite one if it is
+    lower than ``best``, else None."""
     lo, hi = box
     found = None
     for k in range(best["theta"].size):
@@ -441,8 +449,9 @@ def probe_neighbours(rec, best, step, box):
             if theta[k] == best["theta"][k]:
                 continue
             trial = rec(theta, step)
-            if np.isfinite(trial["fun"]) and trial["fun"] < (best if found is None
-                                                             else found)["fun"]:
+            trial["probe"] = True
+            if np.isfinite(trial["grad_norm"]) and trial["fun"] < (best if found is None
+                                                                   else found)["fun"]:
                 found = trial
     return found
 
@@ -501,7 +510,8 @@ def _after_nonfinite(rec, best, opts, success, message):
     collapsed (the last trial not finite) away from a stationary point is
     reported as not successful."""
     text = f"{rec.n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
-    last_failed = not np.isfinite(rec.trajectory[-1]["grad_norm"])
+    searched = [r for r in rec.trajectory if not r.get("probe")]  # a failed probe is no failure
+    last_failed = not np.isfinite(searched[-1]["grad_norm"])
     if success and last_failed and best["grad_norm"] > opts.gtol:
         success = False
         message = (f"STOP: non-finite evidence values around the best point, whose projected "

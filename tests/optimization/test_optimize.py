@@ -461,3 +461,31 @@ def test_replay_is_exact_through_the_probes(k):
     assert len(calls) == len(records) - k and res.n_replayed == k
     assert np.array_equal(res.theta, ref.theta) and res.fun == ref.fun
     assert [r["fun"] for r in res.trajectory] == [r["fun"] for r in records]
+
+
+def test_probe_respects_limits_and_ignores_non_finite_neighbours():
+    box = [(-3.0, 3.0), (-3.0, 3.0)]
+    plain = run_start(_two_wells, [-1.0, -1.0], box, {"maxiter": 100})
+    # no room for 2p more evaluations under maxfun: no probe, the converged start stays a success
+    capped = run_start(_two_wells, [-1.0, -1.0], box, {"maxiter": 100, "probe_step": 0.8,
+                                                       "maxfun": plain.n_eval + 1})
+    assert capped.n_eval == plain.n_eval and capped.success
+    assert not any(r.get("probe") for r in capped.trajectory)
+
+    def holes(theta):  # the lower well gives NaN gradients, one neighbour a NaN value
+        v, g, info = _two_wells(theta)
+        if theta[0] > 0.7:
+            g = np.full(2, np.nan)
+        if theta[1] > 0.7:
+            v = np.nan
+        return v, g, info
+
+    with pytest.warns(RuntimeWarning, match="not finite"):
+        res = run_start(holes, [-1.0, -1.0], box, {"maxiter": 100, "probe_step": 0.8})
+    probes = [r for r in res.trajectory if r.get("probe")]
+    assert len(probes) == 4 and res.success  # a failed probe does not fail the start
+    np.testing.assert_allclose(res.theta, [0.0, 0.0], atol=1e-3)  # no NaN-gradient incumbent
+    with pytest.raises(ValueError, match="probe_step must be finite"):
+        Options.parse({"probe_step": np.inf})
+    with pytest.raises(ValueError, match="probe_rounds a whole number"):
+        Options.parse({"probe_rounds": 1.5})
