@@ -399,18 +399,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     here = _first_point(rec, theta0)
     radius = min(opts.radius, opts.max_radius)
     st = _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
-    success, message = _search(st, rec, opts, (lo, hi))
-    for _ in range(int(opts.probe_rounds) if opts.probe_step > 0 else 0):
-        room = st.n_iter < opts.maxiter and (
-            opts.maxfun is None or len(rec.trajectory) + 2 * theta0.size < opts.maxfun)
-        better = (probe_neighbours(rec, st.best, opts.probe_step, (lo, hi))
-                  if success and room else None)
-        if better is None:
-            break
-        better["accepted"] = True
-        st.best, st.here, st.decrease = better, better, None
-        st.radius = min(float(opts.probe_step), opts.max_radius)
-        success, message = _search(st, rec, opts, (lo, hi))
+    success, message = _probed(st, rec, opts, (lo, hi), _search(st, rec, opts, (lo, hi)))
     best = st.best
     if rec.n_nonfinite:
         success, message = _after_nonfinite(rec, best, opts, success, message)
@@ -433,6 +422,25 @@ def _search(st, rec, opts, box):
                             st.radius, st.decrease, _promised(st.here, st.B, lo, hi))
                 or _iterate(st, rec, opts, box, stall))
     return stop
+
+
+def _probed(st, rec, opts, box, stop):
+    """Up to ``probe_rounds`` rounds of :func:`probe_neighbours` after a start
+    that ended normally (``stop``) while the limits leave room for them, the
+    search continuing from each better neighbour; the last ``(success,
+    message)``."""
+    success, message = stop
+    for _ in range(int(opts.probe_rounds) if opts.probe_step > 0 else 0):
+        room = st.n_iter < opts.maxiter and (
+            opts.maxfun is None or len(rec.trajectory) + 2 * st.best["theta"].size < opts.maxfun)
+        better = probe_neighbours(rec, st.best, opts.probe_step, box) if success and room else None
+        if better is None:
+            break
+        better["accepted"] = True
+        st.best, st.here, st.decrease = better, better, None
+        st.radius = min(float(opts.probe_step), opts.max_radius)
+        success, message = _search(st, rec, opts, box)
+    return success, message
 
 
 def probe_neighbours(rec, best, step, box):
