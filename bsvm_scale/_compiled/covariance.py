@@ -271,26 +271,16 @@ def quad_dcov(kern, idx, v):
     return out
 
 
-@jit(parallel=True)
+@jit()
 def dcov_matvec(kern, idx, v):
     """``(dSigma_M/d ln theta) v`` for every log hyperparameter.
 
     Returns an ``m x (d + 2)`` array whose column ``p`` is the product of the
     derivative of ``Sigma_M`` with respect to parameter ``p`` (layout as in
-    :func:`trace_dcov`) and ``v``. Used by the implicit term of the BTSVC
-    evidence gradient (E.15, E.16).
+    :func:`trace_dcov`) and ``v``: :func:`dcov_rows` over ``idx`` with the
+    ``ln kappa_b`` column. Used by the implicit term of the BTSVC evidence
+    gradient (E.15, E.16).
     """
-    kappa_b = kern.kappa_b
-    m = idx.shape[0]
-    d = kern.X.shape[1]
-    out = np.zeros((m, d + 2))
-    vsum = _head_sum(v, m)
-    for a in prange(m):
-        ia = idx[a]
-        for b in range(m):
-            vb = v[b]
-            if vb == 0.0:
-                continue
-            _add_dcov(kern, ia, idx[b], vb, out, a)
-        out[a, d + 1] = kappa_b * vsum
+    out = dcov_rows(kern, idx, idx, v)
+    out[:, -1] = kern.kappa_b * _head_sum(v, idx.shape[0])
     return out
