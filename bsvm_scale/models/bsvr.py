@@ -36,7 +36,8 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
 from ..inference.objective_silf import _Problem
 from ._common import BAYES_CONSTRAINTS, isotropic_fit
-from .warm_start import (carried_dual, check_case_ids, previous_model, previous_thetas,
+from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
+                         previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
 from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
@@ -390,7 +391,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
-                                   (kappa0, beta), warm=prev is not None)
+                                   (kappa0, beta), retrain=None if prev is None
+                                   else (previous_hessians(prev),))
         else:
             value, _, info = problem(thetas[0], need_grad=False)
             final = problem.last
@@ -442,19 +444,21 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return [np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])]
 
     def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
-                  warm=False):
+                  retrain=None):
         """Evidence maximisation from ``thetas``; the final evaluation.
 
         The plan of optimiser runs: every start (or, coarse-to-fine, the best
         subsample start refined on the full data); with the isotropic first
         stage (``ard_init``) also one ARD run from the best isotropic optimum
-        of the starts, warm-started from its dual solution. ``warm``: one run from
-        ``thetas[0]`` (an earlier fit's optimum) within the trust radius.
+        of the starts, warm-started from its dual solution. ``retrain``: a
+        retraining (``(hessian,)``, the earlier search's final model Hessian or
+        None): one run from ``thetas[0]`` (an earlier fit's optimum) within the
+        trust radius.
         """
         replay = None if init is None else init.get("evaluations")
-        if warm:  # retraining from an earlier optimum (warm_start_from)
-            return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP)], bounds,
-                                           callback, replay, RETRAIN_OPTIONS)
+        if retrain is not None:  # retraining from an earlier optimum (warm_start_from)
+            return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP, *retrain)],
+                                           bounds, callback, replay, RETRAIN_OPTIONS)
         coarse, best, nu0, slopes = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:

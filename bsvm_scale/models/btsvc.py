@@ -37,7 +37,8 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
 from ._common import BAYES_CONSTRAINTS, isotropic_fit
-from .warm_start import (carried_dual, check_case_ids, previous_model, previous_thetas,
+from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
+                         previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
 from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
@@ -357,15 +358,16 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _retrain_starts(prev, classes, case_ids):
-        """A retraining's start per binary model, ``(theta, alpha0)``: the
-        earlier optimum and the earlier ``alpha`` on the cases still present
-        (None without ``case_ids``); a list of them, one per class, with more
-        than two classes."""
-        thetas = previous_thetas(prev, classes)
+        """A retraining's start per binary model, ``(theta, alpha0, hessian)``:
+        the earlier optimum, the earlier ``alpha`` on the cases still present
+        (None without ``case_ids``) and the earlier search's final model
+        Hessian (None where it has none); a list of them, one per class, with
+        more than two classes."""
+        thetas, hessians = previous_thetas(prev, classes), previous_hessians(prev, classes)
         if classes.size == 2:
-            return thetas, carried_dual(prev, case_ids, magnitude=True)
-        return [(t, carried_dual(e, case_ids, magnitude=True))
-                for t, e in zip(thetas, prev.estimators_)]
+            return thetas, carried_dual(prev, case_ids, magnitude=True), hessians
+        return [(t, carried_dual(e, case_ids, magnitude=True), h)
+                for t, e, h in zip(thetas, prev.estimators_, hessians)]
 
     def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None):
         """One binary model per class of ``classes_`` (``estimators_``), each
@@ -487,14 +489,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def _plans(self, X, Xs, yb, init, warm):
         """The start points and, per start, the plan of optimiser runs
-        ``(theta0, alpha_warm, max_step)``; also the subsample phase (coarse-to-fine)
+        ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase (coarse-to-fine)
         and the isotropic first stage (``ard_init``)."""
         d = Xs.shape[1]
         bounds = self._bounds(d)
         thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
-        max_step, coarse, sub_best, alpha0 = None, [], None, None
+        max_step, coarse, sub_best, alpha0, hessian = None, [], None, None, None
         if warm is not None:  # retraining: one start (the earlier optimum), full data
             thetas, max_step = ([warm[0]] if init is None else thetas), FINE_MAX_STEP
+            hessian = warm[2]
         else:
             coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
         origins = thetas
@@ -506,7 +509,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                            refined=bool(coarse))
         plans = []
         for theta0, run, iso in zip(thetas, direct, stage):
-            plan = [(theta0, None, max_step)] if run else []
+            plan = [(theta0, None, max_step, hessian)] if run else []
             if iso is not None and iso is best_iso:  # one continuation, from the best
                 plan.append(self._continuation(iso, yb, d))
             if plan:
@@ -529,7 +532,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         for k, (plan, iso) in enumerate(plans):
             obj = self._objective(Xs, yb, max_iter)
             runs = self._run_plan(obj, k, plan, bounds, callback, init, warm is not None)
-            for res, (_, alpha, _) in zip(runs, plan):
+            for res, (_, alpha, *_) in zip(runs, plan):
                 rec = start_record(res)
                 if alpha is not None:
                     rec["isotropic"] = iso.starts_[iso.best_start_]

@@ -5,7 +5,11 @@ earlier model's log hyperparameters ``theta_`` are the only start, refined on
 the full data within the trust radius of the coarse-to-fine refinement
 (:data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`, first step
 :data:`bsvm_scale.optimization.starts.FINE_FIRST_STEP`): no other starts, no subsample
-phase and no isotropic first stage. The MAP solves start as usual (the
+phase and no isotropic first stage. The search begins with the earlier
+search's final quasi-Newton model Hessian (:func:`previous_hessians`), so its
+first step is a Newton step on the new data rather than a gradient step of
+the trust radius, and it ends at the earlier optimum when the model promises
+less than ``ftol`` from moving. The MAP solves start as usual (the
 low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank` when its factor is
 exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
 a retraining as one task per partition and resume it like any start.
@@ -30,7 +34,7 @@ import os
 
 import numpy as np
 
-__all__ = ["previous_model", "previous_thetas", "run_model_file", "check_case_ids",
+__all__ = ["previous_model", "previous_thetas", "previous_hessians", "run_model_file", "check_case_ids",
            "carried_dual", "keep_support_case_ids"]
 
 
@@ -83,6 +87,34 @@ def previous_thetas(model, classes=None):
     if classes is None or len(classes) == 2:
         return np.asarray(model.theta_, dtype=float).copy()
     return [np.asarray(e.theta_, dtype=float).copy() for e in model.estimators_]
+
+
+def previous_hessians(model, classes=None):
+    """The final model Hessian of the earlier fit's chosen search
+    (:attr:`bsvm_scale.optimization.driver.StartResult.hessian`, kept in its
+    ``starts_`` record), which begins the retraining's search: the curvature
+    of the evidence barely changes when a few cases do, so the first step
+    is a quasi-Newton step and the search can end at its first point. None
+    where the earlier fit has none (fixed hyperparameters, a model file
+    written before it was kept); a list in ``classes`` order for
+    one-versus-rest, as :func:`previous_thetas`."""
+    if classes is not None and len(classes) > 2:
+        return [_chosen_hessian(e) for e in model.estimators_]
+    return _chosen_hessian(model)
+
+
+def _chosen_hessian(model):
+    from ..optimization.trust_region import check_hessian
+
+    theta = np.asarray(model.theta_, dtype=float)
+    found = [r for r in getattr(model, "starts_", ()) if isinstance(r, dict)
+             and r.get("hessian") is not None and np.array_equal(r.get("theta"), theta)]
+    if not found:
+        return None
+    try:
+        return check_hessian(found[0]["hessian"], theta.size)
+    except ValueError:
+        return None
 
 
 def run_model_file(run_dir, dataset, model, partition):

@@ -49,8 +49,8 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
-from .trust_region import (ETA, bfgs_update, initial_hessian, model_step, next_radius,
-                           projected_gradient)
+from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, model_step,
+                           next_radius, projected_gradient)
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
            "probe_neighbours",
@@ -180,6 +180,10 @@ class StartResult:
         Trial steps rejected (agreement ratio at most ``ETA``, or not finite).
     n_replayed : int
         Evaluations answered from a recorded run (``replay``).
+    hessian : ndarray or None
+        The quasi-Newton model Hessian at the end of the start (in ``theta``),
+        which a later start near the same optimum can begin with
+        (``run_start(hessian=...)``).
     """
 
     theta0: np.ndarray
@@ -195,6 +199,7 @@ class StartResult:
     n_nonfinite: int = 0
     n_rejected: int = 0
     n_replayed: int = 0
+    hessian: np.ndarray | None = None
 
     @property
     def hit_limit(self):
@@ -356,7 +361,7 @@ def agreement(here, trial, s, predicted):
 
 
 def run_start(objective, theta0, bounds=None, options=None, callback=None, max_step=None,
-              precondition=False, replay=None, first_step=None):
+              precondition=False, replay=None, first_step=None, hessian=None):
     """Minimise ``objective`` from ``theta0`` by the trust-region method.
 
     Parameters
@@ -385,6 +390,13 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
         continues exactly as the uninterrupted one would.
     first_step : float, optional
         Initial trust radius (default ``min(1, max_step)``, or 1).
+    hessian : array-like of shape (p, p), optional
+        First model Hessian in place of the diagonal one (and of its
+        rescaling at the first update): the final :attr:`StartResult.hessian`
+        of an earlier search of a nearby problem, e.g. the fit a retraining
+        starts from. With it the first step is a quasi-Newton step, and the
+        start ends at its first point when the model promises less than
+        ``ftol`` (:func:`stop_reason`). Must be symmetric positive definite.
 
     Returns
     -------
@@ -396,9 +408,11 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     lo, hi = _box(bounds, theta0.size)
     theta0 = np.clip(theta0, lo, hi)
     rec = Recorder(objective, lo, hi, replay, callback)
+    B0 = None if hessian is None else check_hessian(hessian, theta0.size)
     here = _first_point(rec, theta0)
     radius = min(opts.radius, opts.max_radius)
-    st = _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
+    st = _Search(here, here, initial_hessian(here["grad"], radius, precondition)
+                 if B0 is None else B0, radius, rescale=B0 is None)
     success, message = _probed(st, rec, opts, (lo, hi), _search(st, rec, opts, (lo, hi)))
     best = st.best
     if rec.n_nonfinite:
@@ -407,7 +421,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                        info=best["info"], n_iter=st.n_iter, n_eval=len(rec.trajectory),
                        success=bool(success), message=str(message), trajectory=rec.trajectory,
                        n_nonfinite=rec.n_nonfinite, n_rejected=st.n_rejected,
-                       n_replayed=rec.n_replayed)
+                       n_replayed=rec.n_replayed, hessian=st.B.copy())
 
 
 def _search(st, rec, opts, box):
@@ -467,14 +481,16 @@ def probe_neighbours(rec, best, step, box):
 @dataclass
 class _Search:
     """State of one start between iterations: the incumbent ``here``, the
-    best point evaluated, the model Hessian ``B``, the trust radius, the
-    counts, and the relative decrease of the last step taken strictly inside
-    the trust region (None otherwise; :func:`stop_reason`)."""
+    best point evaluated, the model Hessian ``B`` (``rescale``: a diagonal
+    guess, rescaled at the first update), the trust radius, the counts, and
+    the relative decrease of the last step taken strictly inside the trust
+    region (None otherwise; :func:`stop_reason`)."""
 
     here: dict
     best: dict
     B: np.ndarray
     radius: float
+    rescale: bool = True
     n_iter: int = 0
     n_rejected: int = 0
     decrease: float | None = None
@@ -496,7 +512,7 @@ def _iterate(st, rec, opts, box, stall):
     st.n_iter += 1
     rho = agreement(st.here, trial, s, pred)
     if np.isfinite(rho):
-        st.B = bfgs_update(st.B, s, trial["grad"] - st.here["grad"], first=st.n_iter == 1)
+        st.B = bfgs_update(st.B, s, trial["grad"] - st.here["grad"], first=st.rescale and st.n_iter == 1)
         st.best = trial if trial["fun"] < st.best["fun"] else st.best
     st.decrease = None
     if rho > ETA:
@@ -535,7 +551,9 @@ def _after_nonfinite(rec, best, opts, success, message):
 
 def run_plan(objective, plan, bounds, options=None, callback=None, replay=None, **kw):
     """Run every ``(theta0, warm, max_step)`` of ``plan`` in turn on one
-    objective and return the :class:`StartResult` of each run.
+    objective and return the :class:`StartResult` of each run. An entry may
+    carry a fourth item, the first model Hessian of its run (None: the
+    diagonal guess; ``run_start(hessian=...)``).
 
     The runs of one start (the run from the start itself, the run from the
     isotropic optimum, ...) share the objective, so that its best point is
@@ -550,14 +568,15 @@ def run_plan(objective, plan, bounds, options=None, callback=None, replay=None, 
     """
     results, replay, used = [], list(replay or []), 0
     first_step = kw.pop("first_step", None)
-    for k, (theta0, warm, max_step) in enumerate(plan):
+    for k, (theta0, warm, max_step, *hessian) in enumerate(plan):
         if k > 0 and not (results[-1].n_replayed == len(results[-1].trajectory)
                           and used < len(replay)):
             objective.restart(warm)
         cb = None if callback is None else (lambda rec, k=k: callback(k, rec))
         res = run_start(objective, theta0, bounds, options, cb, max_step=max_step,
                         replay=replay[used:],
-                        first_step=first_step if max_step is not None else None, **kw)
+                        first_step=first_step if max_step is not None else None,
+                        hessian=hessian[0] if hessian else None, **kw)
         used += len(res.trajectory)
         results.append(res)
     return results

@@ -25,7 +25,8 @@ def start_record(res, shift=0.0, **extra):
 
     Keys: ``theta0``, ``theta``, ``neg_log_evidence``, ``n_iter``,
     ``n_eval``, ``success``, ``message``, ``n_nonfinite``, ``n_rejected``,
-    ``n_replayed`` and ``trajectory``, one record per evaluation with
+    ``n_replayed``, ``hessian`` (the final model Hessian of a search, which
+    a retraining starts from; absent without a search) and ``trajectory``, one record per evaluation with
     ``theta``, ``fun``, ``grad``, ``grad_norm``, ``accepted``, ``radius``,
     ``replayed`` and the scalar entries of the objective's ``info`` (SV
     counts, SMO iterations, seconds in the MAP solve and the evidence ...).
@@ -46,7 +47,9 @@ def start_record(res, shift=0.0, **extra):
             "neg_log_evidence": float(res.fun) + shift, "n_iter": int(res.n_iter),
             "n_eval": int(res.n_eval), "success": bool(res.success), "message": str(res.message),
             "n_nonfinite": int(res.n_nonfinite), "n_rejected": int(res.n_rejected),
-            "n_replayed": int(res.n_replayed), "trajectory": traj, **extra}
+            "n_replayed": int(res.n_replayed), "trajectory": traj,
+            **({} if res.hessian is None else {"hessian": np.array(res.hessian, dtype=float)}),
+            **extra}
 
 
 def fixed_record(theta, value, info=None):

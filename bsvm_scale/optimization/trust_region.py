@@ -31,7 +31,7 @@ import numpy as np
 from scipy.linalg import cho_factor, solve_triangular
 from scipy.optimize import lsq_linear
 
-__all__ = ["ETA", "initial_hessian", "bfgs_update", "model_step", "next_radius",
+__all__ = ["ETA", "initial_hessian", "check_hessian", "bfgs_update", "model_step", "next_radius",
            "projected_gradient"]
 
 #: smallest agreement ratio at which a step is accepted
@@ -57,6 +57,24 @@ def initial_hessian(g0, radius, precondition=False):
     biggest = float(np.max(np.abs(g0) / h)) if g0.size else 0.0
     c = biggest / radius if biggest > 0 else 1.0
     return np.diag(c * h)
+
+
+def check_hessian(B, p):
+    """``B`` as a symmetric positive definite ``p x p`` float array (a model
+    Hessian given to start a search with), or ValueError."""
+    B = np.array(B, dtype=float)
+    if B.shape != (p, p) or not np.all(np.isfinite(B)):
+        raise ValueError(f"hessian must be a finite ({p}, {p}) array, one row and column per "
+                         f"optimisation variable; got shape {B.shape}.")
+    if not np.allclose(B, B.T, rtol=1e-10, atol=0.0):
+        raise ValueError("hessian must be symmetric; got an asymmetric matrix (largest "
+                         f"difference {np.max(np.abs(B - B.T)):.3g}).")
+    try:
+        cho_factor(B)
+    except np.linalg.LinAlgError:
+        raise ValueError("hessian must be positive definite (a quasi-Newton model Hessian); "
+                         "its Cholesky factorisation failed.") from None
+    return 0.5 * (B + B.T)
 
 
 def bfgs_update(B, s, y, first=False):

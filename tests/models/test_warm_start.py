@@ -272,3 +272,62 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monke
     assert second.support_case_ids_.dtype.kind == "U"
     rec = read_run_file(tmp_path / "night2" / "run.h5")
     assert rec["meta"]["data_transport"] == transport
+
+
+# ------------------------------------------------- the earlier search's Hessian
+def _spy_hessians(monkeypatch):
+    """The ``hessian`` each ``run_start`` called by ``run_plan`` gets (the
+    full-data runs; the subsample phase calls run_start directly)."""
+    from bsvm_scale.optimization import driver
+
+    seen, real = [], driver.run_start
+
+    def spy(*args, hessian=None, **kw):
+        seen.append(None if hessian is None else np.array(hessian))
+        return real(*args, hessian=hessian, **kw)
+
+    monkeypatch.setattr(driver, "run_start", spy)
+    return seen
+
+
+def test_bsvr_retraining_begins_with_the_earlier_model_hessian(sinc, tmp_path, monkeypatch):
+    """The chosen start's final model Hessian is kept in ``starts_`` (and the
+    model file) and begins the retraining's search; a model without one
+    (written before it was kept) retrains from the diagonal guess."""
+    from bsvm_scale.models.warm_start import previous_hessians
+
+    X, y = sinc
+    a = BayesianSVR(n_starts=1).fit(X[:1000], y[:1000])
+    H = previous_hessians(a)
+    chosen = [r for r in a.starts_ if np.array_equal(r["theta"], a.theta_)]
+    np.testing.assert_array_equal(H, chosen[0]["hessian"])
+    assert np.all(np.linalg.eigvalsh(H) > 0)
+    save_model(a, tmp_path / "a.h5")
+    b = load_model(tmp_path / "a.h5")
+    np.testing.assert_array_equal(previous_hessians(b), H)
+    seen = _spy_hessians(monkeypatch)
+    w = BayesianSVR(n_starts=1, warm_start_from=b).fit(X[50:1050], y[50:1050])
+    assert len(seen) == 1
+    np.testing.assert_array_equal(seen[0], H)
+    assert "hessian" in w.starts_[0]
+    for r in b.starts_:
+        r.pop("hessian")
+    assert previous_hessians(b) is None
+    seen.clear()
+    BayesianSVR(n_starts=1, warm_start_from=b).fit(X[50:1050], y[50:1050])
+    assert len(seen) == 1 and seen[0] is None
+
+
+def test_btsvc_retraining_begins_with_each_class_hessian(monkeypatch):
+    d = synthetic.waveform(700, seed=1)
+    y3 = d.extra["label3"]
+    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
+    from bsvm_scale.models.warm_start import previous_hessians
+
+    Hs = previous_hessians(a, a.classes_)
+    assert len(Hs) == 3 and all(h.shape == (3, 3) for h in Hs)
+    seen = _spy_hessians(monkeypatch)
+    BayesianSVC(warm_start_from=a).fit(d.X[50:650], y3[50:650])
+    assert len(seen) == 3
+    for got, h in zip(seen, Hs):
+        np.testing.assert_array_equal(got, h)

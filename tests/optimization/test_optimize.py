@@ -489,3 +489,89 @@ def test_probe_respects_limits_and_ignores_non_finite_neighbours():
         Options.parse({"probe_step": np.inf})
     with pytest.raises(ValueError, match="probe_rounds a whole number"):
         Options.parse({"probe_rounds": 1.5})
+
+
+# -- a start that begins with a given model Hessian ----------------------------
+
+def _quadratic(H, xstar):
+    """``theta -> (1/2 (theta - x*)' H (theta - x*), gradient, {})`` with a call count."""
+    calls = []
+
+    def f(theta):
+        calls.append(np.array(theta))
+        r = np.asarray(theta) - xstar
+        return 0.5 * float(r @ H @ r), H @ r, {}
+    return f, calls
+
+
+def test_check_hessian_names_each_problem():
+    good = np.array([[2.0, 0.5], [0.5, 1.0]])
+    np.testing.assert_array_equal(tr.check_hessian(good, 2), good)
+    with pytest.raises(ValueError, match=r"finite \(3, 3\) array.*got shape \(2, 2\)"):
+        tr.check_hessian(good, 3)
+    with pytest.raises(ValueError, match="finite"):
+        tr.check_hessian(np.array([[1.0, np.nan], [np.nan, 1.0]]), 2)
+    with pytest.raises(ValueError, match="symmetric"):
+        tr.check_hessian(np.array([[2.0, 1.0], [0.0, 1.0]]), 2)
+    with pytest.raises(ValueError, match="positive definite"):
+        tr.check_hessian(np.array([[1.0, 2.0], [2.0, 1.0]]), 2)
+    with pytest.raises(ValueError, match="positive definite"):
+        run_start(lambda t: (0.0, np.zeros(2), {}), np.zeros(2), hessian=-np.eye(2))
+
+
+def test_a_given_hessian_makes_the_first_step_newtons():
+    """With the exact Hessian of a quadratic the first trial is the minimiser
+    (inside the radius), where the start ends; the diagonal guess needs more
+    evaluations from the same point. The final model Hessian is returned."""
+    H = np.array([[40.0, 12.0, 0.0], [12.0, 9.0, -2.0], [0.0, -2.0, 3.0]])
+    xstar = np.array([0.3, -0.2, 0.1])
+    f, calls = _quadratic(H, xstar)
+    res = run_start(f, np.zeros(3), options={"radius": 1.0}, hessian=H)
+    np.testing.assert_allclose(calls[1], xstar, atol=1e-12)
+    assert res.n_eval == 2 and res.fun < 1e-20
+    assert res.hessian.shape == (3, 3) and np.all(np.linalg.eigvalsh(res.hessian) > 0)
+    f2, calls2 = _quadratic(H, xstar)
+    plain = run_start(f2, np.zeros(3), options={"radius": 1.0})
+    assert plain.n_eval > res.n_eval
+
+
+def test_a_given_hessian_ends_a_start_at_its_first_point_near_the_optimum():
+    """Begun where the model promises less than ftol, the start ends there:
+    one evaluation (a retraining at an optimum that barely moved)."""
+    H = np.diag([1e4, 1e3])
+    xstar = np.array([0.5, 0.5])
+    f, calls = _quadratic(H, xstar)
+    theta0 = xstar + np.array([1e-6, -1e-6])
+    res = run_start(lambda t: (lambda v, g, i: (v + 1e3, g, i))(*f(t)), theta0,
+                    options={"ftol": 1e-6}, hessian=H)
+    assert res.n_eval == 1 and "predicts a relative decrease" in res.message
+    np.testing.assert_array_equal(res.theta, theta0)
+
+
+def test_run_plan_passes_each_entrys_hessian():
+    from bsvm_scale.optimization.driver import run_plan
+
+    H = np.array([[5.0, 1.0], [1.0, 2.0]])
+    xstar = np.array([0.2, 0.1])
+    f, calls = _quadratic(H, xstar)
+
+    class Obj:
+        best = None
+
+        def __call__(self, theta):
+            return f(theta)
+
+        def restart(self, warm=None):
+            pass
+
+    res = run_plan(Obj(), [(np.zeros(2), None, None, H), (np.zeros(2), None, None)], None)
+    np.testing.assert_allclose(calls[1], xstar, atol=1e-12)  # first run: a Newton step
+    assert res[0].n_eval == 2 and res[1].n_eval > 2  # second run: the diagonal guess
+
+
+def test_start_record_keeps_the_final_hessian():
+    H = np.array([[5.0, 1.0], [1.0, 2.0]])
+    f, _ = _quadratic(H, np.array([0.2, 0.1]))
+    rec = start_record(run_start(f, np.zeros(2)))
+    assert rec["hessian"].shape == (2, 2)
+    assert "hessian" not in fixed_record(np.zeros(2), 1.0)
