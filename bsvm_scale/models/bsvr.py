@@ -183,8 +183,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
-        subsample phase, no isotropic first stage), stopped once 2 evaluations
-        in a row have not improved on it
+        subsample phase, no isotropic first stage), beginning with the
+        earlier search's final model Hessian
+        (:func:`bsvm_scale.models.warm_start.previous_hessians`) and stopped
+        at the first evaluation that does not improve on the best point
         (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`; ``optimizer_options``
         override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is

@@ -151,8 +151,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
         subsample phase, no isotropic first stage; one-versus-rest: the
-        classes must match), stopped once 2 evaluations in a row have not
-        improved on it (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`;
+        classes must match), beginning with the earlier search's final model
+        Hessian (:func:`bsvm_scale.models.warm_start.previous_hessians`) and
+        stopped at the first evaluation that does not improve on the best
+        point (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`;
         ``optimizer_options`` override it). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).

@@ -408,11 +408,7 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     lo, hi = _box(bounds, theta0.size)
     theta0 = np.clip(theta0, lo, hi)
     rec = Recorder(objective, lo, hi, replay, callback)
-    B0 = None if hessian is None else check_hessian(hessian, theta0.size)
-    here = _first_point(rec, theta0)
-    radius = min(opts.radius, opts.max_radius)
-    st = _Search(here, here, initial_hessian(here["grad"], radius, precondition)
-                 if B0 is None else B0, radius, rescale=B0 is None)
+    st = _begin(rec, theta0, min(opts.radius, opts.max_radius), precondition, hessian)
     success, message = _probed(st, rec, opts, (lo, hi), _search(st, rec, opts, (lo, hi)))
     best = st.best
     if rec.n_nonfinite:
@@ -422,6 +418,16 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                        success=bool(success), message=str(message), trajectory=rec.trajectory,
                        n_nonfinite=rec.n_nonfinite, n_rejected=st.n_rejected,
                        n_replayed=rec.n_replayed, hessian=st.B.copy())
+
+
+def _begin(rec, theta0, radius, precondition, hessian):
+    """The :class:`_Search` at the first point: the given model Hessian, or the
+    diagonal guess (rescaled at the first update)."""
+    B0 = None if hessian is None else check_hessian(hessian, theta0.size)
+    here = _first_point(rec, theta0)
+    if B0 is None:
+        return _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
+    return _Search(here, here, B0, radius, rescale=False)
 
 
 def _search(st, rec, opts, box):

@@ -23,9 +23,10 @@ __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isot
            "RETRAIN_OPTIONS", "FINE_FIRST_STEP", "FINE_MAX_STEP"]
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
-#: known to be good: its search ends once 2 evaluations in a row have not
-#: improved on it (user options override this)
-RETRAIN_OPTIONS = {"stall_evals": 2}
+#: known to be good, with the earlier search's model Hessian, so its steps are
+#: quasi-Newton steps: its search ends at the first evaluation that does not
+#: improve on the best point (user options override this)
+RETRAIN_OPTIONS = {"stall_evals": 1}
 #: initial trust radius (max-norm, log units) of the full-data phase of
 #: coarse-to-fine starts: the full-data optimum lies close to the subsample
 #: optimum, and a first step of the full radius tends to be rejected or to
