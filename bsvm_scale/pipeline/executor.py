@@ -49,7 +49,7 @@ from .evidence_grid import dependencies, grid_records, grid_specs, is_grid
 from .fingerprint import (KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key,
                           reconcile_tasks, task_keys, write_key)
 from .progress import Progress
-from .runfile import format_table, summary_rows, write_run_file
+from .runfile import format_table, read_run_file, summary_rows, wall_clock, write_run_file
 from .tasks import format_exception, machine, n_starts_of, run_task, source_commit, versions
 from .variants import link_fixed
 
@@ -367,6 +367,7 @@ def _prepare_run(pipeline, run_dir, resume):
     for an edited pipeline file.
     """
     stored = run_dir / "pipeline.toml"
+    earlier = _earlier_invocations(run_dir / "run.h5") if resume else (0.0, 0, 0)
     if not resume:
         for sub in ("tasks", "models", "data"):
             shutil.rmtree(run_dir / sub, ignore_errors=True)
@@ -391,11 +392,28 @@ def _prepare_run(pipeline, run_dir, resume):
     for tid in results:
         _drop_checkpoints(run_dir / "tasks" / tid)  # left by runs before this rule
     _add_testing_hooks([s for s in specs if s["task_id"] not in results])
-    info = {"n_skipped": len(results), "cleared": changed["cleared"],
+    info = {"n_skipped": len(results), "cleared": changed["cleared"], "earlier": earlier,
             "restored": changed["restored"], "stale": stale,
             "n_resumed": sum(1 for s in specs if s["task_id"] not in results
                              and any(Path(s["task_dir"]).glob(CHECKPOINTS)))}
     return _Run(pipeline, run_dir, data, specs, results=results, info=info)
+
+
+def _earlier_invocations(path):
+    """``(wall seconds, invocations, most workers)`` of the earlier invocations
+    of ``bsvm-scale run`` on this run directory, from its ``run.h5`` (zeros
+    without a readable one): a resumed or repeated run adds its own, so that
+    re-running a finished pipeline does not report the wall time of the
+    repeat alone."""
+    try:
+        meta = read_run_file(path)["meta"] if Path(path).exists() else None
+    except (OSError, ValueError, KeyError, TypeError):  # damaged: rewritten, history lost
+        meta = None
+    if not meta:
+        return 0.0, 0, 0
+    return (float(meta.get("elapsed_total", meta.get("elapsed", 0.0))),
+            int(meta.get("invocations", 1)),
+            int(meta.get("n_workers_max", meta.get("n_workers", 0))))
 
 
 def _finished(specs):
@@ -582,6 +600,10 @@ def _run_record(run, status=None):
             "scheduler": info["scheduler"] or "LocalCluster", "n_workers": int(info["n_workers"]),
             "data_transport": info["data_transport"],
             "started": info["t_begin"], "finished": t_end, "elapsed": t_end - info["t_begin"],
+            # every invocation on this run directory (resumed and repeated runs)
+            "elapsed_total": info["earlier"][0] + t_end - info["t_begin"],
+            "invocations": info["earlier"][1] + 1,
+            "n_workers_max": max(info["earlier"][2], int(info["n_workers"])),
             "n_tasks": len(specs), "n_done": len(results), "n_failed": len(run.failures),
             "n_skipped": info["n_skipped"], "n_resumed_from_checkpoint": info["n_resumed"],
             "n_recomputed_changed": len(info["cleared"]),
@@ -605,7 +627,8 @@ def _run_record(run, status=None):
 def _print_summary(record, info, run_dir, stream):
     meta, failures = record["meta"], record["failures"]
     print(f"run {meta['name']}: {meta['n_done']}/{meta['n_tasks']} tasks done "
-          f"({meta['n_skipped']} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s; "
+          f"({meta['n_skipped']} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s "
+          f"({wall_clock(meta)}); "
           f"run file {run_dir / 'run.h5'}", file=stream)
     if info["cleared"]:
         print(f"{len(info['cleared'])} task(s) recomputed because the pipeline file "

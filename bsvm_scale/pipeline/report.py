@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfile import format_table, main_metric, read_run_file, summary_rows, sv_text
+from .runfile import (format_table, main_metric, read_run_file, summary_rows, sv_text,
+                      wall_clock)
 
 __all__ = ["write_report", "paired_t_test", "evidence_grid_figure", "grid_optima",
            "METRIC_WORDS"]
@@ -359,7 +360,7 @@ def _head_lines(rec):
         lines += [meta["description"], ""]
     return lines + [
         f"- finished {when} on {meta['host']}, status **{meta['status']}**, "
-        f"{meta['elapsed']:.1f} s wall clock",
+        f"{wall_clock(meta)}",
         f"- scheduler: {meta['scheduler']}, {meta['n_workers']} worker(s)",
         f"- tasks: {meta['n_tasks']} ({meta['n_done']} done, {meta['n_failed']} failed, "
         f"{meta['n_skipped']} reused from an earlier run, "

@@ -173,6 +173,20 @@ def summary_rows(record):
     return rows
 
 
+def wall_clock(meta, minutes=False):
+    """The wall time of a run from its record's ``meta``: of every invocation of
+    ``bsvm-scale run`` on its directory when it was resumed or repeated (the
+    last one's named apart; records written before the total was kept give
+    the last invocation's only)."""
+    unit, scale = ("min", 60.0) if minutes else ("s", 1.0)
+    last = float(meta.get("elapsed", 0.0)) / scale
+    k = int(meta.get("invocations", 1))
+    if k <= 1:
+        return f"{last:.1f} {unit} wall clock"
+    total = float(meta.get("elapsed_total", meta.get("elapsed", 0.0))) / scale
+    return f"{total:.1f} {unit} wall clock over {k} invocations (the last {last:.1f} {unit})"
+
+
 def sv_text(n_sv):
     """An SV count for tables: ``-`` for models without support vectors (GPs),
     which record -1."""

@@ -124,6 +124,16 @@ def test_local_cluster_run(reference, capsys):
     # running the same command again recomputes nothing
     rec2 = run_pipeline(load_pipeline(path), workers=2, progress=False)
     assert rec2["meta"]["n_skipped"] == N_TASKS and rec2["meta"]["n_workers"] == 0
+    # ... and keeps the wall time and the workers of the first invocation
+    m1, m2 = rec["meta"], rec2["meta"]
+    assert m1["invocations"] == 1 and m1["elapsed_total"] == m1["elapsed"]
+    assert m2["invocations"] == 2 and m2["n_workers_max"] == m1["n_workers"] == 2
+    assert m2["elapsed_total"] == pytest.approx(m1["elapsed"] + m2["elapsed"])
+    from bsvm_scale.pipeline.runfile import wall_clock
+
+    assert wall_clock(m2) == (f"{m2['elapsed_total']:.1f} s wall clock over 2 invocations "
+                              f"(the last {m2['elapsed']:.1f} s)")
+    assert wall_clock({"elapsed": 90.0}, minutes=True) == "1.5 min wall clock"
     # the report
     assert main(["report", str(run_dir), "--out", str(run_dir / "rep")]) == 0
     md = (run_dir / "rep" / "report.md").read_text()
