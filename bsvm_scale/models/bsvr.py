@@ -40,7 +40,8 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
-from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
+from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
+                                   coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -183,12 +184,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         model file small) whose hyperparameters start a retraining: one start
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
-        subsample phase, no isotropic first stage), beginning with the
-        earlier search's final model Hessian
-        (:func:`bsvm_scale.models.warm_start.previous_hessians`) and stopped
-        at the first evaluation that does not improve on the best point
-        (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`; ``optimizer_options``
-        override it). Its inputs and ``ard`` must match
+        subsample phase, no isotropic first stage). It begins with the
+        earlier search's final model Hessian where the earlier model kept one
+        (:func:`bsvm_scale.models.warm_start.previous_hessians`): it ends at its
+        first point when the model promises less than ``ftol``, else at the
+        first evaluation that does not improve on the best point; without one
+        (a model file from before the Hessian was kept), after 2 such
+        evaluations (:func:`bsvm_scale.optimization.starts.retrain_options`;
+        ``optimizer_options`` override these). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
     Attributes
@@ -460,7 +463,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         replay = None if init is None else init.get("evaluations")
         if retrain is not None:  # retraining from an earlier optimum (warm_start_from)
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP, *retrain)],
-                                           bounds, callback, replay, RETRAIN_OPTIONS)
+                                           bounds, callback, replay, retrain_options(*retrain))
         coarse, best, nu0, slopes = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
@@ -525,7 +528,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return records, best, nu0, [obj.slope for obj in made]
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
-        """Run the ``(theta0, warm, max_step)`` of ``plan`` on ``problem``
+        """Run the ``(theta0, warm, max_step[, hessian])`` of ``plan`` on ``problem``
         (:func:`bsvm_scale.optimization.driver.run_plan`), keep their records and return
         the final evaluation at the best point of the run with the highest
         evidence (thesis 4.3.2); within a trust radius (the full-data phase)

@@ -41,7 +41,8 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
-from ..optimization.starts import FINE_FIRST_STEP, FINE_MAX_STEP, RETRAIN_OPTIONS, ard_runs, best_start, coarse_starts
+from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
+                                   coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -151,11 +152,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         from its ``theta_``, refined on the full data within the trust radius
         :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
         subsample phase, no isotropic first stage; one-versus-rest: the
-        classes must match), beginning with the earlier search's final model
-        Hessian (:func:`bsvm_scale.models.warm_start.previous_hessians`) and
-        stopped at the first evaluation that does not improve on the best
-        point (:data:`bsvm_scale.optimization.starts.RETRAIN_OPTIONS`;
-        ``optimizer_options`` override it). Its inputs and ``ard`` must match
+        classes must match). It begins with the earlier search's final model
+        Hessian where the earlier model kept one
+        (:func:`bsvm_scale.models.warm_start.previous_hessians`): it ends at its
+        first point when the model promises less than ``ftol``, else at the
+        first evaluation that does not improve on the best point; without one
+        (a model file from before the Hessian was kept), after 2 such
+        evaluations (:func:`bsvm_scale.optimization.starts.retrain_options`;
+        ``optimizer_options`` override these). Its inputs and ``ard`` must match
         (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
         ``init["theta"]`` (resuming such a retraining).
     Attributes
@@ -407,9 +411,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
                          case_ids)
 
-    def _options(self, retraining=False):
-        return {**DEFAULT_OPTIONS, **(RETRAIN_OPTIONS if retraining else {}),
-                **(self.optimizer_options or {})}
+    def _options(self, retrain=None):
+        """The driver's options: defaults, a retraining's (``retrain``, see
+        :func:`bsvm_scale.optimization.starts.retrain_options`), the user's."""
+        return {**DEFAULT_OPTIONS, **(retrain or {}), **(self.optimizer_options or {})}
 
     def _run_start(self, obj, theta0, bounds):
         """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
@@ -425,7 +430,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                           "the evidence converged; increase optimizer_options['maxiter'].",
                           ConvergenceWarning, stacklevel=5)
 
-    def _run_plan(self, obj, k, plan, bounds, callback, init, retraining=False):
+    def _run_plan(self, obj, k, plan, bounds, callback, init, retrain=None):
         """The runs ``plan`` of start ``k`` on ``obj`` (:func:`run_plan`),
         optionally resumed from ``init`` (state restored, recorded
         evaluations replayed)."""
@@ -437,7 +442,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
         # within a trust radius (coarse-to-fine, retraining, the ARD continuation)
         # the first radius is FINE_FIRST_STEP, as for BSVR
-        results = run_plan(obj, plan, bounds, self._options(retraining), cb, replay,
+        results = run_plan(obj, plan, bounds, self._options(retrain), cb, replay,
                            first_step=FINE_FIRST_STEP)
         for res in results:
             self._warn_limit(res)
@@ -533,7 +538,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         records, results, owners = [], [], []
         for k, (plan, iso) in enumerate(plans):
             obj = self._objective(Xs, yb, max_iter)
-            runs = self._run_plan(obj, k, plan, bounds, callback, init, warm is not None)
+            runs = self._run_plan(obj, k, plan, bounds, callback, init,
+                                  None if warm is None else retrain_options(warm[2]))
             for res, (_, alpha, *_) in zip(runs, plan):
                 rec = start_record(res)
                 if alpha is not None:

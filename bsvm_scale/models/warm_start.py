@@ -6,10 +6,12 @@ the full data within the trust radius of the coarse-to-fine refinement
 (:data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`, first step
 :data:`bsvm_scale.optimization.starts.FINE_FIRST_STEP`): no other starts, no subsample
 phase and no isotropic first stage. The search begins with the earlier
-search's final quasi-Newton model Hessian (:func:`previous_hessians`), so its
-first step is a Newton step on the new data rather than a gradient step of
-the trust radius, and it ends at the earlier optimum when the model promises
-less than ``ftol`` from moving. The MAP solves start as usual (the
+search's final quasi-Newton model Hessian where the earlier model kept one
+(:func:`previous_hessians`), so its first step is a quasi-Newton step on the
+new data (within the first trust radius) rather than a gradient step to the
+trust radius; it ends at the earlier optimum when the model promises less than
+``ftol`` from moving, and at the first evaluation that does not improve
+(:func:`bsvm_scale.optimization.starts.retrain_options`). The MAP solves start as usual (the
 low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank` when its factor is
 exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
 a retraining as one task per partition and resume it like any start.
@@ -113,7 +115,12 @@ def _chosen_hessian(model):
         return None
     try:
         return check_hessian(found[0]["hessian"], theta.size)
-    except ValueError:
+    except ValueError as err:
+        import warnings
+
+        warnings.warn(f"warm_start_from: the earlier model's stored search Hessian is not "
+                      f"usable ({err}); the retraining begins with the diagonal first guess.",
+                      RuntimeWarning, stacklevel=4)
         return None
 
 

@@ -183,7 +183,8 @@ class StartResult:
     hessian : ndarray or None
         The quasi-Newton model Hessian at the end of the start (in ``theta``),
         which a later start near the same optimum can begin with
-        (``run_start(hessian=...)``).
+        (``run_start(hessian=...)``); None when it is only the diagonal first
+        guess (no quasi-Newton update was made and none was given).
     """
 
     theta0: np.ndarray
@@ -417,7 +418,8 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
                        info=best["info"], n_iter=st.n_iter, n_eval=len(rec.trajectory),
                        success=bool(success), message=str(message), trajectory=rec.trajectory,
                        n_nonfinite=rec.n_nonfinite, n_rejected=st.n_rejected,
-                       n_replayed=rec.n_replayed, hessian=st.B.copy())
+                       n_replayed=rec.n_replayed,
+                       hessian=None if st.rescale and not st.n_updates else st.B.copy())
 
 
 def _begin(rec, theta0, radius, precondition, hessian):
@@ -488,7 +490,8 @@ def probe_neighbours(rec, best, step, box):
 class _Search:
     """State of one start between iterations: the incumbent ``here``, the
     best point evaluated, the model Hessian ``B`` (``rescale``: a diagonal
-    guess, rescaled at the first update), the trust radius, the counts, and
+    guess, rescaled at the first update; ``n_updates`` quasi-Newton updates
+    so far), the trust radius, the counts, and
     the relative decrease of the last step taken strictly inside the trust
     region (None otherwise; :func:`stop_reason`)."""
 
@@ -497,6 +500,7 @@ class _Search:
     B: np.ndarray
     radius: float
     rescale: bool = True
+    n_updates: int = 0
     n_iter: int = 0
     n_rejected: int = 0
     decrease: float | None = None
@@ -518,7 +522,9 @@ def _iterate(st, rec, opts, box, stall):
     st.n_iter += 1
     rho = agreement(st.here, trial, s, pred)
     if np.isfinite(rho):
-        st.B = bfgs_update(st.B, s, trial["grad"] - st.here["grad"], first=st.rescale and st.n_iter == 1)
+        st.B = bfgs_update(st.B, s, trial["grad"] - st.here["grad"],
+                           first=st.rescale and st.n_iter == 1)
+        st.n_updates += 1
         st.best = trial if trial["fun"] < st.best["fun"] else st.best
     st.decrease = None
     if rho > ETA:

@@ -20,13 +20,23 @@ from .records import start_record
 
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isotropic_stage",
            "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
-           "RETRAIN_OPTIONS", "FINE_FIRST_STEP", "FINE_MAX_STEP"]
+           "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "retrain_options", "FINE_FIRST_STEP",
+           "FINE_MAX_STEP"]
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
-#: known to be good, with the earlier search's model Hessian, so its steps are
-#: quasi-Newton steps: its search ends at the first evaluation that does not
-#: improve on the best point (user options override this)
-RETRAIN_OPTIONS = {"stall_evals": 1}
+#: known to be good: its search ends once 2 evaluations in a row have not
+#: improved on the best point (user options override this) ...
+RETRAIN_OPTIONS = {"stall_evals": 2}
+#: ... or, begun with the earlier search's model Hessian (quasi-Newton steps
+#: from the first), at the first evaluation that does not improve on it
+RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1}
+
+
+def retrain_options(hessian):
+    """Optimizer options of a retraining: :data:`RETRAIN_HESSIAN_OPTIONS` when
+    it begins with the earlier search's model Hessian (not None), else
+    :data:`RETRAIN_OPTIONS`."""
+    return dict(RETRAIN_OPTIONS if hessian is None else RETRAIN_HESSIAN_OPTIONS)
 #: initial trust radius (max-norm, log units) of the full-data phase of
 #: coarse-to-fine starts: the full-data optimum lies close to the subsample
 #: optimum, and a first step of the full radius tends to be rejected or to

@@ -63,17 +63,22 @@ def check_hessian(B, p):
     """``B`` as a symmetric positive definite ``p x p`` float array (a model
     Hessian given to start a search with), or ValueError."""
     B = np.array(B, dtype=float)
-    if B.shape != (p, p) or not np.all(np.isfinite(B)):
-        raise ValueError(f"hessian must be a finite ({p}, {p}) array, one row and column per "
-                         f"optimisation variable; got shape {B.shape}.")
-    if not np.allclose(B, B.T, rtol=1e-10, atol=0.0):
-        raise ValueError("hessian must be symmetric; got an asymmetric matrix (largest "
-                         f"difference {np.max(np.abs(B - B.T)):.3g}).")
-    try:
-        cho_factor(B)
-    except np.linalg.LinAlgError:
-        raise ValueError("hessian must be positive definite (a quasi-Newton model Hessian); "
-                         "its Cholesky factorisation failed.") from None
+    if B.shape != (p, p):
+        raise ValueError(f"hessian must be a ({p}, {p}) array, one row and column per "
+                         f"optimisation variable; got shape {B.shape}. Pass None for the "
+                         "diagonal first guess.")
+    if not np.all(np.isfinite(B)):
+        raise ValueError(f"hessian must be finite; got {np.count_nonzero(~np.isfinite(B))} "
+                         "non-finite entries. Pass None for the diagonal first guess.")
+    asym = float(np.max(np.abs(B - B.T), initial=0.0))
+    if asym > 1e-10 * max(float(np.max(np.abs(B), initial=0.0)), np.finfo(float).tiny):
+        raise ValueError(f"hessian must be symmetric; the largest difference B - B.T is "
+                         f"{asym:.3g}. Pass (B + B.T) / 2.")
+    lowest = float(np.linalg.eigvalsh(0.5 * (B + B.T))[0]) if p else 1.0
+    if not lowest > 0.0:
+        raise ValueError(f"hessian must be positive definite; its smallest eigenvalue is "
+                         f"{lowest:.3g}. Pass a quasi-Newton model Hessian (StartResult."
+                         "hessian) or None for the diagonal first guess.")
     return 0.5 * (B + B.T)
 
 

@@ -275,59 +275,97 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monke
 
 
 # ------------------------------------------------- the earlier search's Hessian
-def _spy_hessians(monkeypatch):
-    """The ``hessian`` each ``run_start`` called by ``run_plan`` gets (the
-    full-data runs; the subsample phase calls run_start directly)."""
+def _spy_runs(monkeypatch):
+    """``(hessian, stall_evals)`` of each ``run_start`` called by ``run_plan``
+    (the full-data runs; the subsample phase calls run_start directly)."""
     from bsvm_scale.optimization import driver
 
     seen, real = [], driver.run_start
 
-    def spy(*args, hessian=None, **kw):
-        seen.append(None if hessian is None else np.array(hessian))
-        return real(*args, hessian=hessian, **kw)
+    def spy(objective, theta0, bounds=None, options=None, *args, hessian=None, **kw):
+        seen.append((None if hessian is None else np.array(hessian),
+                     (options or {}).get("stall_evals")))
+        return real(objective, theta0, bounds, options, *args, hessian=hessian, **kw)
 
     monkeypatch.setattr(driver, "run_start", spy)
     return seen
 
 
+def _best_record_hessian(starts):
+    """The Hessian of the searched record with the lowest -ln evidence (worked
+    out without the model's theta_)."""
+    searched = [r for r in starts if r.get("trajectory")]
+    return min(searched, key=lambda r: r["neg_log_evidence"])["hessian"]
+
+
+def test_retrain_options_follow_the_hessian():
+    from bsvm_scale.optimization.starts import retrain_options
+
+    assert retrain_options(None) == {"stall_evals": 2}
+    assert retrain_options(np.eye(3)) == {"stall_evals": 1}
+
+
 def test_bsvr_retraining_begins_with_the_earlier_model_hessian(sinc, tmp_path, monkeypatch):
     """The chosen start's final model Hessian is kept in ``starts_`` (and the
-    model file) and begins the retraining's search; a model without one
-    (written before it was kept) retrains from the diagonal guess."""
+    model file) and begins the retraining's search, which then stops at the
+    first evaluation without improvement; a model without one (written
+    before it was kept) retrains from the diagonal guess and stops after 2."""
     from bsvm_scale.models.warm_start import previous_hessians
 
     X, y = sinc
-    a = BayesianSVR(n_starts=1).fit(X[:1000], y[:1000])
+    a = BayesianSVR(n_starts=2).fit(X[:1000], y[:1000])
     H = previous_hessians(a)
-    chosen = [r for r in a.starts_ if np.array_equal(r["theta"], a.theta_)]
-    np.testing.assert_array_equal(H, chosen[0]["hessian"])
+    np.testing.assert_array_equal(H, _best_record_hessian(a.starts_))
     assert np.all(np.linalg.eigvalsh(H) > 0)
     save_model(a, tmp_path / "a.h5")
     b = load_model(tmp_path / "a.h5")
     np.testing.assert_array_equal(previous_hessians(b), H)
-    seen = _spy_hessians(monkeypatch)
-    w = BayesianSVR(n_starts=1, warm_start_from=b).fit(X[50:1050], y[50:1050])
-    assert len(seen) == 1
-    np.testing.assert_array_equal(seen[0], H)
-    assert "hessian" in w.starts_[0]
+    seen = _spy_runs(monkeypatch)
+    BayesianSVR(n_starts=1, warm_start_from=b).fit(X[50:1050], y[50:1050])
+    assert len(seen) == 1 and seen[0][1] == 1
+    np.testing.assert_array_equal(seen[0][0], H)
     for r in b.starts_:
-        r.pop("hessian")
+        r.pop("hessian", None)
     assert previous_hessians(b) is None
     seen.clear()
     BayesianSVR(n_starts=1, warm_start_from=b).fit(X[50:1050], y[50:1050])
-    assert len(seen) == 1 and seen[0] is None
+    assert seen == [(None, 2)]
 
 
-def test_btsvc_retraining_begins_with_each_class_hessian(monkeypatch):
-    d = synthetic.waveform(700, seed=1)
-    y3 = d.extra["label3"]
-    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
+def test_an_unusable_stored_hessian_is_named_and_not_used(sinc):
     from bsvm_scale.models.warm_start import previous_hessians
 
-    Hs = previous_hessians(a, a.classes_)
+    X, y = sinc
+    a = BayesianSVR(n_starts=1).fit(X[:300], y[:300])
+    for r in a.starts_:
+        if "hessian" in r:
+            r["hessian"] = -r["hessian"]
+    with pytest.warns(RuntimeWarning, match="stored search Hessian is not usable.*positive "
+                                            "definite.*diagonal first guess"):
+        assert previous_hessians(a) is None
+
+
+def test_btsvc_retraining_begins_with_the_earlier_hessian(monkeypatch):
+    """Binary and one-versus-rest: each binary model's own Hessian."""
+    from bsvm_scale.models.warm_start import previous_hessians
+
+    d = synthetic.waveform(700, seed=1)
+    seen = _spy_runs(monkeypatch)
+    a2 = BayesianSVC(n_starts=2).fit(d.X[:600], d.y[:600])
+    seen.clear()
+    H2 = previous_hessians(a2, a2.classes_)
+    np.testing.assert_array_equal(H2, a2.starts_[a2.best_start_]["hessian"])
+    np.testing.assert_array_equal(H2, _best_record_hessian(a2.starts_))
+    BayesianSVC(warm_start_from=a2).fit(d.X[50:650], d.y[50:650])
+    assert len(seen) == 1 and seen[0][1] == 1
+    np.testing.assert_array_equal(seen[0][0], H2)
+    y3 = d.extra["label3"]
+    a3 = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
+    Hs = previous_hessians(a3, a3.classes_)
     assert len(Hs) == 3 and all(h.shape == (3, 3) for h in Hs)
-    seen = _spy_hessians(monkeypatch)
-    BayesianSVC(warm_start_from=a).fit(d.X[50:650], y3[50:650])
+    seen.clear()
+    BayesianSVC(warm_start_from=a3).fit(d.X[50:650], y3[50:650])
     assert len(seen) == 3
-    for got, h in zip(seen, Hs):
+    for (got, stall), h in zip(seen, Hs):
         np.testing.assert_array_equal(got, h)
+        assert stall == 1

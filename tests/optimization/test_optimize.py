@@ -507,16 +507,53 @@ def _quadratic(H, xstar):
 def test_check_hessian_names_each_problem():
     good = np.array([[2.0, 0.5], [0.5, 1.0]])
     np.testing.assert_array_equal(tr.check_hessian(good, 2), good)
-    with pytest.raises(ValueError, match=r"finite \(3, 3\) array.*got shape \(2, 2\)"):
+    with pytest.raises(ValueError, match=r"\(3, 3\) array.*got shape \(2, 2\).*None"):
         tr.check_hessian(good, 3)
-    with pytest.raises(ValueError, match="finite"):
+    with pytest.raises(ValueError, match="must be finite; got 2 non-finite"):
         tr.check_hessian(np.array([[1.0, np.nan], [np.nan, 1.0]]), 2)
-    with pytest.raises(ValueError, match="symmetric"):
+    with pytest.raises(ValueError, match=r"symmetric; the largest difference B - B.T is 1.*\(B \+ B.T\) / 2"):
         tr.check_hessian(np.array([[2.0, 1.0], [0.0, 1.0]]), 2)
-    with pytest.raises(ValueError, match="positive definite"):
+    with pytest.raises(ValueError, match="positive definite; its smallest eigenvalue is -1"):
         tr.check_hessian(np.array([[1.0, 2.0], [2.0, 1.0]]), 2)
     with pytest.raises(ValueError, match="positive definite"):
         run_start(lambda t: (0.0, np.zeros(2), {}), np.zeros(2), hessian=-np.eye(2))
+    tiny = np.array([[1e-300, 0.0], [1e-310, 1e-300]])  # rounding-level asymmetry passes
+    assert tr.check_hessian(tiny, 2).shape == (2, 2)
+
+
+def test_a_given_hessian_is_not_rescaled_at_the_first_update(monkeypatch):
+    """The diagonal guess is rescaled to the measured curvature at the first
+    BFGS update; a given Hessian (an earlier search's) is not."""
+    from bsvm_scale.optimization import driver
+
+    firsts, real = [], tr.bfgs_update
+
+    def spy(B, s, y, first=False):
+        firsts.append(first)
+        return real(B, s, y, first)
+
+    monkeypatch.setattr(driver, "bfgs_update", spy)
+    H = np.array([[40.0, 12.0], [12.0, 9.0]])
+    f, _ = _quadratic(H, np.array([0.3, -0.2]))
+    run_start(f, np.zeros(2), options={"maxiter": 3})
+    assert firsts[0] is True and not any(firsts[1:])
+    firsts.clear()
+    run_start(f, np.zeros(2), options={"maxiter": 3}, hessian=2.0 * H)
+    assert firsts and not any(firsts)
+
+
+def test_the_result_keeps_a_hessian_only_when_it_is_one():
+    """A start that ends at its first point on the diagonal guess has no
+    model Hessian to pass on; one begun with a given Hessian passes it on."""
+    H = np.diag([400.0, 4.0])
+    xstar = np.array([0.1, 0.2])
+    f, _ = _quadratic(H, xstar)
+    at_optimum = run_start(f, xstar)  # gradient 0: ends at once
+    assert at_optimum.n_eval == 1 and at_optimum.hessian is None
+    given = run_start(f, xstar, hessian=H)
+    np.testing.assert_array_equal(given.hessian, H)
+    moved = run_start(f, np.zeros(2))
+    assert moved.n_iter > 0 and moved.hessian is not None
 
 
 def test_a_given_hessian_makes_the_first_step_newtons():
