@@ -496,8 +496,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def _plans(self, X, Xs, yb, init, warm):
         """The start points and, per start, the plan of optimiser runs
-        ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase (coarse-to-fine)
-        and the isotropic first stage (``ard_init``)."""
+        ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase
+        (coarse-to-fine) and the isotropic first stage (``ard_init``)."""
         d = Xs.shape[1]
         bounds = self._bounds(d)
         thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]

@@ -11,9 +11,9 @@ search's final quasi-Newton model Hessian where the earlier model kept one
 new data (within the first trust radius) rather than a gradient step to the
 trust radius; it ends at the earlier optimum when the model promises less than
 ``ftol`` from moving, and at the first evaluation that does not improve
-(:func:`bsvm_scale.optimization.starts.retrain_options`). The MAP solves start as usual (the
-low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank` when its factor is
-exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
+(:func:`bsvm_scale.optimization.starts.retrain_options`). The MAP solves start
+as usual (the low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank`
+when its factor is exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
 a retraining as one task per partition and resume it like any start.
 Pipelines name the earlier run with ``warm_start = "RUN_DIR"`` in a model
 table (:func:`run_model_file` finds each partition's model there).
@@ -36,8 +36,8 @@ import os
 
 import numpy as np
 
-__all__ = ["previous_model", "previous_thetas", "previous_hessians", "run_model_file", "check_case_ids",
-           "carried_dual", "keep_support_case_ids"]
+__all__ = ["previous_model", "previous_thetas", "previous_hessians", "run_model_file",
+           "check_case_ids", "carried_dual", "keep_support_case_ids"]
 
 
 def previous_model(value, cls, n_features, ard):

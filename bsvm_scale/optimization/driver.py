@@ -491,9 +491,9 @@ class _Search:
     """State of one start between iterations: the incumbent ``here``, the
     best point evaluated, the model Hessian ``B`` (``rescale``: a diagonal
     guess, rescaled at the first update; ``n_updates`` quasi-Newton updates
-    so far), the trust radius, the counts, and
-    the relative decrease of the last step taken strictly inside the trust
-    region (None otherwise; :func:`stop_reason`)."""
+    so far), the trust radius, the counts, and the relative decrease of the
+    last step taken strictly inside the trust region (None otherwise;
+    :func:`stop_reason`)."""
 
     here: dict
     best: dict
