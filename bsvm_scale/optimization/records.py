@@ -27,8 +27,8 @@ def start_record(res, shift=0.0, **extra):
     ``n_eval``, ``success``, ``message``, ``n_nonfinite``, ``n_rejected``,
     ``n_replayed``, ``hessian`` (the final model Hessian of a search, which
     a retraining starts from; absent without one) and ``trajectory``, one
-    record per evaluation with ``theta``, ``fun``, ``grad``, ``grad_norm``, ``accepted``, ``radius``,
-    ``replayed`` and the scalar entries of the objective's ``info`` (SV
+    record per evaluation with ``theta``, ``fun``, ``grad``, ``grad_norm``,
+    ``accepted``, ``radius``, ``replayed`` and the scalar entries of the objective's ``info`` (SV
     counts, SMO iterations, seconds in the MAP solve and the evidence ...).
     Models add ``subsample`` (the subsample phase of a coarse-to-fine
     start, a record of this layout with ``n_samples``) and ``isotropic``
