@@ -627,8 +627,7 @@ def _run_record(run, status=None):
 def _print_summary(record, info, run_dir, stream):
     meta, failures = record["meta"], record["failures"]
     print(f"run {meta['name']}: {meta['n_done']}/{meta['n_tasks']} tasks done "
-          f"({meta['n_skipped']} reused), {meta['n_failed']} failed, {meta['elapsed']:.1f} s "
-          f"({wall_clock(meta)}); "
+          f"({meta['n_skipped']} reused), {meta['n_failed']} failed, {wall_clock(meta)}; "
           f"run file {run_dir / 'run.h5'}", file=stream)
     if info["cleared"]:
         print(f"{len(info['cleared'])} task(s) recomputed because the pipeline file "
