@@ -181,19 +181,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
     warm_start_from : estimator, str or path, optional
         An earlier fit of this class (or its model file, which keeps the new
-        model file small) whose hyperparameters start a retraining: one start
-        from its ``theta_``, refined on the full data within the trust radius
-        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP` (no other starts, no
-        subsample phase, no isotropic first stage). It begins with the
-        earlier search's final model Hessian where the earlier model kept one
-        (:func:`bsvm_scale.models.warm_start.previous_hessians`): it ends at its
-        first point when the model promises less than ``ftol``, else at the
-        first evaluation that does not improve on the best point; without one
-        (a model file from before the Hessian was kept), after 2 such
-        evaluations (:func:`bsvm_scale.optimization.starts.retrain_options`;
-        ``optimizer_options`` override these). Its inputs and ``ard`` must match
-        (:mod:`bsvm_scale.models.warm_start`). With ``fit(init=...)`` the start is
-        ``init["theta"]`` (resuming such a retraining).
+        model file small) whose optimum starts a retraining: one start from
+        its ``theta_`` on the full data, beginning with the earlier search's
+        model Hessian, with the stop rule of a retraining
+        (:func:`bsvm_scale.optimization.starts.retrain_options`;
+        ``optimizer_options`` override it). Its inputs and ``ard`` must
+        match; :mod:`bsvm_scale.models.warm_start` describes the whole procedure.
+        With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
+        retraining).
     Attributes
     ----------
     hyperparameters_ : dict

@@ -11,9 +11,11 @@ search's final quasi-Newton model Hessian where the earlier model kept one
 new data (within the first trust radius) rather than a gradient step to the
 trust radius; it ends at the earlier optimum when the model promises less than
 ``ftol`` from moving, and at the first evaluation that does not improve
-(:func:`bsvm_scale.optimization.starts.retrain_options`). The MAP solves start
-as usual (the low-rank Newton start of :mod:`bsvm_scale.inference.map_lowrank`
-when its factor is exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
+(:func:`bsvm_scale.optimization.starts.retrain_options`). A model file from
+before the Hessian was kept gives the diagonal first guess and a stop after 2
+evaluations without improvement. The MAP solves start as usual (the low-rank
+Newton start of :mod:`bsvm_scale.inference.map_lowrank` when its factor is
+exact). With ``fit(init=...)`` the start is ``init["theta"]``: pipelines run
 a retraining as one task per partition and resume it like any start.
 Pipelines name the earlier run with ``warm_start = "RUN_DIR"`` in a model
 table (:func:`run_model_file` finds each partition's model there).

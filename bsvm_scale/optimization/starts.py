@@ -37,6 +37,8 @@ def retrain_options(hessian):
     it begins with the earlier search's model Hessian (not None), else
     :data:`RETRAIN_OPTIONS`."""
     return dict(RETRAIN_OPTIONS if hessian is None else RETRAIN_HESSIAN_OPTIONS)
+
+
 #: initial trust radius (max-norm, log units) of the full-data phase of
 #: coarse-to-fine starts: the full-data optimum lies close to the subsample
 #: optimum, and a first step of the full radius tends to be rejected or to
