@@ -18,7 +18,7 @@ import numpy as np
 
 from bsvm_scale.pipeline.archive import extract_archive, run_dirs, verify_archive
 from bsvm_scale.pipeline.evidence_grid import is_grid
-from bsvm_scale.pipeline.runfile import format_table, summary_rows, wall_clock
+from bsvm_scale.pipeline.runfile import format_table, most_workers, summary_rows, wall_clock
 
 from . import bench, c1, c2, c3, c4, r1, r2, r3, r4, r5
 from .figures import Figures
@@ -53,12 +53,6 @@ def _shown(path):
         return str(path)
 
 
-def _workers(meta):
-    """Workers of a run: the most any invocation had (a repeat that reused
-    every task starts none)."""
-    return int(meta.get("n_workers_max", meta.get("n_workers", 0)))
-
-
 def _run_header(run):
     """One paragraph: description, status, wall time, partitions, training sizes."""
     m = run.rec["meta"]
@@ -67,7 +61,7 @@ def _run_header(run):
                     for v in run.rec["datasets"].values()})
     text = (f"Run `{run.name}` ({m.get('status', '?')}: {m.get('n_done', 0)}/"
             f"{m.get('n_tasks', 0)} tasks, {m.get('n_failed', 0)} failed), "
-            f"{wall_clock(m, minutes=True)} with {_workers(m)} worker(s); "
+            f"{wall_clock(m, minutes=True)} with {most_workers(m)} worker(s); "
             f"pipeline `{Path(m.get('pipeline_path', '')).name}`; partitions per data set: "
             f"{', '.join(f'{k} {v}' for k, v in parts.items())}; training sizes: "
             f"{', '.join(map(str, sizes))}.")

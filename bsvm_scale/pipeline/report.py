@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .runfile import (format_table, main_metric, read_run_file, summary_rows, sv_text,
-                      wall_clock)
+from .runfile import (format_table, main_metric, most_workers, read_run_file, summary_rows,
+                      sv_text, wall_clock)
 
 __all__ = ["write_report", "paired_t_test", "evidence_grid_figure", "grid_optima",
            "METRIC_WORDS"]
@@ -361,7 +361,7 @@ def _head_lines(rec):
     return lines + [
         f"- finished {when} on {meta['host']}, status **{meta['status']}**, "
         f"{wall_clock(meta)}",
-        f"- scheduler: {meta['scheduler']}, {meta['n_workers']} worker(s)",
+        f"- scheduler: {meta['scheduler']}, {most_workers(meta)} worker(s)",
         f"- tasks: {meta['n_tasks']} ({meta['n_done']} done, {meta['n_failed']} failed, "
         f"{meta['n_skipped']} reused from an earlier run, "
         f"{meta['n_resumed_from_checkpoint']} resumed from a checkpoint)",

@@ -187,6 +187,12 @@ def wall_clock(meta, minutes=False):
     return f"{total:.1f} {unit} wall clock over {k} invocations (the last {last:.1f} {unit})"
 
 
+def most_workers(meta):
+    """Workers of a run from its record's ``meta``: the most any invocation
+    had (a repeat that reused every task starts none)."""
+    return int(meta.get("n_workers_max", meta.get("n_workers", 0)))
+
+
 def sv_text(n_sv):
     """An SV count for tables: ``-`` for models without support vectors (GPs),
     which record -1."""

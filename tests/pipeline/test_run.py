@@ -137,6 +137,7 @@ def test_local_cluster_run(reference, capsys):
     # the report
     assert main(["report", str(run_dir), "--out", str(run_dir / "rep")]) == 0
     md = (run_dir / "rep" / "report.md").read_text()
+    assert "LocalCluster, 2 worker(s)" in md and "over 2 invocations" in md  # after the repeat
     assert "Paired t-tests" in md and "| sinc | bsvr | gpr | ase |" in md
     for png in ("predictions_sinc.png", "probabilities_g2.png", "evidence_sinc__bsvr.png",
                 "metrics_sinc.png", "time.png"):
