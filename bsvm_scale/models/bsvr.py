@@ -39,7 +39,7 @@ from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
+from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
 from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
                                    coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
@@ -144,9 +144,11 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     optimizer_options : dict, optional
         Options of the trust-region search
         (:class:`bsvm_scale.optimization.driver.Options`; defaults
-        :data:`bsvm_scale.optimization.driver.DEFAULT_OPTIONS`: ``maxiter=100``,
+        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`: ``maxiter=100``,
         ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
-        ``stall_rtol=1e-5, stall_evals=5``; ``stall_rtol=None,
+        ``stall_rtol=1e-5, stall_evals=5, stall_atol=0.1``: stop once 5
+        evaluations in a row have not lowered ``-ln P(D | theta)`` by more
+        than 0.1 nat or ``1e-5`` relative; ``stall_rtol=None,
         stall_evals=None`` turns it off).
     evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
         How the off-bound block of the evidence (4.38)-(4.42) is handled:
@@ -516,7 +518,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return made[-1]
 
         def run(obj, theta0, bounds):
-            return run_start(obj, theta0, bounds, self.optimizer_options, precondition=True)
+            opts = {**PIECEWISE_OPTIONS, **(self.optimizer_options or {})}
+            return run_start(obj, theta0, bounds, opts, precondition=True)
 
         records, best, nu0 = coarse_starts(objective, X, y, thetas, bounds, m,
                                            self.random_state, run)
@@ -530,7 +533,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         the first radius is :data:`FINE_FIRST_STEP`."""
         cb = None if callback is None else \
             (lambda k, rec: callback(k, rec, problem.get_state()))
-        opts = {**DEFAULT_OPTIONS, **(options or {}), **(self.optimizer_options or {})}
+        opts = {**PIECEWISE_OPTIONS, **(options or {}), **(self.optimizer_options or {})}
         results = run_plan(problem, plan, bounds, opts, cb, replay,
                            precondition=True, first_step=FINE_FIRST_STEP)
         self.starts_ = [start_record(res) for res in results]

@@ -40,7 +40,7 @@ from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import DEFAULT_OPTIONS, run_plan, run_start
+from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
 from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
                                    coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
@@ -140,10 +140,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     optimizer_options : dict, optional
         Options of the trust-region search
         (:class:`bsvm_scale.optimization.driver.Options`; defaults
-        :data:`bsvm_scale.optimization.driver.DEFAULT_OPTIONS`: ``maxiter=100``,
+        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`: ``maxiter=100``,
         ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
-        ``stall_rtol=1e-5, stall_evals=5``: stop once 5 evaluations in a row
-        have not lowered ``-ln P(D | theta)`` by ``1e-5`` relative;
+        ``stall_rtol=1e-5, stall_evals=5, stall_atol=0.1``: stop once 5
+        evaluations in a row have not lowered ``-ln P(D | theta)`` by more
+        than 0.1 nat or ``1e-5`` relative;
         ``stall_rtol=None, stall_evals=None`` turns it off).
 
     warm_start_from : estimator, str or path, optional
@@ -409,7 +410,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _options(self, retrain=None):
         """The driver's options: defaults, a retraining's (``retrain``, see
         :func:`bsvm_scale.optimization.starts.retrain_options`), the user's."""
-        return {**DEFAULT_OPTIONS, **(retrain or {}), **(self.optimizer_options or {})}
+        return {**PIECEWISE_OPTIONS, **(retrain or {}), **(self.optimizer_options or {})}
 
     def _run_start(self, obj, theta0, bounds):
         """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""

@@ -30,7 +30,7 @@ Options (``options=``, every key optional; :class:`Options`): ``maxiter``
 decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
-``stall_rtol`` and ``stall_evals`` (:class:`StallRule`), ``probe_step`` and
+``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``probe_step`` and
 ``probe_rounds`` (:func:`probe_neighbours`; off by default).
 
 The evidence is piecewise smooth, and a search that converged on one piece
@@ -54,7 +54,8 @@ from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, mod
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
            "probe_neighbours",
-           "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS"]
+           "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS",
+           "PIECEWISE_OPTIONS"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -62,6 +63,11 @@ __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder
 #: the best point while it follows the gradients across jumps)
 STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
+#: defaults of the piecewise-smooth evidences (BSVR, BTSVC): gains below 0.1
+#: nat (a Bayes factor of 1.1) count as stalls too. Across the jumps the
+#: gradient-following search keeps taking steps whose values barely move;
+#: a smooth evidence (the GP baselines) converges by ``gtol``/``ftol`` instead.
+PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1}
 class BestPoint(NamedTuple):
     """The lowest ``-ln evidence`` an objective has evaluated: the value, the
     point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP
@@ -110,6 +116,7 @@ class Options:
     max_radius: float = np.inf
     stall_rtol: float | None = None
     stall_evals: int | None = None
+    stall_atol: float = 0.0
     probe_step: float = 0.0
     probe_rounds: int = 2
 
@@ -132,7 +139,7 @@ class Options:
                                              else min(1.0, max_step)))
         opts = cls(**given)
         for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius",
-                     "probe_step", "probe_rounds"):
+                     "probe_step", "probe_rounds", "stall_atol"):
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
                 raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
@@ -265,24 +272,29 @@ class Recorder:
 
 class StallRule:
     """Ends a start once ``n_evals`` consecutive finite values have not lowered
-    the best value by more than ``rtol * max(1, |best|)``.
+    the best value by more than ``max(atol, rtol * max(1, |best|))``.
 
     The MAP solution, and so the evidence, is known only to the SMO
-    tolerance; past that resolution further evaluations cannot matter. The
-    rule sees only the sequence of values, so a replayed run stops where the
+    tolerance; past that resolution further evaluations cannot matter.
+    ``atol`` is in the units of the value (nats of evidence): a gain of 0.1
+    nat is a Bayes factor of 1.1, too small to choose between hyperparameters,
+    while the relative part sets the resolution of large problems. The rule
+    sees only the sequence of values, so a replayed run stops where the
     original did.
     """
 
-    def __init__(self, rtol=None, n_evals=None):
+    def __init__(self, rtol=None, n_evals=None, atol=0.0):
         self.rtol = None if rtol is None else float(rtol)
         self.n_evals = None if n_evals is None else int(n_evals)
+        self.atol = float(atol)
         self.best, self.count = None, 0
 
     def __call__(self, value):
         """Take the next value; True when the start has stalled."""
         if self.rtol is None or not np.isfinite(value):
             return False
-        if self.best is None or value < self.best - self.rtol * max(1.0, abs(self.best)):
+        if self.best is None or value < self.best - max(self.atol,
+                                                        self.rtol * max(1.0, abs(self.best))):
             self.best, self.count = value, 0
             return False
         self.count += 1
@@ -436,7 +448,7 @@ def _search(st, rec, opts, box):
     """Trust-region iterations on ``st`` until a stop rule answers (a fresh
     stall rule from the incumbent); returns ``(success, message)``."""
     lo, hi = box
-    stall = StallRule(opts.stall_rtol, opts.stall_evals)
+    stall = StallRule(opts.stall_rtol, opts.stall_evals, opts.stall_atol)
     stall(st.here["fun"])
     stop = None
     while stop is None:
@@ -536,8 +548,8 @@ def _iterate(st, rec, opts, box, stall):
     st.radius = next_radius(st.radius, rho, step, opts.max_radius)
     if stall(trial["fun"]):
         return True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
-                      f"{opts.stall_rtol:g} (relative) over the last {opts.stall_evals} "
-                      "evaluations")
+                      f"{opts.stall_rtol:g} (relative) or stall_atol={opts.stall_atol:g} "
+                      f"over the last {opts.stall_evals} evaluations")
     return None
 
 

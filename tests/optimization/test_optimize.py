@@ -38,7 +38,9 @@ THETA0 = np.array([-1.2, 1.0])
 
 def _run(obj, **kw):
     records = []
-    res = run_start(obj, THETA0, BOUNDS, {"maxiter": 200}, callback=records.append, **kw)
+    # Rosenbrock's values are not nats of evidence: no absolute stall tolerance
+    res = run_start(obj, THETA0, BOUNDS, {"maxiter": 200, "stall_atol": 0.0},
+                    callback=records.append, **kw)
     return res, records
 
 
@@ -164,6 +166,18 @@ def test_stall_rule_counts_values_that_do_not_improve_the_reference():
     assert not any(StallRule()(v) for v in (1.0, 1.0, 1.0, 1.0))  # off by default
 
 
+def test_stall_rule_absolute_tolerance_counts_gains_below_it_as_stalls():
+    values = (10.0, 9.95, 9.85, 9.8, 9.79)
+
+    def calls(rule):
+        return [rule(v) for v in values]
+
+    assert calls(StallRule(1e-5, 2, atol=0.1)) == [False, False, False, False, True]
+    assert not any(calls(StallRule(1e-5, 2)))  # every gain beats 1e-5 relative
+    # the larger of the two tolerances applies (here 1e-2 * |best|)
+    assert calls(StallRule(1e-2, 2, atol=0.01)) == [False, False, False, False, True]
+
+
 def test_stop_reason_names_the_rule():
     opts = Options.parse({"maxiter": 5, "maxfun": 9, "gtol": 1e-3, "ftol": 1e-6,
                           "min_radius": 1e-3})
@@ -184,6 +198,8 @@ def test_options_are_validated_by_name():
         Options.parse({"gtol": -1.0})
     with pytest.raises(ValueError, match="probe_step must be a number >= 0"):
         Options.parse({"probe_step": -0.5})
+    with pytest.raises(ValueError, match="stall_atol must be a number >= 0"):
+        Options.parse({"stall_atol": -0.1})
     assert Options.parse({"min_step": 0.01}).min_radius == 0.01
     opts = Options.parse(None, max_step=0.5, first_step=0.2)
     assert (opts.radius, opts.max_radius) == (0.2, 0.5)
@@ -274,12 +290,12 @@ def test_the_search_follows_the_gradients_across_a_jump():
 
 def test_stall_rule_ends_a_start_on_a_flat_objective():
     obj = _Counted(step=0.05)  # a function flat below a resolution of 0.05
-    opts = {"maxiter": 200, "stall_rtol": 1e-3, "stall_evals": 4, "min_radius": 0.0,
-            "ftol": 0.0}
+    opts = {"maxiter": 200, "stall_rtol": 1e-3, "stall_evals": 4, "stall_atol": 0.02,
+            "min_radius": 0.0, "ftol": 0.0}
     res = run_start(obj, THETA0, BOUNDS, opts)
     funs = [r["fun"] for r in res.trajectory]
-    assert "stall_rtol" in res.message and res.success
-    rule = StallRule(1e-3, 4)
+    assert "stall_rtol" in res.message and "stall_atol=0.02" in res.message and res.success
+    rule = StallRule(1e-3, 4, atol=0.02)
     flags = [rule(f) for f in funs]
     assert flags[-1] and not any(flags[:-1])
 
