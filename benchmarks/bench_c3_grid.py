@@ -5,7 +5,13 @@ the fitted point, kappa_b fixed), on the first partition of each C3 data set.
 ``gap = -ln evidence of the fit - the grid's lowest -ln evidence`` (positive:
 the grid found a better point)::
 
-    python3 benchmarks/bench_c3_grid.py [--probe STEP] [--out FILE.json]
+    python3 benchmarks/bench_c3_grid.py [--probe STEP] [--partitions N] [--out FILE.json]
+
+``--options JSON`` passes other optimizer options (e.g. the first trust-region
+version's stall rule, ``'{"stall_evals": 5, "stall_atol": 0, "slope_rounds": 0}'``).
+``--partitions N`` measures the three synthetic sets on their first ``N``
+partitions (keys ``twonorm``, ``twonorm_p1``, ...); one gap is one draw of a
+jumpy function's minimum, so several partitions show the typical gap.
 
 ``--probe STEP`` fits with ``optimizer_options={"probe_step": STEP}`` (the
 neighbour probe of :func:`bsvm_scale.optimization.driver.probe_neighbours`);
@@ -33,9 +39,13 @@ def _gap(X, y, Xt, yt, options=None):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--probe", type=float, default=0.0)
+    ap.add_argument("--partitions", type=int, default=1)
+    ap.add_argument("--options", default=None,
+                    help="optimizer options of the fits as JSON (merged under --probe)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    options = {"probe_step": args.probe} if args.probe else None
+    options = {**json.loads(args.options or "{}"),
+               **({"probe_step": args.probe} if args.probe else {})} or None
     from bsvm_scale import datasets
 
     warnings.simplefilter("ignore")
@@ -43,9 +53,11 @@ def main(argv=None):
     for name in ("twonorm", "ringnorm", "waveform"):
         n, n_test = (5000, 4600) if name == "waveform" else (7400, 7000)
         ds = getattr(datasets, name)(n, 31)
-        tr, te = datasets.random_splits(n, 400, 1, 31, n_test)[0]
-        out[name] = _gap(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], options)
-        print(name, json.dumps(out[name]), flush=True)
+        splits = datasets.random_splits(n, 400, args.partitions, 31, n_test)
+        for k, (tr, te) in enumerate(splits):
+            key = name if k == 0 else f"{name}_p{k}"
+            out[key] = _gap(ds.X[tr], ds.y[tr], ds.X[te], ds.y[te], options)
+            print(key, json.dumps(out[key]), flush=True)
     for name in ("titanic", "pima", "breast_cancer"):
         tr, te = datasets.load_real(name).split(0)
         out[name] = _gap(tr.X, tr.y, te.X, te.y, options)

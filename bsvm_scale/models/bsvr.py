@@ -142,14 +142,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     max_iter : int, optional
         SMO iteration limit per solve (default ``max(10^6, 100 n)``).
     optimizer_options : dict, optional
-        Options of the trust-region search
-        (:class:`bsvm_scale.optimization.driver.Options`; defaults
-        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`: ``maxiter=100``,
-        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
-        ``stall_rtol=1e-5, stall_evals=5, stall_atol=0.1``: stop once 5
-        evaluations in a row have not lowered ``-ln P(D | theta)`` by more
-        than 0.1 nat or ``1e-5`` relative; ``stall_rtol=None,
-        stall_evals=None`` turns it off).
+        Options of the trust-region search, merged over
+        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS` (documented
+        with :class:`~bsvm_scale.optimization.driver.Options`): stop once 5
+        evaluations in a row gained less than 0.1 nat, then one slope trial.
     evidence_method : {"auto", "dense", "matrix_free"}, default="auto"
         How the off-bound block of the evidence (4.38)-(4.42) is handled:
         ``"dense"`` factorises it (exact, O(m^3), 24 m^2 bytes);

@@ -138,14 +138,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         few.
         ``None`` always optimises every start on the full data.
     optimizer_options : dict, optional
-        Options of the trust-region search
-        (:class:`bsvm_scale.optimization.driver.Options`; defaults
-        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`: ``maxiter=100``,
-        ``ftol=1e-6``, ``gtol=1e-4``, ``min_radius=1e-3`` and the stall rule
-        ``stall_rtol=1e-5, stall_evals=5, stall_atol=0.1``: stop once 5
-        evaluations in a row have not lowered ``-ln P(D | theta)`` by more
-        than 0.1 nat or ``1e-5`` relative;
-        ``stall_rtol=None, stall_evals=None`` turns it off).
+        Options of the evidence search
+        (:class:`bsvm_scale.optimization.driver.Options`) over its defaults
+        :data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`, e.g.
+        ``stall_evals`` (5), ``stall_atol`` (0.1 nat), ``slope_rounds`` (1).
 
     warm_start_from : estimator, str or path, optional
         An earlier fit of this class (or its model file, which keeps the new

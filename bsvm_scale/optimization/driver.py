@@ -31,7 +31,9 @@ decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
 ``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``probe_step`` and
-``probe_rounds`` (:func:`probe_neighbours`; off by default).
+``probe_rounds`` (:func:`probe_neighbours`; off by default), ``slope_rounds``,
+``slope_radius`` and ``slope_stall`` (:func:`slope_trial`; off by default, one
+round in :data:`PIECEWISE_OPTIONS`).
 
 The evidence is piecewise smooth, and a search that converged on one piece
 can end next to a better point across a jump. With ``probe_step > 0`` a
@@ -39,6 +41,16 @@ start that ended normally evaluates the ``2 p`` axis neighbours of its best
 point at ``+-probe_step`` (log units); the best of them, if it improves,
 becomes the incumbent, and the trust-region search continues from it at
 radius ``probe_step``, at most ``probe_rounds`` times.
+
+A cheaper look across the jumps uses the values already paid for. The model
+gradient is the smooth piece's; where the jumps lean one way, the values fall
+in a direction the gradient does not show. With ``slope_rounds > 0`` a start
+that ended normally fits the slope its values explain around the best point
+(:func:`fitted_slope`, the model curvature held fixed) and evaluates the
+model step along it inside a box of half-width ``slope_radius``
+(:func:`slope_trial`, one evaluation). If that point is lower, it becomes the
+incumbent and the search continues from it, ending after ``slope_stall``
+evaluations without a gain.
 """
 
 from __future__ import annotations
@@ -55,7 +67,7 @@ from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, mod
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
            "probe_neighbours",
            "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS",
-           "PIECEWISE_OPTIONS"]
+           "PIECEWISE_OPTIONS", "fitted_slope", "slope_trial"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -64,10 +76,13 @@ __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder
 STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
 #: defaults of the piecewise-smooth evidences (BSVR, BTSVC): gains below 0.1
-#: nat (a Bayes factor of 1.1) count as stalls too. Across the jumps the
-#: gradient-following search keeps taking steps whose values barely move;
-#: a smooth evidence (the GP baselines) converges by ``gtol``/``ftol`` instead.
-PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1}
+#: nat (a Bayes factor of 1.1) count as stalls too, and after the stall the
+#: search tries one slope trial (:func:`slope_trial`). Across the
+#: jumps the gradient-following search keeps taking steps whose values barely
+#: move; a smooth evidence (the GP baselines) converges by ``gtol``/``ftol``
+#: instead (docs/design/trust_region_search.md, "The stall in nats and the
+#: slope trial").
+PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1, "slope_rounds": 1}
 class BestPoint(NamedTuple):
     """The lowest ``-ln evidence`` an objective has evaluated: the value, the
     point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP
@@ -119,6 +134,9 @@ class Options:
     stall_atol: float = 0.0
     probe_step: float = 0.0
     probe_rounds: int = 2
+    slope_rounds: int = 0
+    slope_radius: float = 0.5
+    slope_stall: int = 1
 
     @classmethod
     def parse(cls, options=None, max_step=None, first_step=None):
@@ -139,7 +157,8 @@ class Options:
                                              else min(1.0, max_step)))
         opts = cls(**given)
         for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius",
-                     "probe_step", "probe_rounds", "stall_atol"):
+                     "probe_step", "probe_rounds", "stall_atol", "slope_rounds",
+                     "slope_radius", "slope_stall"):
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
                 raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
@@ -147,6 +166,12 @@ class Options:
             raise ValueError(f"optimizer options probe_step must be finite and probe_rounds a "
                              f"whole number; got probe_step={opts.probe_step!r}, "
                              f"probe_rounds={opts.probe_rounds!r}.")
+        if (not np.isfinite(opts.slope_radius) or int(opts.slope_rounds) != opts.slope_rounds
+                or int(opts.slope_stall) != opts.slope_stall or opts.slope_stall < 1):
+            raise ValueError(f"optimizer options slope_radius must be finite, slope_rounds a "
+                             f"whole number and slope_stall a whole number >= 1; got "
+                             f"slope_radius={opts.slope_radius!r}, slope_rounds="
+                             f"{opts.slope_rounds!r}, slope_stall={opts.slope_stall!r}.")
         if (opts.stall_rtol is None) != (opts.stall_evals is None):
             raise ValueError("optimizer options stall_rtol and stall_evals go together; got "
                              f"stall_rtol={opts.stall_rtol!r}, stall_evals={opts.stall_evals!r}.")
@@ -422,7 +447,9 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     theta0 = np.clip(theta0, lo, hi)
     rec = Recorder(objective, lo, hi, replay, callback)
     st = _begin(rec, theta0, min(opts.radius, opts.max_radius), precondition, hessian)
-    success, message = _probed(st, rec, opts, (lo, hi), _search(st, rec, opts, (lo, hi)))
+    success, message = _search(st, rec, opts, (lo, hi))
+    success, message = _probed(st, rec, opts, (lo, hi), (success, message))
+    success, message = _sloped(st, rec, opts, (lo, hi), (success, message))
     best = st.best
     if rec.n_nonfinite:
         success, message = _after_nonfinite(rec, best, opts, success, message)
@@ -444,11 +471,12 @@ def _begin(rec, theta0, radius, precondition, hessian):
     return _Search(here, here, B0, radius, rescale=False)
 
 
-def _search(st, rec, opts, box):
+def _search(st, rec, opts, box, stall_evals=None):
     """Trust-region iterations on ``st`` until a stop rule answers (a fresh
-    stall rule from the incumbent); returns ``(success, message)``."""
+    stall rule from the incumbent, after ``stall_evals`` evaluations when
+    given, else ``opts.stall_evals``); returns ``(success, message)``."""
     lo, hi = box
-    stall = StallRule(opts.stall_rtol, opts.stall_evals, opts.stall_atol)
+    stall = StallRule(opts.stall_rtol, stall_evals or opts.stall_evals, opts.stall_atol)
     stall(st.here["fun"])
     stop = None
     while stop is None:
@@ -463,18 +491,86 @@ def _probed(st, rec, opts, box, stop):
     that ended normally (``stop``) while the limits leave room for them, the
     search continuing from each better neighbour; the last ``(success,
     message)``."""
+    def find():
+        room = opts.maxfun is None or (len(rec.trajectory) + 2 * st.best["theta"].size
+                                       < opts.maxfun)
+        return probe_neighbours(rec, st.best, opts.probe_step, box) if room else None
+
+    rounds = int(opts.probe_rounds) if opts.probe_step > 0 else 0
+    return _continued(st, rec, opts, box, stop, find, rounds, opts.probe_step)
+
+
+def _sloped(st, rec, opts, box, stop):
+    """Up to ``slope_rounds`` rounds of :func:`slope_trial` after a start that
+    ended normally (``stop``), the search continuing from each better trial
+    with a stall after ``slope_stall`` evaluations; the last ``(success,
+    message)``."""
+    def find():
+        room = opts.maxfun is None or len(rec.trajectory) < opts.maxfun
+        return slope_trial(rec, st.best, st.B, opts.slope_radius, box) if room else None
+
+    return _continued(st, rec, opts, box, stop, find, int(opts.slope_rounds),
+                      opts.slope_radius, int(opts.slope_stall))
+
+
+def _continued(st, rec, opts, box, stop, find, rounds, radius, stall_evals=None):
+    """Up to ``rounds`` times while the start ends normally and ``maxiter``
+    leaves room: ``find()`` a point better than the best (None: stop), make it
+    the incumbent and continue the search from it at ``radius``."""
     success, message = stop
-    for _ in range(int(opts.probe_rounds) if opts.probe_step > 0 else 0):
-        room = st.n_iter < opts.maxiter and (
-            opts.maxfun is None or len(rec.trajectory) + 2 * st.best["theta"].size < opts.maxfun)
-        better = probe_neighbours(rec, st.best, opts.probe_step, box) if success and room else None
+    for _ in range(rounds):
+        better = find() if success and st.n_iter < opts.maxiter else None
         if better is None:
             break
         better["accepted"] = True
         st.best, st.here, st.decrease = better, better, None
-        st.radius = min(float(opts.probe_step), opts.max_radius)
-        success, message = _search(st, rec, opts, box)
+        st.radius = min(float(radius), opts.max_radius)
+        success, message = _search(st, rec, opts, box, stall_evals)
     return success, message
+
+
+def fitted_slope(records, best, B, reach):
+    """The slope at ``best["theta"]`` that the values explain, jumps included.
+
+    The model gradient follows the smooth piece of the evidence; across the
+    jumps the values can fall the other way. With the model curvature ``B``
+    fixed, the slope ``g`` minimises the weighted squared misfit of
+    ``f_i - f_b = g'd_i + d_i'B d_i / 2`` over the finite ``records`` within
+    ``reach`` (max-norm) of the best point, ``d_i = theta_i - theta_b``, with
+    weights ``1 / (0.1 + |d_i|_inf)`` (the nearer points say more about the
+    slope at ``theta_b``). None when fewer than ``p + 1`` points are near
+    enough to determine it. Exact for a quadratic with Hessian ``B``.
+    """
+    xb, fb = best["theta"], best["fun"]
+    near = [r for r in records if r is not best and np.isfinite(r["fun"])
+            and 0.0 < np.max(np.abs(r["theta"] - xb)) <= reach]
+    if len(near) < xb.size + 1:
+        return None
+    D = np.array([r["theta"] - xb for r in near])
+    misfit = np.array([r["fun"] for r in near]) - fb - 0.5 * np.einsum("ij,jk,ik->i", D, B, D)
+    w = 1.0 / (0.1 + np.max(np.abs(D), axis=1))
+    g, _, rank, _ = np.linalg.lstsq(D * w[:, None], misfit * w, rcond=None)
+    return g if rank == xb.size else None
+
+
+def slope_trial(rec, best, B, radius, box):
+    """Evaluate, through the recorder ``rec`` (the record flagged ``slope``),
+    the model step from the best point with the slope the values explain
+    (:func:`fitted_slope`, the evaluated points within ``4 radius``) inside the
+    trust box of half-width ``radius``; return it when it is lower than
+    ``best``, else None (also when the slope cannot be fitted or promises no
+    decrease)."""
+    lo, hi = box
+    xb = best["theta"]
+    g = fitted_slope(rec.trajectory, best, B, 4.0 * radius)
+    if g is None:
+        return None
+    s, pred = model_step(g, B, np.maximum(lo - xb, -radius), np.minimum(hi - xb, radius))
+    if pred <= 0.0 or not np.any(s):
+        return None
+    trial = rec(np.clip(xb + s, lo, hi), radius)
+    trial["slope"] = True
+    return trial if np.isfinite(trial["grad_norm"]) and trial["fun"] < best["fun"] else None
 
 
 def probe_neighbours(rec, best, step, box):
@@ -549,7 +645,7 @@ def _iterate(st, rec, opts, box, stall):
     if stall(trial["fun"]):
         return True, (f"CONVERGENCE: the best value improved by less than stall_rtol="
                       f"{opts.stall_rtol:g} (relative) or stall_atol={opts.stall_atol:g} "
-                      f"over the last {opts.stall_evals} evaluations")
+                      f"over the last {stall.n_evals} evaluations")
     return None
 
 
@@ -558,7 +654,8 @@ def _after_nonfinite(rec, best, opts, success, message):
     collapsed (the last trial not finite) away from a stationary point is
     reported as not successful."""
     text = f"{rec.n_nonfinite} evidence evaluation(s) were not finite and the steps were rejected"
-    searched = [r for r in rec.trajectory if not r.get("probe")]  # a failed probe is no failure
+    # a failed probe or slope trial is no failure of the search
+    searched = [r for r in rec.trajectory if not (r.get("probe") or r.get("slope"))]
     last_failed = not np.isfinite(searched[-1]["grad_norm"])
     if success and last_failed and best["grad_norm"] > opts.gtol:
         success = False

@@ -25,11 +25,12 @@ __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isot
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
 #: known to be good: its search ends once 2 evaluations in a row have not
-#: improved on the best point (user options override this) ...
-RETRAIN_OPTIONS = {"stall_evals": 2}
+#: improved on the best point, with no slope trial after it (user options
+#: override this) ...
+RETRAIN_OPTIONS = {"stall_evals": 2, "slope_rounds": 0}
 #: ... or, begun with the earlier search's model Hessian (quasi-Newton steps
 #: from the first), at the first evaluation that does not improve on it
-RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1}
+RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1, "slope_rounds": 0}
 
 
 def retrain_options(hessian):

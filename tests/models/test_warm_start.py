@@ -301,8 +301,9 @@ def _best_record_hessian(starts):
 def test_retrain_options_follow_the_hessian():
     from bsvm_scale.optimization.starts import retrain_options
 
-    assert retrain_options(None) == {"stall_evals": 2}
-    assert retrain_options(np.eye(3)) == {"stall_evals": 1}
+    # a retraining begins at a known optimum: no slope trial after its search
+    assert retrain_options(None) == {"stall_evals": 2, "slope_rounds": 0}
+    assert retrain_options(np.eye(3)) == {"stall_evals": 1, "slope_rounds": 0}
 
 
 def test_bsvr_retraining_begins_with_the_earlier_model_hessian(sinc, tmp_path, monkeypatch):

@@ -507,6 +507,83 @@ def test_probe_respects_limits_and_ignores_non_finite_neighbours():
         Options.parse({"probe_rounds": 1.5})
 
 
+# -- the slope trial after a start ---------------------------------------------
+
+_TILT = np.array([[2.0, 1.2], [1.2, 3.0]])
+
+
+def _staircase(theta):
+    """A tilted quadratic plus steps falling by 0.05 every 0.1 along
+    ``theta[0]`` (a slope of -0.5 that the gradient, the smooth piece's,
+    never shows)."""
+    theta = np.asarray(theta, dtype=float)
+    v = 0.5 * theta @ _TILT @ theta + 0.05 * np.floor(-theta[0] / 0.1)
+    return float(v), _TILT @ theta, {}
+
+
+STAIR0 = [-2.5, 2.0]
+
+
+def test_fitted_slope_is_exact_for_a_quadratic_with_the_model_curvature():
+    from bsvm_scale.optimization.driver import fitted_slope
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((3, 3))
+    B, g, xb = A @ A.T + np.eye(3), rng.standard_normal(3), rng.standard_normal(3)
+    best = {"theta": xb, "fun": 1.5}
+    recs = [{"theta": xb + d, "fun": 1.5 + g @ d + 0.5 * d @ B @ d}
+            for d in rng.uniform(-1.0, 1.0, (6, 3))]
+    far = {"theta": xb + 5.0, "fun": -1e6}  # outside the reach: ignored
+    np.testing.assert_allclose(fitted_slope(recs + [far, best], best, B, 2.0), g, atol=1e-10)
+    assert fitted_slope(recs[:3] + [far], best, B, 2.0) is None  # p + 1 points needed
+    line = [{"theta": xb + t * np.ones(3), "fun": 0.0} for t in (0.1, 0.2, 0.3, 0.4)]
+    assert fitted_slope(line, best, B, 2.0) is None  # the points do not fix every direction
+
+
+def test_slope_trial_follows_the_values_past_a_gradient_minimum():
+    box = [(-3.0, 3.0), (-3.0, 3.0)]
+    plain = run_start(_staircase, STAIR0, box, {"maxiter": 100})
+    sloped = run_start(_staircase, STAIR0, box, {"maxiter": 100, "slope_rounds": 2})
+    assert np.max(np.abs(plain.theta)) < 0.01  # the smooth piece's minimum
+    trials = [r for r in sloped.trajectory if r.get("slope")]
+    assert 1 <= len(trials) <= 2 and trials[0]["theta"][0] > 0.1  # down the values' slope
+    assert sloped.fun < plain.fun - 0.05 and sloped.theta[0] > 0.1 and sloped.success
+    assert sloped.n_eval == len(sloped.trajectory) > plain.n_eval
+
+
+def test_slope_continuation_stalls_after_slope_stall_evaluations():
+    box = [(-3.0, 3.0), (-3.0, 3.0)]
+    only_stall = {"maxiter": 100, "ftol": 0.0, "gtol": 0.0, "min_radius": 0.0}
+    for k in (2, 3):
+        opts = {**only_stall, "slope_rounds": 1, "slope_stall": k, "stall_evals": 5}
+        res = run_start(_staircase, STAIR0, box, opts)
+        first = next(i for i, r in enumerate(res.trajectory) if r.get("slope"))
+        assert f"over the last {k} evaluations" in res.message
+        assert len(res.trajectory) - first - 1 == k  # the trial was the best point since
+    with pytest.raises(ValueError, match="slope_stall a whole number >= 1"):
+        Options.parse({"slope_stall": 0})
+    with pytest.raises(ValueError, match="slope_rounds must be a number >= 0"):
+        Options.parse({"slope_rounds": -1})
+
+
+@pytest.mark.parametrize("k", [3, 6, 8])
+def test_replay_is_exact_through_the_slope_trials(k):
+    opts = {"maxiter": 100, "slope_rounds": 2}
+    records = []
+    ref = run_start(_staircase, STAIR0, [(-3.0, 3.0)] * 2, opts, callback=records.append)
+    assert len(records) > k and any(r.get("slope") for r in records[k - 1:])
+    calls = []
+
+    def counted(theta):
+        calls.append(1)
+        return _staircase(theta)
+
+    res = run_start(counted, STAIR0, [(-3.0, 3.0)] * 2, opts, replay=records[:k])
+    assert len(calls) == len(records) - k and res.n_replayed == k
+    assert np.array_equal(res.theta, ref.theta) and res.fun == ref.fun
+    assert [r["fun"] for r in res.trajectory] == [r["fun"] for r in records]
+
+
 # -- a start that begins with a given model Hessian ----------------------------
 
 def _quadratic(H, xstar):

@@ -168,3 +168,22 @@ def test_a_changed_library_default_is_keyed_in(tmp_path):
     assert key({"ard": True}) == key({"ard": True, "ard_init": "isotropic"})
     assert key({"ard": True}) != key({"ard": True, "ard_init": "start"})
     assert key({"ard": False}) != key({"ard": False, "ard_init": "isotropic"})
+
+
+def test_the_search_defaults_are_keyed_in_under_the_tasks_own_options(tmp_path):
+    """BSVR and BTSVC tasks carry the evidence search's defaults in their key
+    (made before the stall in nats and the slope trial, they are recomputed);
+    a task's own optimizer options are merged over them."""
+    from bsvm_scale.optimization.driver import PIECEWISE_OPTIONS
+
+    data = _data()
+
+    def key(params):
+        s = dict(_specs(tmp_path)[0], params=params)
+        return task_keys([s], data)["t0"]
+
+    assert key({}) == key({"optimizer_options": dict(PIECEWISE_OPTIONS)})
+    assert key({"optimizer_options": {"maxiter": 7}}) == \
+        key({"optimizer_options": {**PIECEWISE_OPTIONS, "maxiter": 7}})
+    assert key({"optimizer_options": {"maxiter": 7}}) != key({})
+    assert key({}) != key({"optimizer_options": {"slope_rounds": 0}})
