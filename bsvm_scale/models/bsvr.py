@@ -40,8 +40,8 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
-from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
-                                   coarse_starts, retrain_options)
+from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
+                                   best_start, coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -514,7 +514,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return made[-1]
 
         def run(obj, theta0, bounds):
-            opts = {**PIECEWISE_OPTIONS, **(self.optimizer_options or {})}
+            opts = {**PIECEWISE_OPTIONS, **COARSE_OPTIONS, **(self.optimizer_options or {})}
             return run_start(obj, theta0, bounds, opts, precondition=True)
 
         records, best, nu0 = coarse_starts(objective, X, y, thetas, bounds, m,

@@ -41,8 +41,8 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
-from ..optimization.starts import (FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
-                                   coarse_starts, retrain_options)
+from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
+                                   best_start, coarse_starts, retrain_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -403,14 +403,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
                          case_ids)
 
-    def _options(self, retrain=None):
-        """The driver's options: defaults, a retraining's (``retrain``, see
-        :func:`bsvm_scale.optimization.starts.retrain_options`), the user's."""
-        return {**PIECEWISE_OPTIONS, **(retrain or {}), **(self.optimizer_options or {})}
+    def _options(self, phase=None):
+        """The driver's options: defaults, a phase's (a retraining's, see
+        :func:`bsvm_scale.optimization.starts.retrain_options`, or the subsample
+        phase's :data:`~bsvm_scale.optimization.starts.COARSE_OPTIONS`), the user's."""
+        return {**PIECEWISE_OPTIONS, **(phase or {}), **(self.optimizer_options or {})}
 
     def _run_start(self, obj, theta0, bounds):
         """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
-        res = run_start(obj, theta0, bounds, self._options())
+        res = run_start(obj, theta0, bounds, self._options(COARSE_OPTIONS))
         self._warn_limit(res)
         obj.release()  # one row cache alive at a time
         return res

@@ -83,6 +83,8 @@ DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
 #: instead (docs/design/trust_region_search.md, "The stall in nats and the
 #: slope trial").
 PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1, "slope_rounds": 1}
+
+
 class BestPoint(NamedTuple):
     """The lowest ``-ln evidence`` an objective has evaluated: the value, the
     point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP

@@ -20,8 +20,8 @@ from .records import start_record
 
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isotropic_stage",
            "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
-           "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "retrain_options", "FINE_FIRST_STEP",
-           "FINE_MAX_STEP"]
+           "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "retrain_options",
+           "FINE_FIRST_STEP", "FINE_MAX_STEP"]
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
 #: known to be good: its search ends once 2 evaluations in a row have not
@@ -31,6 +31,12 @@ RETRAIN_OPTIONS = {"stall_evals": 2, "slope_rounds": 0}
 #: ... or, begun with the earlier search's model Hessian (quasi-Newton steps
 #: from the first), at the first evaluation that does not improve on it
 RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1, "slope_rounds": 0}
+#: the subsample phase of a coarse-to-fine fit (:func:`coarse_starts`) only
+#: supplies the start of the full-data search, at ``m / n`` of its cost per
+#: evaluation: it keeps the generic stall rule (no absolute tolerance, no slope
+#: trial), because stopping there early costs full-data evaluations later
+#: (twonorm, 20,000 cases: 29 full-data evaluations instead of 8)
+COARSE_OPTIONS = {"stall_atol": 0.0, "slope_rounds": 0}
 
 
 def retrain_options(hessian):

@@ -373,3 +373,20 @@ def test_start_points_are_the_ones_fit_starts_from():
         np.testing.assert_array_equal(p, rec["theta0"])
     with pytest.raises(ValueError, match="2-D"):
         est.start_points(np.ones(5))
+
+
+def test_search_options_by_phase_with_the_users_over_them():
+    """Full-data searches take the piecewise defaults (stall in nats, a slope
+    trial); the subsample phase keeps the generic stall rule; the user's
+    options win over both."""
+    from bsvm_scale.optimization.driver import DEFAULT_OPTIONS, PIECEWISE_OPTIONS
+    from bsvm_scale.optimization.starts import COARSE_OPTIONS
+
+    est = BayesianSVC(optimizer_options={"maxiter": 7, "slope_radius": 0.3})
+    full, coarse = est._options(), est._options(COARSE_OPTIONS)
+    assert full == {**PIECEWISE_OPTIONS, "maxiter": 7, "slope_radius": 0.3}
+    assert (full["stall_atol"], full["slope_rounds"]) == (0.1, 1)
+    assert (coarse["stall_atol"], coarse["slope_rounds"], coarse["maxiter"]) == (0.0, 0, 7)
+    assert {k: coarse[k] for k in DEFAULT_OPTIONS} == {**DEFAULT_OPTIONS, "maxiter": 7}
+    mine = BayesianSVC(optimizer_options={"slope_rounds": 2})._options(COARSE_OPTIONS)
+    assert mine["slope_rounds"] == 2
