@@ -14,7 +14,7 @@ partitions (keys ``twonorm``, ``twonorm_p1``, ...); one gap is one draw of a
 jumpy function's minimum, so several partitions show the typical gap.
 
 ``--probe STEP`` fits with ``optimizer_options={"probe_step": STEP}`` (the
-neighbour probe of :func:`bsvm_scale.optimization.driver.probe_neighbours`);
+neighbour probe of :func:`bsvm_scale.optimization.trials.probe_neighbours`);
 the evaluations of each fit are reported too.
 """
 

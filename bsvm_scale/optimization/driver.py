@@ -31,8 +31,8 @@ decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
 ``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``probe_step`` and
-``probe_rounds`` (:func:`probe_neighbours`; off by default), ``slope_rounds``,
-``slope_radius`` and ``slope_stall`` (:func:`slope_trial`; off by default, one
+``probe_rounds`` (:func:`~bsvm_scale.optimization.trials.probe_neighbours`; off by default), ``slope_rounds``,
+``slope_radius`` and ``slope_stall`` (:func:`~bsvm_scale.optimization.trials.slope_trial`; off by default, one
 round in :data:`PIECEWISE_OPTIONS`).
 
 The evidence is piecewise smooth, and a search that converged on one piece
@@ -46,9 +46,9 @@ A cheaper look across the jumps uses the values already paid for. The model
 gradient is the smooth piece's; where the jumps lean one way, the values fall
 in a direction the gradient does not show. With ``slope_rounds > 0`` a start
 that ended normally fits the slope its values explain around the best point
-(:func:`fitted_slope`, the model curvature held fixed) and evaluates the
+(:func:`~bsvm_scale.optimization.trials.fitted_slope`, the model curvature held fixed) and evaluates the
 model step along it inside a box of half-width ``slope_radius``
-(:func:`slope_trial`, one evaluation). If that point is lower, it becomes the
+(:func:`~bsvm_scale.optimization.trials.slope_trial`, one evaluation). If that point is lower, it becomes the
 incumbent and the search continues from it, ending after ``slope_stall``
 evaluations without a gain.
 """
@@ -61,13 +61,13 @@ from typing import NamedTuple, Protocol
 
 import numpy as np
 
+from .trials import probe_neighbours, slope_trial
 from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, model_step,
                            next_radius, projected_gradient)
 
 __all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
-           "probe_neighbours",
            "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS",
-           "PIECEWISE_OPTIONS", "fitted_slope", "slope_trial"]
+           "PIECEWISE_OPTIONS"]
 
 #: the stall rule (:class:`StallRule`) of every model: stop once 5 evaluations
 #: in a row have not improved -ln evidence by 1e-5 relative (the MAP solution,
@@ -77,7 +77,7 @@ STALL_OPTIONS = {"stall_rtol": 1e-5, "stall_evals": 5}
 DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
 #: defaults of the piecewise-smooth evidences (BSVR, BTSVC): gains below 0.1
 #: nat (a Bayes factor of 1.1) count as stalls too, and after the stall the
-#: search tries one slope trial (:func:`slope_trial`). Across the
+#: search tries one slope trial (:func:`~bsvm_scale.optimization.trials.slope_trial`). Across the
 #: jumps the gradient-following search keeps taking steps whose values barely
 #: move; a smooth evidence (the GP baselines) converges by ``gtol``/``ftol``
 #: instead (docs/design/trust_region_search.md, "The stall in nats and the
@@ -489,7 +489,7 @@ def _search(st, rec, opts, box, stall_evals=None):
 
 
 def _probed(st, rec, opts, box, stop):
-    """Up to ``probe_rounds`` rounds of :func:`probe_neighbours` after a start
+    """Up to ``probe_rounds`` rounds of :func:`~bsvm_scale.optimization.trials.probe_neighbours` after a start
     that ended normally (``stop``) while the limits leave room for them, the
     search continuing from each better neighbour; the last ``(success,
     message)``."""
@@ -503,7 +503,7 @@ def _probed(st, rec, opts, box, stop):
 
 
 def _sloped(st, rec, opts, box, stop):
-    """Up to ``slope_rounds`` rounds of :func:`slope_trial` after a start that
+    """Up to ``slope_rounds`` rounds of :func:`~bsvm_scale.optimization.trials.slope_trial` after a start that
     ended normally (``stop``), the search continuing from each better trial
     with a stall after ``slope_stall`` evaluations; the last ``(success,
     message)``."""
@@ -529,71 +529,6 @@ def _continued(st, rec, opts, box, stop, find, rounds, radius, stall_evals=None)
         st.radius = min(float(radius), opts.max_radius)
         success, message = _search(st, rec, opts, box, stall_evals)
     return success, message
-
-
-def fitted_slope(records, best, B, reach):
-    """The slope at ``best["theta"]`` that the values explain, jumps included.
-
-    The model gradient follows the smooth piece of the evidence; across the
-    jumps the values can fall the other way. With the model curvature ``B``
-    fixed, the slope ``g`` minimises the weighted squared misfit of
-    ``f_i - f_b = g'd_i + d_i'B d_i / 2`` over the finite ``records`` within
-    ``reach`` (max-norm) of the best point, ``d_i = theta_i - theta_b``, with
-    weights ``1 / (0.1 + |d_i|_inf)`` (the nearer points say more about the
-    slope at ``theta_b``). None when fewer than ``p + 1`` points are near
-    enough to determine it. Exact for a quadratic with Hessian ``B``.
-    """
-    xb, fb = best["theta"], best["fun"]
-    near = [r for r in records if r is not best and np.isfinite(r["fun"])
-            and 0.0 < np.max(np.abs(r["theta"] - xb)) <= reach]
-    if len(near) < xb.size + 1:
-        return None
-    D = np.array([r["theta"] - xb for r in near])
-    misfit = np.array([r["fun"] for r in near]) - fb - 0.5 * np.einsum("ij,jk,ik->i", D, B, D)
-    w = 1.0 / (0.1 + np.max(np.abs(D), axis=1))
-    g, _, rank, _ = np.linalg.lstsq(D * w[:, None], misfit * w, rcond=None)
-    return g if rank == xb.size else None
-
-
-def slope_trial(rec, best, B, radius, box):
-    """Evaluate, through the recorder ``rec`` (the record flagged ``slope``),
-    the model step from the best point with the slope the values explain
-    (:func:`fitted_slope`, the evaluated points within ``4 radius``) inside the
-    trust box of half-width ``radius``; return it when it is lower than
-    ``best``, else None (also when the slope cannot be fitted or promises no
-    decrease)."""
-    lo, hi = box
-    xb = best["theta"]
-    g = fitted_slope(rec.trajectory, best, B, 4.0 * radius)
-    if g is None:
-        return None
-    s, pred = model_step(g, B, np.maximum(lo - xb, -radius), np.minimum(hi - xb, radius))
-    if pred <= 0.0 or not np.any(s):
-        return None
-    trial = rec(np.clip(xb + s, lo, hi), radius)
-    trial["slope"] = True
-    return trial if np.isfinite(trial["grad_norm"]) and trial["fun"] < best["fun"] else None
-
-
-def probe_neighbours(rec, best, step, box):
-    """Evaluate the axis neighbours ``best["theta"] +- step e_k`` (inside the
-    box; coordinates at a bound probe one side) through the recorder ``rec``
-    (their records flagged ``probe``) and return the best finite one if it is
-    lower than ``best``, else None."""
-    lo, hi = box
-    found = None
-    for k in range(best["theta"].size):
-        for sign in (1.0, -1.0):
-            theta = best["theta"].copy()
-            theta[k] = np.clip(theta[k] + sign * step, lo[k], hi[k])
-            if theta[k] == best["theta"][k]:
-                continue
-            trial = rec(theta, step)
-            trial["probe"] = True
-            if np.isfinite(trial["grad_norm"]) and trial["fun"] < (best if found is None
-                                                                   else found)["fun"]:
-                found = trial
-    return found
 
 
 @dataclass

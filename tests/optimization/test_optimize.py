@@ -447,20 +447,6 @@ def test_probe_continues_the_search_from_a_better_neighbour():
     assert probed.n_eval == len(probed.trajectory) > plain.n_eval
 
 
-def test_probe_neighbours_stay_in_the_box_and_report_only_a_better_point():
-    from bsvm_scale.optimization.driver import probe_neighbours
-
-    rec = Recorder(lambda t: (float(t @ t), 2.0 * t, {}), np.array([0.0, -1.0]),
-                   np.array([1.0, 1.0]))
-    best = rec(np.array([0.0, 0.0]))
-    assert probe_neighbours(rec, best, 0.5, (np.array([0.0, -1.0]), np.array([1.0, 1.0]))) is None
-    assert [r["theta"].tolist() for r in rec.trajectory[1:]] == [[0.5, 0.0], [0.0, 0.5],
-                                                                 [0.0, -0.5]]  # x at its bound
-    worse = rec(np.array([0.0, 0.9]))
-    found = probe_neighbours(rec, worse, 0.5, (np.array([0.0, -1.0]), np.array([1.0, 1.0])))
-    np.testing.assert_array_equal(found["theta"], [0.0, 0.4])
-
-
 @pytest.mark.parametrize("k", [3, 9, 14])
 def test_replay_is_exact_through_the_probes(k):
     opts = {"maxiter": 100, "probe_step": 0.8, "probe_rounds": 3}
@@ -522,22 +508,6 @@ def _staircase(theta):
 
 
 STAIR0 = [-2.5, 2.0]
-
-
-def test_fitted_slope_is_exact_for_a_quadratic_with_the_model_curvature():
-    from bsvm_scale.optimization.driver import fitted_slope
-
-    rng = np.random.default_rng(3)
-    A = rng.standard_normal((3, 3))
-    B, g, xb = A @ A.T + np.eye(3), rng.standard_normal(3), rng.standard_normal(3)
-    best = {"theta": xb, "fun": 1.5}
-    recs = [{"theta": xb + d, "fun": 1.5 + g @ d + 0.5 * d @ B @ d}
-            for d in rng.uniform(-1.0, 1.0, (6, 3))]
-    far = {"theta": xb + 5.0, "fun": -1e6}  # outside the reach: ignored
-    np.testing.assert_allclose(fitted_slope(recs + [far, best], best, B, 2.0), g, atol=1e-10)
-    assert fitted_slope(recs[:3] + [far], best, B, 2.0) is None  # p + 1 points needed
-    line = [{"theta": xb + t * np.ones(3), "fun": 0.0} for t in (0.1, 0.2, 0.3, 0.4)]
-    assert fitted_slope(line, best, B, 2.0) is None  # the points do not fix every direction
 
 
 def test_slope_trial_follows_the_values_past_a_gradient_minimum():
