@@ -39,9 +39,9 @@ from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
+from ..optimization.driver import run_plan, run_start
 from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
-                                   best_start, coarse_starts, retrain_options)
+                                   best_start, coarse_starts, retrain_options, search_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -514,7 +514,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return made[-1]
 
         def run(obj, theta0, bounds):
-            opts = {**PIECEWISE_OPTIONS, **COARSE_OPTIONS, **(self.optimizer_options or {})}
+            opts = search_options(COARSE_OPTIONS, self.optimizer_options)
             return run_start(obj, theta0, bounds, opts, precondition=True)
 
         records, best, nu0 = coarse_starts(objective, X, y, thetas, bounds, m,
@@ -529,7 +529,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         the first radius is :data:`FINE_FIRST_STEP`."""
         cb = None if callback is None else \
             (lambda k, rec: callback(k, rec, problem.get_state()))
-        opts = {**PIECEWISE_OPTIONS, **(options or {}), **(self.optimizer_options or {})}
+        opts = search_options(options, self.optimizer_options)
         results = run_plan(problem, plan, bounds, opts, cb, replay,
                            precondition=True, first_step=FINE_FIRST_STEP)
         self.starts_ = [start_record(res) for res in results]

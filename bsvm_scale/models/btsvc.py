@@ -40,9 +40,9 @@ from ._common import BAYES_CONSTRAINTS, isotropic_fit
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import PIECEWISE_OPTIONS, run_plan, run_start
+from ..optimization.driver import run_plan, run_start
 from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
-                                   best_start, coarse_starts, retrain_options)
+                                   best_start, coarse_starts, retrain_options, search_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -407,7 +407,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """The driver's options: defaults, a phase's (a retraining's, see
         :func:`bsvm_scale.optimization.starts.retrain_options`, or the subsample
         phase's :data:`~bsvm_scale.optimization.starts.COARSE_OPTIONS`), the user's."""
-        return {**PIECEWISE_OPTIONS, **(phase or {}), **(self.optimizer_options or {})}
+        return search_options(phase, self.optimizer_options)
 
     def _run_start(self, obj, theta0, bounds):
         """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""

@@ -16,11 +16,13 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._util.base import resolve_rng
+from .driver import PIECEWISE_OPTIONS
 from .records import start_record
 
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isotropic_stage",
            "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
            "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "retrain_options",
+           "search_options",
            "FINE_FIRST_STEP", "FINE_MAX_STEP"]
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
@@ -37,6 +39,14 @@ RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1, "slope_rounds": 0}
 #: trial), because stopping there early costs full-data evaluations later
 #: (twonorm, 20,000 cases: 29 full-data evaluations instead of 8)
 COARSE_OPTIONS = {"stall_atol": 0.0, "slope_rounds": 0}
+
+
+def search_options(phase=None, user=None):
+    """The driver's options for BSVR and BTSVC: the piecewise-smooth defaults
+    (:data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`), then a phase's
+    (:func:`retrain_options` or :data:`COARSE_OPTIONS`), then the user's
+    ``optimizer_options``."""
+    return {**PIECEWISE_OPTIONS, **(phase or {}), **(user or {})}
 
 
 def retrain_options(hessian):
