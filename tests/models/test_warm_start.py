@@ -183,13 +183,16 @@ def test_carried_dual_matches_identifiers():
 
 
 def _first_dual(monkeypatch, cls, attr):
-    """Record the dual vector the first MAP solve of each ``cls`` objective starts from."""
-    seen, objectives = [], set()
+    """Record the dual vector the first MAP solve of each ``cls`` objective starts from.
+
+    The objectives themselves are kept (not their ``id``): a released objective's
+    id can be reused by the next one, which would then go unrecorded."""
+    seen, objectives = [], []
     solve = cls.solve
 
     def spy(self, *a, **kw):
-        if id(self) not in objectives:
-            objectives.add(id(self))
+        if not any(o is self for o in objectives):
+            objectives.append(self)
             seen.append(np.array(getattr(self, attr), dtype=float))
         return solve(self, *a, **kw)
 
