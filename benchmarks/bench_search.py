@@ -15,10 +15,12 @@ Every fit reports, per full-data optimiser run, its evaluations and
 ``-ln evidence``, and the wall time of the fit::
 
     python3 benchmarks/bench_search.py [--cases r1 twonorm waveform boston]
-        [--partitions 5] [--ard-init isotropic] [--probe STEP] [--out FILE.json]
+        [--partitions 5] [--ard-init isotropic] [--probe STEP] [--options JSON]
+        [--out FILE.json]
 
 ``--probe STEP`` gives the C3 fits the neighbour probe
-(``optimizer_options={"probe_step": STEP}``).
+(``optimizer_options={"probe_step": STEP}``); ``--options '{"name": value}'``
+passes optimizer options to every fit (merged over the models' defaults).
 """
 
 import argparse
@@ -54,18 +56,19 @@ def _fit(est, X, y, test=None):
     return out
 
 
-def _r1(partitions):
+def _r1(partitions, setting):
     from bsvm_scale import BayesianSVR
     from bsvm_scale.datasets import sinc_silf
 
     out = []
     for seed in range(1, 1 + min(partitions, 3)):  # at most 3 training sets
         ds = sinc_silf(4000, seed)
-        out.append(_fit(BayesianSVR(beta=0.3), ds.X, ds.y))
+        out.append(_fit(BayesianSVR(beta=0.3, optimizer_options=setting["options"]),
+                        ds.X, ds.y))
     return out
 
 
-def _c3(name, partitions):
+def _c3(name, partitions, setting):
     from bsvm_scale import BayesianSVC
     from bsvm_scale import datasets
 
@@ -73,16 +76,13 @@ def _c3(name, partitions):
     ds = getattr(datasets, name)(n, 31)
     out = []
     for tr, _ in datasets.random_splits(n, 400, partitions, 31, n_test):
-        out.append(_fit(BayesianSVC(n_starts=1, optimizer_options=PROBE[0]), ds.X[tr], ds.y[tr]))
+        options = {**setting["options"], **setting["c3_options"]}
+        out.append(_fit(BayesianSVC(n_starts=1, optimizer_options=options),
+                        ds.X[tr], ds.y[tr]))
     return out
 
 
-ARD_INIT = ["isotropic"]
-#: optimizer options of the C3 fits (``--probe STEP``: the neighbour probe)
-PROBE = [None]
-
-
-def _boston(partitions):
+def _boston(partitions, setting):
     from bsvm_scale import BayesianSVR
     from bsvm_scale.datasets import load_real
 
@@ -90,14 +90,15 @@ def _boston(partitions):
     out = []
     for k in range(partitions):
         train, test = ds.split(k)
-        out.append(_fit(BayesianSVR(beta=0.3, ard=True, ard_init=ARD_INIT[0]),
+        out.append(_fit(BayesianSVR(beta=0.3, ard=True, ard_init=setting["ard_init"],
+                                    optimizer_options=setting["options"]),
                         train.X, train.y, test))
     return out
 
 
-CASES = {"r1": _r1, "twonorm": lambda p: _c3("twonorm", p),
-         "waveform": lambda p: _c3("waveform", p), "ringnorm": lambda p: _c3("ringnorm", p),
-         "boston": _boston}
+CASES = {"r1": _r1, "twonorm": lambda p, s: _c3("twonorm", p, s),
+         "waveform": lambda p, s: _c3("waveform", p, s),
+         "ringnorm": lambda p, s: _c3("ringnorm", p, s), "boston": _boston}
 
 
 def summary(fits):
@@ -122,13 +123,15 @@ def main(argv=None):
                     help="ard_init of the boston case (isotropic, continuation, start)")
     ap.add_argument("--probe", type=float, default=0.0,
                     help="probe_step of the C3 fits (0: no neighbour probe)")
+    ap.add_argument("--options", type=json.loads, default={},
+                    help="optimizer options of every fit, as a JSON object")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    ARD_INIT[0] = args.ard_init
-    PROBE[0] = {"probe_step": args.probe} if args.probe else None
-    result = {}
+    setting = {"ard_init": args.ard_init, "options": args.options,
+               "c3_options": {"probe_step": args.probe} if args.probe else {}}
+    result = {"options": args.options}
     for case in args.cases:
-        fits = CASES[case](args.partitions)
+        fits = CASES[case](args.partitions, setting)
         result[case] = {"summary": summary(fits), "fits": fits}
         print(case, json.dumps(result[case]["summary"]), flush=True)
     if args.out:

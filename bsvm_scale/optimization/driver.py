@@ -30,7 +30,10 @@ Options (``options=``, every key optional; :class:`Options`): ``maxiter``
 decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
-``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``probe_step`` and
+``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``promise_atol``
+(end the start once a model that has just predicted an accepted step
+promises less than this many nats over the whole box; off by default),
+``probe_step`` and
 ``probe_rounds`` (:func:`~bsvm_scale.optimization.trials.probe_neighbours`; off by default), ``slope_rounds``,
 ``slope_radius`` and ``slope_stall`` (:func:`~bsvm_scale.optimization.trials.slope_trial`; off by default, one
 round in :data:`PIECEWISE_OPTIONS`).
@@ -134,6 +137,7 @@ class Options:
     stall_rtol: float | None = None
     stall_evals: int | None = None
     stall_atol: float = 0.0
+    promise_atol: float = 0.0
     probe_step: float = 0.0
     probe_rounds: int = 2
     slope_rounds: int = 0
@@ -159,7 +163,7 @@ class Options:
                                              else min(1.0, max_step)))
         opts = cls(**given)
         for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius",
-                     "probe_step", "probe_rounds", "stall_atol", "slope_rounds",
+                     "probe_step", "probe_rounds", "stall_atol", "promise_atol", "slope_rounds",
                      "slope_radius", "slope_stall"):
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
@@ -328,7 +332,8 @@ class StallRule:
         return self.count >= self.n_evals
 
 
-def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicted=None):
+def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicted=None,
+                promised=None):
     """``(success, message)`` when the start should end, else None.
 
     ``decrease``: relative decrease of the last accepted step when it lay
@@ -336,10 +341,14 @@ def stop_reason(opts, n_iter, n_eval, grad_norm, radius, decrease=None, predicte
     radius is small, not that the evidence is flat). ``predicted``: the
     relative decrease the quadratic model promises over the whole box (no
     trust region): below ``ftol`` no step can gain more than the evidence's
-    resolution.
+    resolution. ``promised``: the same decrease in the value's units; at most
+    ``promise_atol`` (nats) it ends the start too.
     """
     if grad_norm <= opts.gtol:
         return True, f"CONVERGENCE: projected gradient {grad_norm:.3g} <= gtol={opts.gtol:g}"
+    if promised is not None and promised <= opts.promise_atol:
+        return True, (f"CONVERGENCE: the model predicts a decrease {promised:.3g} <= "
+                      f"promise_atol={opts.promise_atol:g}")
     if predicted is not None and opts.ftol > 0 and predicted <= opts.ftol:
         return True, (f"CONVERGENCE: the model predicts a relative decrease {predicted:.3g} <= "
                       f"ftol={opts.ftol:g}")
@@ -374,10 +383,11 @@ def _no_finite_start(theta0, record):
 
 
 def _promised(here, B, lo, hi):
-    """Relative decrease of the model's minimiser over the box (no trust region)."""
+    """Decrease the model's minimiser over the box promises (no trust region):
+    ``(relative, absolute)``."""
     x = here["theta"]
     _, pred = model_step(here["grad"], B, lo - x, hi - x)
-    return pred / max(abs(here["fun"]), 1.0)
+    return pred / max(abs(here["fun"]), 1.0), pred
 
 
 def _relative_decrease(old, new):
@@ -470,7 +480,7 @@ def _begin(rec, theta0, radius, precondition, hessian):
     here = _first_point(rec, theta0)
     if B0 is None:
         return _Search(here, here, initial_hessian(here["grad"], radius, precondition), radius)
-    return _Search(here, here, B0, radius, rescale=False)
+    return _Search(here, here, B0, radius, rescale=False, trusted=True)
 
 
 def _search(st, rec, opts, box, stall_evals=None):
@@ -482,8 +492,10 @@ def _search(st, rec, opts, box, stall_evals=None):
     stall(st.here["fun"])
     stop = None
     while stop is None:
+        relative, promised = _promised(st.here, st.B, lo, hi)
+        promised = promised if opts.promise_atol and st.trusted else None
         stop = (stop_reason(opts, st.n_iter, len(rec.trajectory), st.here["grad_norm"],
-                            st.radius, st.decrease, _promised(st.here, st.B, lo, hi))
+                            st.radius, st.decrease, relative, promised)
                 or _iterate(st, rec, opts, box, stall))
     return stop
 
@@ -525,7 +537,7 @@ def _continued(st, rec, opts, box, stop, find, rounds, radius, stall_evals=None)
         if better is None:
             break
         better["accepted"] = True
-        st.best, st.here, st.decrease = better, better, None
+        st.best, st.here, st.decrease, st.trusted = better, better, None, False
         st.radius = min(float(radius), opts.max_radius)
         success, message = _search(st, rec, opts, box, stall_evals)
     return success, message
@@ -549,6 +561,7 @@ class _Search:
     n_iter: int = 0
     n_rejected: int = 0
     decrease: float | None = None
+    trusted: bool = False
 
 
 def _iterate(st, rec, opts, box, stall):
@@ -578,6 +591,7 @@ def _iterate(st, rec, opts, box, stall):
         trial["accepted"], st.here = True, trial
     else:
         st.n_rejected += 1
+    st.trusted = rho > ETA
     st.radius = next_radius(st.radius, rho, step, opts.max_radius)
     if stall(trial["fun"]):
         return True, (f"CONVERGENCE: the best value improved by less than stall_rtol="

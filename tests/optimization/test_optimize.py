@@ -187,6 +187,31 @@ def test_stop_reason_names_the_rule():
     assert stop_reason(opts, 5, 6, 1.0, 1.0) == (False, "STOP: maxiter=5 iterations reached")
     assert stop_reason(opts, 4, 9, 1.0, 1.0)[0] is False
     assert stop_reason(opts, 1, 2, 1.0, 1.0, decrease=None, predicted=1e-3) is None
+    assert stop_reason(opts, 1, 2, 1.0, 1.0, promised=0.0)[1].startswith(
+        "CONVERGENCE: the model predicts a decrease 0 <= promise_atol=0")
+    loose = Options.parse({"promise_atol": 0.1})
+    assert "promise_atol=0.1" in stop_reason(loose, 1, 2, 1.0, 1.0, promised=0.05)[1]
+    assert stop_reason(loose, 1, 2, 1.0, 1.0, promised=0.2) is None
+
+
+def test_promise_atol_ends_a_start_once_a_trusted_model_sees_no_gain_that_counts():
+    """A shallow quadratic ``a |x - 1|^2`` from ``x = 0`` (whole gain ``2 a =
+    0.1``), first radius 0.25. The first point's model is a guess and never
+    ends a start, even with ``promise_atol`` above the whole gain. After the
+    first accepted step the model is exact and promises ``2 a 0.75^2 =
+    0.05625``: ``promise_atol = 0.06`` ends the start there, ``1e-3`` lets the
+    search go on to the minimum."""
+    def shallow(theta, a=0.05):
+        return a * float(np.sum((theta - 1.0) ** 2)), 2 * a * (theta - 1.0), {}
+
+    opts = {"stall_atol": 0.0, "gtol": 1e-8, "radius": 0.25}
+    box = [(-3.0, 3.0)] * 2
+    for atol in (0.5, 0.06):
+        cut = run_start(shallow, np.zeros(2), box, {**opts, "promise_atol": atol})
+        assert cut.n_eval == 2 and f"promise_atol={atol:g}" in cut.message and cut.success
+        assert cut.fun == pytest.approx(0.05625)
+    full = run_start(shallow, np.zeros(2), box, {**opts, "promise_atol": 1e-3})
+    assert full.n_eval > 2 and full.fun < 1e-3 and "promise_atol" not in full.message
 
 
 def test_options_are_validated_by_name():
@@ -200,6 +225,8 @@ def test_options_are_validated_by_name():
         Options.parse({"probe_step": -0.5})
     with pytest.raises(ValueError, match="stall_atol must be a number >= 0"):
         Options.parse({"stall_atol": -0.1})
+    with pytest.raises(ValueError, match="promise_atol must be a number >= 0"):
+        Options.parse({"promise_atol": -1})
     assert Options.parse({"min_step": 0.01}).min_radius == 0.01
     opts = Options.parse(None, max_step=0.5, first_step=0.2)
     assert (opts.radius, opts.max_radius) == (0.2, 0.5)
