@@ -8,17 +8,18 @@ and gradient). Cases (docs/protocols.md):
   0.3, the two protocol starts;
 - ``twonorm``, ``waveform`` (and ``ringnorm``): BTSVC on the first C3
   partitions (400 training cases, one start as in the C3 pipeline);
-- ``boston``: BSVR-ARD (``--ard-init``, default ``isotropic``; beta 0.3) on
+- ``boston``: BSVR-ARD (``--ard-init``, default ``continuation``; beta 0.3) on
   the first stored Boston splits (R5), with the test ASE.
 
 Every fit reports, per full-data optimiser run, its evaluations and
 ``-ln evidence``, and the wall time of the fit::
 
     python3 benchmarks/bench_search.py [--cases r1 twonorm waveform boston]
-        [--partitions 5] [--ard-init isotropic] [--probe STEP] [--options JSON]
+        [--partitions 5] [--ard-init continuation] [--c3-ard] [--probe STEP] [--options JSON]
         [--out FILE.json]
 
-``--probe STEP`` gives the C3 fits the neighbour probe
+``--c3-ard`` fits the C3 cases with ARD (route ``--ard-init``) and reports
+their test error. ``--probe STEP`` gives the C3 fits the neighbour probe
 (``optimizer_options={"probe_step": STEP}``); ``--options '{"name": value}'``
 passes optimizer options to every fit (merged over the models' defaults).
 """
@@ -51,7 +52,9 @@ def _fit(est, X, y, test=None):
     out = {"seconds": seconds, "evals_per_run": [r[0] for r in runs],
            "neg_log_evidence_per_run": [r[1] for r in runs], "other_evals": extra,
            "neg_log_evidence": -float(est.log_evidence_)}
-    if test is not None:
+    if test is not None and hasattr(est, "classes_"):
+        out["test_error"] = float(np.mean(est.predict(test[0]) != test[1]))
+    elif test is not None:
         out["test_ase"] = float(np.mean((est.predict(test.X) - test.y) ** 2))
     return out
 
@@ -75,10 +78,11 @@ def _c3(name, partitions, setting):
     n, n_test = (5000, 4600) if name == "waveform" else (7400, 7000)
     ds = getattr(datasets, name)(n, 31)
     out = []
-    for tr, _ in datasets.random_splits(n, 400, partitions, 31, n_test):
+    for tr, te in datasets.random_splits(n, 400, partitions, 31, n_test):
         options = {**setting["options"], **setting["c3_options"]}
-        out.append(_fit(BayesianSVC(n_starts=1, optimizer_options=options),
-                        ds.X[tr], ds.y[tr]))
+        ard = {"ard": True, "ard_init": setting["ard_init"]} if setting["c3_ard"] else {}
+        out.append(_fit(BayesianSVC(n_starts=1, optimizer_options=options, **ard),
+                        ds.X[tr], ds.y[tr], (ds.X[te], ds.y[te]) if ard else None))
     return out
 
 
@@ -110,8 +114,8 @@ def summary(fits):
             "mean_neg_log_evidence": float(np.mean([f["neg_log_evidence"] for f in fits])),
             "median_seconds": float(np.median([f["seconds"] for f in fits])),
             "total_seconds": float(sum(f["seconds"] for f in fits)),
-            **({"mean_test_ase": float(np.mean([f["test_ase"] for f in fits]))}
-               if "test_ase" in fits[0] else {})}
+            **{f"mean_{k}": float(np.mean([f[k] for f in fits]))
+               for k in ("test_ase", "test_error") if k in fits[0]}}
 
 
 def main(argv=None):
@@ -119,15 +123,18 @@ def main(argv=None):
     ap.add_argument("--cases", nargs="+", default=["r1", "twonorm", "waveform", "boston"],
                     choices=sorted(CASES))
     ap.add_argument("--partitions", type=int, default=5)
-    ap.add_argument("--ard-init", default="isotropic",
-                    help="ard_init of the boston case (isotropic, continuation, start)")
+    ap.add_argument("--ard-init", default="continuation",
+                    help="ard_init of the ARD fits: boston, and C3 with --c3-ard "
+                         "(isotropic, continuation, start)")
     ap.add_argument("--probe", type=float, default=0.0,
                     help="probe_step of the C3 fits (0: no neighbour probe)")
+    ap.add_argument("--c3-ard", action="store_true",
+                    help="C3 fits with ARD (route --ard-init), reporting the test error")
     ap.add_argument("--options", type=json.loads, default={},
                     help="optimizer options of every fit, as a JSON object")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
-    setting = {"ard_init": args.ard_init, "options": args.options,
+    setting = {"ard_init": args.ard_init, "options": args.options, "c3_ard": args.c3_ard,
                "c3_options": {"probe_step": args.probe} if args.probe else {}}
     result = {"options": args.options}
     for case in args.cases:

@@ -248,4 +248,4 @@ def test_files_from_before_a_new_parameter_load_with_how_they_were_fitted(tmp_pa
     with h5py.File(path, "r") as f:
         assert "ard_init" not in json.loads(f.attrs["params_json"])
     assert load_model(path).ard_init == "start"
-    assert load_model(save_model(model, tmp_path / "new.h5")).ard_init == "isotropic"
+    assert load_model(save_model(model, tmp_path / "new.h5")).ard_init == "continuation"

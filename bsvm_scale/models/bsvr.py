@@ -89,22 +89,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Default: :func:`default_beta` of the training-set size.
     ard : bool, default=False
         One relevance weight ``kappa_l`` per input (4.42).
-    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+    ard_init : {"continuation", "isotropic", "start"}, default="continuation"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimization.starts.isotropic_stage`). ``"isotropic"``: a
-        run from every start itself, and one more run from the best optimum
-        of the isotropic model (one ``kappa``, the geometric mean of the
-        start's ``kappa_l``) fitted first from every start with every option
-        of this estimator (every ``kappa_l`` equal to its ``kappa``, dual
-        warm start from its solution, trust radius
-        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`); the best run is kept.
-        The ARD model contains the isotropic one and the search keeps its
-        best point, so the ARD evidence is at least the isotropic optimum's.
-        ``"continuation"``: only the run from the isotropic optimum (the same
-        guarantee, fewer evaluations). ``"start"``: only the runs from the
-        starts (no such guarantee: the evidence (4.38) jumps where a case
-        crosses between the loss's quadratic and linear pieces, and where the
-        search ends depends on where it began).
+        :func:`bsvm_scale.optimization.starts.isotropic_stage`). ``"continuation"``:
+        the isotropic model (one ``kappa``, the geometric mean of the start's
+        ``kappa_l``) is fitted first from every start with every option of this
+        estimator, and the ARD search runs from its best optimum (every
+        ``kappa_l`` equal to its ``kappa``, dual warm start from its solution,
+        trust radius :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`). The
+        ARD model contains the isotropic one and the search keeps its best
+        point, so the ARD evidence is at least the isotropic optimum's.
+        ``"isotropic"``: the same, plus an ARD run from every start itself; the
+        best run is kept (the same guarantee, about twice the evaluations).
+        ``"start"``: only the runs from the starts (no such guarantee: the
+        evidence (4.38) jumps where a case crosses between the loss's quadratic
+        and linear pieces, and where the search ends depends on where it
+        began).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones
@@ -243,7 +243,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
-                 optimizer_options=None, init_subsample=4000, ard_init="isotropic",
+                 optimizer_options=None, init_subsample=4000, ard_init="continuation",
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
         store_params(self, locals())
 

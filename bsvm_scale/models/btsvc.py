@@ -69,17 +69,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     ----------
     ard : bool, default=False
         One ``kappa_l`` per input (5.37) instead of a single ``kappa``.
-    ard_init : {"isotropic", "start", "continuation"}, default="isotropic"
+    ard_init : {"continuation", "isotropic", "start"}, default="continuation"
         How an ARD search begins (``ard=True`` with more than one input;
-        :func:`bsvm_scale.optimization.starts.isotropic_stage`). ``"isotropic"``: a run
-        from every start, and one from the best optimum of the isotropic
-        model fitted first from every start (one
-        ``kappa``, the geometric mean of the start's ``kappa_l``; every
-        ``kappa_l`` equal to it, SMO warm start from its solution, trust
-        radius :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`), so that the ARD
-        evidence is at least the isotropic optimum's. ``"continuation"``: only
-        the run from the isotropic optimum (same guarantee). ``"start"``: only
-        the run from the start (no guarantee).
+        :func:`bsvm_scale.optimization.starts.isotropic_stage`).
+        ``"continuation"``: the isotropic model (one ``kappa``, the geometric
+        mean of the start's ``kappa_l``) is fitted first from every start, and
+        the ARD search runs from its best optimum (every ``kappa_l`` equal to
+        its ``kappa``, SMO warm start from its solution, trust radius
+        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`), so that the ARD
+        evidence is at least the isotropic optimum's. ``"isotropic"``: the
+        same, plus a run from every start (same guarantee, about twice the
+        evaluations). ``"start"``: only the run from the start (no guarantee).
     n_starts : int, optional
         Number of starting points for the evidence maximisation; start ``k``
         uses ``kappa0`` from ``(10, 1, 100, 0.1)`` (then log-uniform random
@@ -218,7 +218,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init="isotropic"):
+                 warm_start_from=None, ard_init="continuation"):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------

@@ -88,9 +88,12 @@ def dataset_key(spec) -> str:
 #: parameters leave them out: ``(kind, condition on the parameters, {name: default})``;
 #: a dict-valued default is merged under the task's own dict. Tasks made before
 #: the change (their key lacks the default) are then recomputed rather than
-#: mixed with new ones. BSVR ARD: the isotropic first stage. BSVR and BTSVC: the
-#: evidence search's options (the stall in nats and the slope trial).
-KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "isotropic"}),
+#: mixed with new ones. BSVR and BTSVC ARD: the route of the search (``ard_init``,
+#: ``"continuation"`` since it became the default; BSVR ARD tasks keyed before that
+#: carry ``"isotropic"``, the default before). BSVR and BTSVC: the evidence search's
+#: options (the stall in nats and the slope trial).
+KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "continuation"}),
+                  ("btsvc", lambda p: bool(p.get("ard")), {"ard_init": "continuation"}),
                   ("bsvr", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}),
                   ("btsvc", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
 

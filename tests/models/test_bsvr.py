@@ -117,7 +117,7 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     kw = dict(beta=0.3, starts=_R5_START, bounds=_R5_BOX)
     iso = BayesianSVR(**kw).fit(X, y)
     direct = BayesianSVR(ard=True, ard_init="start", **kw).fit(X, y)
-    both = BayesianSVR(ard=True, **kw).fit(X, y)
+    both = BayesianSVR(ard=True, ard_init="isotropic", **kw).fit(X, y)
     # the case this option exists for: the direct ARD run ends below the isotropic model
     # (by 1.1 nats with the trust region here; by more than 5 with L-BFGS-B)
     assert direct.log_evidence_ < iso.log_evidence_
@@ -131,6 +131,11 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     t0 = both.starts_[1]["trajectory"][0]["theta"]
     np.testing.assert_array_equal(t0[2:-1], np.full(X.shape[1], iso.theta_[2]))
     assert both.starts_[1]["trajectory"][0]["fun"] == pytest.approx(-iso.log_evidence_, abs=1e-6)
+    # the default route ("continuation") makes only the run from the isotropic optimum
+    cont = BayesianSVR(ard=True, **kw).fit(X, y)
+    assert cont.ard_init == "continuation" and len(cont.starts_) == 1
+    assert cont.starts_[0]["isotropic"]["neg_log_evidence"] == iso.starts_[0]["neg_log_evidence"]
+    assert cont.log_evidence_ >= iso.log_evidence_
 
 
 @pytest.mark.parametrize("ard,seed", [(False, 2), (True, 1)])

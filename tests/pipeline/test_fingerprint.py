@@ -156,18 +156,21 @@ def test_prepare_data_adopts_a_keyless_data_file_only_for_the_same_file(tmp_path
 
 
 def test_a_changed_library_default_is_keyed_in(tmp_path):
-    """BSVR ARD tasks whose parameters leave ``ard_init`` out get the key of the
-    current default (isotropic first stage), so tasks made before it are
-    recomputed; isotropic BSVR tasks keep their keys."""
+    """BSVR and BTSVC ARD tasks whose parameters leave ``ard_init`` out get the
+    key of the current default (``"continuation"``), so tasks made under an
+    earlier default (BSVR: ``"isotropic"``, keyed in then; BTSVC: not keyed)
+    are recomputed; isotropic tasks keep their keys."""
     data = _data()
 
-    def key(params):
-        s = dict(_specs(tmp_path)[0], params=params)
+    def key(params, kind="bsvr"):
+        s = dict(_specs(tmp_path)[0], params=params, kind=kind)
         return task_keys([s], data)["t0"]
 
-    assert key({"ard": True}) == key({"ard": True, "ard_init": "isotropic"})
-    assert key({"ard": True}) != key({"ard": True, "ard_init": "start"})
-    assert key({"ard": False}) != key({"ard": False, "ard_init": "isotropic"})
+    for kind in ("bsvr", "btsvc"):
+        assert key({"ard": True}, kind) == key({"ard": True, "ard_init": "continuation"}, kind)
+        assert key({"ard": True}, kind) != key({"ard": True, "ard_init": "isotropic"}, kind)
+        assert key({"ard": True}, kind) != key({"ard": True, "ard_init": "start"}, kind)
+        assert key({"ard": False}, kind) != key({"ard": False, "ard_init": "continuation"}, kind)
 
 
 def test_the_search_defaults_are_keyed_in_under_the_tasks_own_options(tmp_path):

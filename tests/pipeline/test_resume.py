@@ -20,7 +20,8 @@ class _Interrupt(Exception):
 
 
 _DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
-         "btsvc3": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50)}
+         "btsvc3": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50),
+         "bsvr_ard_cont": ("robot_arm", 100, 50)}
 
 
 def _three_classes(X):
@@ -33,9 +34,11 @@ def _spec(task_dir, start, kind="bsvr"):
     ds = generate(gen, n, 0)
     y = _three_classes(ds.X) if kind == "btsvc3" else ds.y
     tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
-    # bsvr_ard: two runs per start (from the start, from the isotropic optimum)
-    params = {"n_starts": 2, "ard": True} if kind == "bsvr_ard" else {"n_starts": 2}
-    kind = {"btsvc3": "btsvc", "bsvr_ard": "bsvr"}.get(kind, kind)
+    # bsvr_ard: two runs per start (from the start, from the isotropic optimum);
+    # bsvr_ard_cont: the default ARD route, one run from the isotropic optimum
+    params = {"n_starts": 2, **{"bsvr_ard": {"ard": True, "ard_init": "isotropic"},
+                                "bsvr_ard_cont": {"ard": True}}.get(kind, {})}
+    kind = {"btsvc3": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": params, "cv": None, "train": tr, "test": te,
             "data": (ds.X, y), "start": start, "n_starts": 2,
@@ -60,7 +63,9 @@ def _assert_same_result(res, ref):
     # from the isotropic optimum: inside run 1, at its end, inside run 2
     # (offsets from run 1's number of evaluations)
     ("bsvr_ard", -7, "checkpoint.h5"), ("bsvr_ard", 0, "checkpoint.h5"),
-    ("bsvr_ard", 5, "checkpoint.h5")])
+    ("bsvr_ard", 5, "checkpoint.h5"),
+    # the default route: inside its one run (the isotropic stage is repeated)
+    ("bsvr_ard_cont", 4, "checkpoint.h5")])
 def test_resume_replays_to_the_same_result(tmp_path, monkeypatch, kind, stop_after, ckpt):
     monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)  # a checkpoint per evaluation
     ref = run_task(_spec(None, 1, kind))["result"]
