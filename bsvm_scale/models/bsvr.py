@@ -40,8 +40,9 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import run_plan, run_start
-from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
-                                   best_start, coarse_starts, retrain_options, search_options)
+from ..optimization.starts import (COARSE_OPTIONS, DEFAULT_ARD_INIT, FINE_FIRST_STEP,
+                                   FINE_MAX_STEP, ard_runs, best_start, coarse_starts,
+                                   retrain_options, search_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVR", "default_beta"]
@@ -243,7 +244,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
-                 optimizer_options=None, init_subsample=4000, ard_init="continuation",
+                 optimizer_options=None, init_subsample=4000, ard_init=DEFAULT_ARD_INIT,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
         store_params(self, locals())
 

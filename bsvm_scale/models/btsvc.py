@@ -41,8 +41,9 @@ from .warm_start import (carried_dual, check_case_ids, previous_hessians, previo
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.driver import run_plan, run_start
-from ..optimization.starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs,
-                                   best_start, coarse_starts, retrain_options, search_options)
+from ..optimization.starts import (COARSE_OPTIONS, DEFAULT_ARD_INIT, FINE_FIRST_STEP,
+                                   FINE_MAX_STEP, ard_runs, best_start, coarse_starts,
+                                   retrain_options, search_options)
 from ..optimization.records import fixed_record, start_record, unrefined_record
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
@@ -218,7 +219,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init="continuation"):
+                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------

@@ -19,7 +19,8 @@ from .._util.base import resolve_rng
 from .driver import PIECEWISE_OPTIONS
 from .records import start_record
 
-__all__ = ["evidence_weights", "best_start", "ARD_INIT", "check_ard_init", "isotropic_stage",
+__all__ = ["evidence_weights", "best_start", "ARD_INIT", "DEFAULT_ARD_INIT", "check_ard_init",
+           "isotropic_stage",
            "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
            "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "retrain_options",
            "search_options",
@@ -85,6 +86,9 @@ def best_start(results):
 
 #: how an ARD search begins (``ard_init`` of BayesianSVR and BayesianSVC)
 ARD_INIT = ("isotropic", "start", "continuation")
+#: the route of BSVR and BTSVC ARD searches when ``ard_init`` is not given
+#: (pipelines key it into task keys, :mod:`bsvm_scale.pipeline.fingerprint`)
+DEFAULT_ARD_INIT = "continuation"
 
 
 def check_ard_init(value):

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..optimization.driver import PIECEWISE_OPTIONS
+from ..optimization.starts import DEFAULT_ARD_INIT
 from .checkpoint import atomic_write_bytes
 from .evidence_grid import dependencies
 
@@ -85,23 +86,22 @@ def dataset_key(spec) -> str:
 
 
 #: library defaults that changed what a task computes, keyed in when a task's
-#: parameters leave them out: ``(kind, condition on the parameters, {name: default})``;
+#: parameters leave them out: ``(kinds, condition on the parameters, {name: default})``;
 #: a dict-valued default is merged under the task's own dict. Tasks made before
 #: the change (their key lacks the default) are then recomputed rather than
 #: mixed with new ones. BSVR and BTSVC ARD: the route of the search (``ard_init``,
 #: ``"continuation"`` since it became the default; BSVR ARD tasks keyed before that
 #: carry ``"isotropic"``, the default before). BSVR and BTSVC: the evidence search's
 #: options (the stall in nats and the slope trial).
-KEYED_DEFAULTS = (("bsvr", lambda p: bool(p.get("ard")), {"ard_init": "continuation"}),
-                  ("btsvc", lambda p: bool(p.get("ard")), {"ard_init": "continuation"}),
-                  ("bsvr", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}),
-                  ("btsvc", lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
+KEYED_DEFAULTS = ((("bsvr", "btsvc"), lambda p: bool(p.get("ard")),
+                   {"ard_init": DEFAULT_ARD_INIT}),
+                  (("bsvr", "btsvc"), lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
 
 
 def _keyed_params(kind, params):
     params = dict(params or {})
-    for k, applies, defaults in KEYED_DEFAULTS:
-        if kind == k and applies(params):
+    for kinds, applies, defaults in KEYED_DEFAULTS:
+        if kind in kinds and applies(params):
             params = {**defaults, **params, **{
                 name: {**value, **params[name]} for name, value in defaults.items()
                 if isinstance(value, dict) and isinstance(params.get(name), dict)}}
