@@ -104,7 +104,7 @@ def jit(*, parallel=False, inline="never"):
     """
 
     def compile_(py_func):
-        dispatcher = numba.njit(parallel=parallel, inline=inline)(py_func)
+        dispatcher = numba.njit(parallel=parallel, inline=inline, nogil=True)(py_func)
         if CACHE:
             dispatcher._cache = _SubpackageCache(py_func)
         return dispatcher

@@ -1,15 +1,28 @@
-"""BLAS thread limits with one cached ``ThreadpoolController`` per process.
+"""Thread limits and a thread map for independent optimiser runs.
 
-``threadpoolctl.threadpool_limits`` scans the loaded shared libraries on
-every call (about 9 ms); the evidence is evaluated dozens of times per fit,
-so the scan is done once and its controller reused.
+``blas_threads``: BLAS thread limits with one cached ``ThreadpoolController``
+per process. ``threadpoolctl.threadpool_limits`` scans the loaded shared
+libraries on every call (about 9 ms); the evidence is evaluated dozens of
+times per fit, so the scan is done once and its controller reused (after
+NumPy's and SciPy's BLAS are loaded; a library loaded later is not limited).
+
+``thread_map``: independent fits (the isotropic first stage of an ARD search,
+the subsample phase of coarse-to-fine starts) on several threads of one
+process. The compiled solvers release the GIL (``nogil``), and so do NumPy's
+and SciPy's LAPACK calls, so the threads run in parallel.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import numba
+import scipy.linalg  # noqa: F401 -- SciPy's BLAS is loaded before the one scan below
+from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads"]
+__all__ = ["blas_threads", "thread_map", "numba_thread_safe"]
 
 _CONTROLLER = None
 
@@ -20,3 +33,56 @@ def blas_threads(single: bool):
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER.limit(limits=1 if single else None, user_api="blas")
+
+
+def numba_thread_safe():
+    """Whether numba's threading layer may be entered from several threads at
+    once (``omp`` and ``tbb`` may; ``workqueue`` aborts the process)."""
+    try:
+        layer = numba.threading_layer()
+    except ValueError:  # no parallel kernel has run yet: start the layer as one would
+        try:
+            from numba.np.ufunc.parallel import _launch_threads
+            _launch_threads()
+            layer = numba.threading_layer()
+        except (ImportError, ValueError):  # unknown: assume the worst
+            return False
+    return layer != "workqueue"
+
+
+def _on_one_numba_thread(fn, item):
+    numba.set_num_threads(1)  # thread-local: this worker's parallel kernels run serially
+    return fn(item)
+
+
+def thread_map(fn, items, n_jobs=None):
+    """``[fn(item) for item in items]`` on up to ``n_jobs`` threads, in order.
+
+    BLAS runs on one thread throughout, whatever ``n_jobs`` is, and numba's
+    parallel kernels on one thread inside each worker, so the results do
+    not depend on ``n_jobs`` (several BLAS threads would change rounding).
+    An exception raised by ``fn`` propagates.
+
+    Parameters
+    ----------
+    fn : callable
+        One independent task; it must not write to shared state.
+    items : iterable
+    n_jobs : int or None, default=None
+        scikit-learn's convention (``joblib.effective_n_jobs``): None means 1
+        unless inside a ``joblib.parallel_config`` context, -1 all processors.
+        One thread when numba's threading layer is not thread-safe.
+
+    Returns
+    -------
+    list
+    """
+    items = list(items)
+    workers = min(effective_n_jobs(n_jobs), len(items))
+    if workers > 1 and not numba_thread_safe():
+        workers = 1
+    with blas_threads(True):
+        if workers <= 1:
+            return [fn(item) for item in items]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(partial(_on_one_numba_thread, fn), items))

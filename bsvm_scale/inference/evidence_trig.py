@@ -46,13 +46,14 @@ import warnings
 import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.linalg.blas import dsymv
-from scipy.linalg.lapack import dpotrf, dpotri
+from scipy.linalg.lapack import dpotrf
 from scipy.special import erfc
 
 from .._util.threads import blas_threads
 from .evidence_lowrank import (DEFAULT_TOL, N_PROBES, PREDICT_TOL_RATIO, BlockEvidence,
                                LowRankPredictor, factorize)
 from .._compiled.dense import zero_upper
+from .evidence_silf import inverse_lower
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter", "trig_class_probability"]
 
@@ -264,12 +265,7 @@ def _gradient(cov, X, idx, v, lam, sl, L):
     place in the lower triangle of ``L`` (LAPACK ``dpotri``); the trace term
     and ``A w`` read that triangle only.
     """
-    # L.T is F-ordered upper U; dpotri overwrites it with the upper triangle of
-    # B^-1, i.e. the lower triangle of the C-ordered L
-    _, infoc = dpotri(L.T, lower=0, overwrite_c=1)
-    if infoc != 0:
-        raise np.linalg.LinAlgError(f"dpotri failed with info={infoc}.")
-    A = L
+    A = inverse_lower(L, overwrite=True)
     A *= sl[:, None]
     A *= sl[None, :]
     tr = cov.trace_grad(X, idx, A, lower=True)

@@ -4,6 +4,7 @@ common parameters and the isotropic first stage of an ARD search."""
 from __future__ import annotations
 
 import os
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
@@ -37,6 +38,7 @@ BAYES_CONSTRAINTS = {
     "evidence_tol": [POSITIVE],
     "evidence_mb": [POSITIVE],
     "warm_start_from": [BaseEstimator, str, os.PathLike, None],
+    "n_jobs": [Integral, None],
 }
 
 

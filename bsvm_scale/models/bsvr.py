@@ -188,6 +188,13 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         match; :mod:`bsvm_scale.models.warm_start` describes the whole procedure.
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
+    n_jobs : int, optional
+        Threads for the independent fits of a search: the isotropic first
+        stage of an ARD search (one fit per start) and the subsample phase of
+        coarse-to-fine starts. scikit-learn's convention: None means 1 unless
+        inside a ``joblib.parallel_config`` context, -1 all processors. The
+        result does not depend on it (:func:`bsvm_scale._util.threads.thread_map`).
+
     Attributes
     ----------
     hyperparameters_ : dict
@@ -245,7 +252,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
                  optimizer_options=None, init_subsample=4000, ard_init=DEFAULT_ARD_INIT,
-                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None):
+                 evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None,
+                 n_jobs=None):
         store_params(self, locals())
 
     # ------------------------------------------------------------------
@@ -458,18 +466,18 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if retrain is not None:  # retraining from an earlier optimum (warm_start_from)
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP, *retrain)],
                                            bounds, callback, replay, retrain_options(*retrain))
-        coarse, best, nu0, slopes = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
+        coarse, best, nu0, slope = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
                 problem.reset(nu0)
-                problem.slope = slopes[best]
+                problem.slope = slope
             thetas, origins = [coarse[best]["theta"]], [coarse[best]["theta0"]]
         else:
             origins = thetas
         n, d = Xs.shape
         mode = self.ard_init if bool(self.ard) and d > 1 else "start"
         direct, _, best_iso = ard_runs(self._isotropic_fit, X, y, thetas, origins, mode,
-                                       refined=bool(coarse))
+                                       refined=bool(coarse), n_jobs=self.n_jobs)
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
                 for theta, run in zip(thetas, direct) if run]
         stage = [] if best_iso is None else [best_iso]
@@ -503,24 +511,22 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         cases and 0 elsewhere. (Predicting bound SVs from the residuals
         instead overshoots: with ``n / init_subsample`` times as many points at
         the bound, ``f`` would be as many times too large.) Also returned: the
-        last outer secant slope of each subsample objective, the first slope
-        of the full-data solves (the slope does not scale with ``n``)."""
+        last outer secant slope of the best subsample objective, the first
+        slope of the full-data solves (the slope does not scale with ``n``)."""
         m = self.init_subsample
-        made = []
 
         def objective(Xm, ym):
-            made.append(_Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
-                                 float(self.cache_mb), max(10**6, 100 * int(m)),
-                                 self._evidence_settings()))
-            return made[-1]
+            return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
+                            float(self.cache_mb), max(10**6, 100 * int(m)),
+                            self._evidence_settings())
 
         def run(obj, theta0, bounds):
             opts = search_options(COARSE_OPTIONS, self.optimizer_options)
             return run_start(obj, theta0, bounds, opts, precondition=True)
 
-        records, best, nu0 = coarse_starts(objective, X, y, thetas, bounds, m,
-                                           self.random_state, run)
-        return records, best, nu0, [obj.slope for obj in made]
+        records, best, nu0, chosen = coarse_starts(objective, X, y, thetas, bounds, m,
+                                                   self.random_state, run, self.n_jobs)
+        return records, best, nu0, None if chosen is None else chosen.slope
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
         """Run the ``(theta0, warm, max_step[, hessian])`` of ``plan`` on ``problem``

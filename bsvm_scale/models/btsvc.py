@@ -155,6 +155,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         the whole procedure.
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
+    n_jobs : int, optional
+        Threads for the independent fits of a search: the isotropic first
+        stage of an ARD search (one fit per start) and the subsample phase of
+        coarse-to-fine starts. scikit-learn's convention: None means 1 unless
+        inside a ``joblib.parallel_config`` context, -1 all processors. The
+        result does not depend on it (:func:`bsvm_scale._util.threads.thread_map`).
+
     Attributes
     ----------
     classes_ : ndarray
@@ -219,7 +226,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT):
+                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------
@@ -469,7 +476,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             return self._objective(Xm, ym, max(10**6, 100 * int(m)))
 
         return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
-                             self._run_start)
+                             self._run_start, self.n_jobs)[:3]
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -507,7 +514,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             max_step = FINE_MAX_STEP
         mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
         direct, stage, best_iso = ard_runs(self._isotropic_fit, X, yb, thetas, origins, mode,
-                                           refined=bool(coarse))
+                                           refined=bool(coarse), n_jobs=self.n_jobs)
         plans = []
         for theta0, run, iso in zip(thetas, direct, stage):
             plan = [(theta0, None, max_step, hessian)] if run else []

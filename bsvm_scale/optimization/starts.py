@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._util.base import resolve_rng
+from .._util.threads import thread_map
 from .driver import PIECEWISE_OPTIONS
 from .records import start_record
 
@@ -98,57 +99,67 @@ def check_ard_init(value):
     return value
 
 
-def isotropic_stage(fit_isotropic, X, y, thetas):
+def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None):
     """The isotropic first stage of ARD searches (isotropic-to-ARD continuation).
 
     ``fit_isotropic(X, y, theta0)`` fits the isotropic model (one ``kappa``)
     from the ARD start ``theta0``; the ARD search then begins at its optimum
     with every ``kappa_l`` equal to its ``kappa``. The ARD model contains the
     isotropic one and the search keeps its best point, so the ARD evidence is
-    at least the isotropic optimum's. Returns one fitted model per start, or
-    None where the fit failed (with a warning; that start then runs as
-    given).
+    at least the isotropic optimum's. The fits are independent and run on up
+    to ``n_jobs`` threads (:func:`bsvm_scale._util.threads.thread_map`).
+    Returns one fitted model per start, or None where the fit failed (with a
+    warning; that start then runs as given).
     """
-    stage = []
-    for k, theta0 in enumerate(thetas):
+    def fit(theta0):
         try:
-            stage.append(fit_isotropic(X, y, theta0))
+            return fit_isotropic(X, y, theta0)
         except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
-            warnings.warn(f"the isotropic first stage of ARD start {k} failed ({exc}); "
+            return exc
+
+    stage = thread_map(fit, thetas, n_jobs)
+    for k, fitted in enumerate(stage):
+        if isinstance(fitted, Exception):
+            warnings.warn(f"the isotropic first stage of ARD start {k} failed ({fitted}); "
                           "that start runs from its starting point only.",
                           ConvergenceWarning, stacklevel=4)
-            stage.append(None)
+            stage[k] = None
     return stage
 
 
-def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run):
+def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_jobs=None):
     """The subsample phase of coarse-to-fine starts (``init_subsample``).
 
     Every start is optimised on the same seeded subsample of ``m`` of the
     ``n`` cases (``make_objective(X_m, y_m)`` gives a fresh objective,
     ``run(objective, theta0, bounds)`` the :class:`StartResult`); the start
     with the best subsample evidence is then refined on the full data.
-    Returns ``(records, best, dual0)``: one start record per start (with
-    ``n_samples``), the index of the best one and the full-data dual warm
-    start, the best subsample solution on its own cases and 0 elsewhere, so
-    that the MAP function it implies is exactly the subsample's. ``([],
-    None, None)`` when ``m`` is None or ``n <= 2 m``.
+    The starts are independent and run on up to ``n_jobs`` threads
+    (:func:`bsvm_scale._util.threads.thread_map`). Returns ``(records, best,
+    dual0, objective)``: one start record per start (with ``n_samples``), the
+    index of the best one, the full-data dual warm start (the best subsample
+    solution on its own cases and 0 elsewhere, so that the MAP function it
+    implies is exactly the subsample's) and the best start's objective.
+    ``([], None, None, None)`` when ``m`` is None or ``n <= 2 m``.
     """
     n = X.shape[0]
     if m is None or n <= 2 * int(m):
-        return [], None, None
+        return [], None, None, None
     m = int(m)
     idx = subsample_indices(n, m, random_state)
     Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
-    records, duals = [], []
-    for theta0 in thetas:
+
+    def one(theta0):
         obj = make_objective(Xm, ym)
-        records.append(start_record(run(obj, theta0, bounds), n_samples=m))
-        duals.append(obj.best.dual if obj.best is not None else np.zeros(m))
+        record = start_record(run(obj, theta0, bounds), n_samples=m)
+        return record, obj
+
+    records, objectives = zip(*thread_map(one, thetas, n_jobs))
     best = int(np.argmin([r["neg_log_evidence"] for r in records]))
     dual0 = np.zeros(n)
-    dual0[idx] = duals[best]
-    return records, best, dual0
+    chosen = objectives[best]
+    dual0[idx] = chosen.best.dual if chosen.best is not None else 0.0
+    return list(records), best, dual0, chosen
 
 
 def best_isotropic(stage):
@@ -161,7 +172,7 @@ def best_isotropic(stage):
     return max(fitted, key=lambda m: m.log_evidence_) if fitted else None
 
 
-def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False):
+def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=None):
     """Which optimiser runs an ARD search makes (``ard_init``), for BSVR and BTSVC.
 
     ``mode`` is ``"start"`` (also for isotropic models and retraining: no
@@ -174,7 +185,7 @@ def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False):
     failed) and the best one, from which the single continuation runs
     (:func:`best_isotropic`; None: no continuation).
     """
-    stage = (isotropic_stage(fit_isotropic, X, y, origins) if mode != "start"
+    stage = (isotropic_stage(fit_isotropic, X, y, origins, n_jobs) if mode != "start"
              else [None] * len(thetas))
     direct = [refined or iso is None or mode != "continuation" for iso in stage]
     return direct, stage, best_isotropic(stage)

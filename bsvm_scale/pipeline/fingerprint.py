@@ -5,7 +5,8 @@ size dropped, a comment changed). Whether a finished task -- or a checkpoint
 of an unfinished one -- still answers the edited file is decided by a key
 over everything the task's result depends on:
 
-* the model kind and label, its estimator parameters and CV settings,
+* the model kind and label, its estimator parameters (but not those in
+  :data:`UNKEYED_PARAMS`) and CV settings,
 * the start index and the number of starts,
 * the training and test indices of the partition,
 * a digest of the data (X and y bytes),
@@ -98,8 +99,13 @@ KEYED_DEFAULTS = ((("bsvr", "btsvc"), lambda p: bool(p.get("ard")),
                   (("bsvr", "btsvc"), lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
 
 
+#: estimator parameters that do not change what a task computes, left out of keys
+#: (``n_jobs``: threads of BSVR and BTSVC searches, whose results do not depend on it)
+UNKEYED_PARAMS = ("n_jobs",)
+
+
 def _keyed_params(kind, params):
-    params = dict(params or {})
+    params = {k: v for k, v in (params or {}).items() if k not in UNKEYED_PARAMS}
     for kinds, applies, defaults in KEYED_DEFAULTS:
         if kind in kinds and applies(params):
             params = {**defaults, **params, **{

@@ -246,6 +246,24 @@ def test_coarse_to_fine_ard_gets_one_isotropic_stage():
         m.starts_[1]["isotropic"]["neg_log_evidence"] > -iso.log_evidence_
 
 
+@pytest.mark.parametrize("init_subsample", [None, 100])
+def test_threads_do_not_change_the_fit(init_subsample):
+    """``n_jobs`` runs the isotropic first stage (and the subsample phase) on
+    threads; every evaluation is the same as on one."""
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, size=(300, 3))
+    y = np.sin(2 * X[:, 0]) + 0.2 * X[:, 1] + 0.1 * rng.normal(size=300)
+    fits = [BayesianSVR(ard=True, init_subsample=init_subsample, n_jobs=k).fit(X, y)
+            for k in (1, 2)]
+    assert fits[0].log_evidence_ == fits[1].log_evidence_
+    np.testing.assert_array_equal(fits[0].theta_, fits[1].theta_)
+    for a, b in zip(fits[0].starts_, fits[1].starts_):
+        for key in ("trajectory", "isotropic", "subsample"):
+            ta = (a[key] if key == "trajectory" else a.get(key, {}).get("trajectory", []))
+            tb = (b[key] if key == "trajectory" else b.get(key, {}).get("trajectory", []))
+            assert [r["fun"] for r in ta] == [r["fun"] for r in tb]
+
+
 def test_an_old_checkpoint_best_point_is_re_solved():
     """A best point stored as ``(value, nu)`` (checkpoints from before the
     stored MAP solution) is evaluated again by a warm SMO solve at theta; the

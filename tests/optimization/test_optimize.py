@@ -359,7 +359,8 @@ def test_start_record_layout_is_shared():
     assert fixed["n_eval"] == 1 and fixed["trajectory"][0]["info"] == {"n_sv": 4}
 
 
-def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution(n_jobs):
     from bsvm_scale.optimization.driver import BestPoint
     from bsvm_scale.optimization.starts import coarse_starts, subsample_indices
 
@@ -378,15 +379,20 @@ def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution():
     X = np.arange(40.0).reshape(20, 2)
     y = np.arange(20.0)
     thetas = [np.array([3.0, 3.0]), np.array([1.2, 0.8])]
-    records, best, dual0 = coarse_starts(Quadratic, X, y, thetas, BOUNDS, 6, None,
-                                         lambda o, t, b: run_start(o, t, b))
+    records, best, dual0, chosen = coarse_starts(Quadratic, X, y, thetas, BOUNDS, 6, None,
+                                                 lambda o, t, b: run_start(o, t, b), n_jobs)
     assert [r["n_samples"] for r in records] == [6, 6]
+    lo, hi = np.array(BOUNDS).T
+    for r, t in zip(records, thetas):  # in the order of the starts
+        np.testing.assert_array_equal(r["theta0"], np.clip(t, lo, hi))
+    assert chosen.best.value == records[best]["neg_log_evidence"]
     assert best == int(np.argmin([r["neg_log_evidence"] for r in records]))
     idx = subsample_indices(20, 6, None)
     assert np.count_nonzero(dual0) == 6  # y + theta_0 > 0 on the subsample
     np.testing.assert_allclose(dual0[idx], y[idx] + records[best]["theta"][0])
     assert np.all(dual0[np.setdiff1d(np.arange(20), idx)] == 0)
-    assert coarse_starts(Quadratic, X, y, thetas, BOUNDS, 10, None, None) == ([], None, None)
+    assert coarse_starts(Quadratic, X, y, thetas, BOUNDS, 10, None, None) == ([], None, None,
+                                                                              None)
 
 
 def test_evidence_weights_are_the_normalised_evidences():

@@ -173,6 +173,19 @@ def test_a_changed_library_default_is_keyed_in(tmp_path):
         assert key({"ard": False}, kind) != key({"ard": False, "ard_init": "continuation"}, kind)
 
 
+def test_threads_are_not_keyed(tmp_path):
+    """``n_jobs`` does not change a BSVR or BTSVC fit, so it leaves keys alone."""
+    data = _data()
+
+    def key(params, kind):
+        s = dict(_specs(tmp_path)[0], params=params, kind=kind)
+        return task_keys([s], data)["t0"]
+
+    for kind in ("bsvr", "btsvc"):
+        assert key({"ard": True, "n_jobs": 2}, kind) == key({"ard": True}, kind)
+        assert key({"ard": True, "n_jobs": 2}, kind) != key({"ard": False, "n_jobs": 2}, kind)
+
+
 def test_the_search_defaults_are_keyed_in_under_the_tasks_own_options(tmp_path):
     """BSVR and BTSVC tasks carry the evidence search's defaults in their key
     (made before the stall in nats and the slope trial, they are recomputed);

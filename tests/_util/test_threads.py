@@ -1,0 +1,69 @@
+"""``thread_map``: order, exceptions, thread limits restored, serial fallback."""
+
+import threading
+
+import numba
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+import bsvm_scale._util.threads as threads
+from bsvm_scale._util.threads import thread_map
+
+
+def _blas_threads():
+    np.linalg.cholesky(np.eye(2))  # BLAS loaded
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"]
+
+
+@pytest.mark.parametrize("n_jobs", [None, 1, 2, -1])
+def test_results_come_back_in_the_order_of_the_items(n_jobs):
+    assert thread_map(lambda k: k * k, range(7), n_jobs) == [k * k for k in range(7)]
+
+
+def test_workers_run_blas_and_numba_on_one_thread_and_limits_are_restored():
+    before, numba_before = _blas_threads(), numba.get_num_threads()
+    seen = thread_map(lambda _: (_blas_threads(), numba.get_num_threads(),
+                                 threading.current_thread() is threading.main_thread()),
+                      range(4), 2)
+    assert all(b and set(b) == {1} for b, _, _ in seen)
+    assert all(nt == 1 and not main for _, nt, main in seen)
+    assert _blas_threads() == before and numba.get_num_threads() == numba_before
+
+
+def test_one_job_runs_in_the_calling_thread_with_blas_on_one_thread():
+    seen = thread_map(lambda _: (_blas_threads(), threading.current_thread()), range(2), 1)
+    assert all(t is threading.main_thread() for _, t in seen)
+    assert all(b and set(b) == {1} for b, _ in seen)
+
+
+def test_an_exception_in_a_task_propagates():
+    def task(k):
+        if k == 2:
+            raise ValueError("task 2 failed")
+        return k
+
+    with pytest.raises(ValueError, match="task 2 failed"):
+        thread_map(task, range(4), 2)
+
+
+def test_a_thread_unsafe_numba_layer_runs_serially(monkeypatch):
+    monkeypatch.setattr(threads, "numba_thread_safe", lambda: False)
+    seen = thread_map(lambda _: threading.current_thread(), range(3), 2)
+    assert all(t is threading.main_thread() for t in seen)
+
+
+def test_the_numba_layer_of_this_process_is_known():
+    assert threads.numba_thread_safe() == (numba.threading_layer() != "workqueue")
+
+
+def test_the_workqueue_layer_is_known_unsafe_before_any_kernel_ran():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from bsvm_scale._util.threads import numba_thread_safe; "
+            "import numba; print(numba_thread_safe(), numba.threading_layer())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}, check=True)
+    assert out.stdout.split() == ["False", "workqueue"]
