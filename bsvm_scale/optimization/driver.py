@@ -31,8 +31,10 @@ decrease of a step inside the trust region, as L-BFGS-B's ``ftol``, and
 relative decrease the model promises; 0 turns both rules off),
 ``radius`` (initial), ``min_radius``, ``max_radius`` (max-norm, log units),
 ``stall_rtol``, ``stall_evals`` and ``stall_atol`` (:class:`StallRule`), ``promise_atol``
-(end the start once a model that has just predicted an accepted step
-promises less than this many nats over the whole box; off by default),
+and ``promise_stalls`` (end the start once a model that has just predicted an
+accepted step promises less than ``promise_atol`` nats over the whole box and
+the stall rule has counted ``promise_stalls`` evaluations without a gain; off
+by default, 0.03 nat after 3 in :data:`PIECEWISE_OPTIONS`),
 ``probe_step`` and
 ``probe_rounds`` (:func:`~bsvm_scale.optimization.trials.probe_neighbours`; off by default), ``slope_rounds``,
 ``slope_radius`` and ``slope_stall`` (:func:`~bsvm_scale.optimization.trials.slope_trial`; off by default, one
@@ -84,8 +86,11 @@ DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
 #: jumps the gradient-following search keeps taking steps whose values barely
 #: move; a smooth evidence (the GP baselines) converges by ``gtol``/``ftol``
 #: instead (docs/design/trust_region_search.md, "The stall in nats and the
-#: slope trial").
-PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1, "slope_rounds": 1}
+#: slope trial"). The stall ends after 3 such evaluations instead of 5 when the
+#: quasi-Newton model, trusted after an accepted step, also promises less than
+#: 0.03 nat over the box (same document, "Stopping on the model's promise").
+PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1, "slope_rounds": 1,
+                     "promise_atol": 0.03, "promise_stalls": 3}
 
 
 class BestPoint(NamedTuple):
@@ -138,6 +143,7 @@ class Options:
     stall_evals: int | None = None
     stall_atol: float = 0.0
     promise_atol: float = 0.0
+    promise_stalls: int = 0
     probe_step: float = 0.0
     probe_rounds: int = 2
     slope_rounds: int = 0
@@ -163,11 +169,14 @@ class Options:
                                              else min(1.0, max_step)))
         opts = cls(**given)
         for name in ("maxiter", "gtol", "ftol", "radius", "min_radius", "max_radius",
-                     "probe_step", "probe_rounds", "stall_atol", "promise_atol", "slope_rounds",
-                     "slope_radius", "slope_stall"):
+                     "probe_step", "probe_rounds", "stall_atol", "promise_atol", "promise_stalls",
+                     "slope_rounds", "slope_radius", "slope_stall"):
             v = getattr(opts, name)
             if not (isinstance(v, (int, float, np.integer, np.floating)) and v >= 0):
                 raise ValueError(f"optimizer option {name} must be a number >= 0; got {v!r}.")
+        if int(opts.promise_stalls) != opts.promise_stalls:
+            raise ValueError(f"optimizer option promise_stalls must be a whole number; got "
+                             f"{opts.promise_stalls!r}.")
         if not np.isfinite(opts.probe_step) or int(opts.probe_rounds) != opts.probe_rounds:
             raise ValueError(f"optimizer options probe_step must be finite and probe_rounds a "
                              f"whole number; got probe_step={opts.probe_step!r}, "
@@ -493,11 +502,18 @@ def _search(st, rec, opts, box, stall_evals=None):
     stop = None
     while stop is None:
         relative, promised = _promised(st.here, st.B, lo, hi)
-        promised = promised if opts.promise_atol and st.trusted else None
+        promised = promised if _promise_applies(opts, st, stall) else None
         stop = (stop_reason(opts, st.n_iter, len(rec.trajectory), st.here["grad_norm"],
                             st.radius, st.decrease, relative, promised)
                 or _iterate(st, rec, opts, box, stall))
     return stop
+
+
+def _promise_applies(opts, st, stall):
+    """Whether the model's promise may end the start now (``promise_atol``): the
+    model has just predicted an accepted step (``st.trusted``) and the stall
+    rule has counted ``promise_stalls`` evaluations without a gain."""
+    return bool(opts.promise_atol) and st.trusted and stall.count >= opts.promise_stalls
 
 
 def _probed(st, rec, opts, box, stop):

@@ -214,6 +214,25 @@ def test_promise_atol_ends_a_start_once_a_trusted_model_sees_no_gain_that_counts
     assert full.n_eval > 2 and full.fun < 1e-3 and "promise_atol" not in full.message
 
 
+@pytest.mark.parametrize("stalls", [0, 1, 2, 3, 5])
+def test_promise_stalls_lets_the_promise_end_a_start_only_after_that_many_stalls(stalls):
+    """A shallow quartic ``a |x - 1|^4`` from ``x = 0`` (whole gain 0.1, slow
+    convergence) gains less than the stall rule's 0.1 nat at every step, so
+    evaluation ``1 + j`` is the ``j``-th stall. With ``promise_stalls = k`` the
+    (trusted, small) promise ends the start after ``max(k, 1)`` stalls; the
+    stall rule alone ends it after 5."""
+    def shallow(theta, a=0.05):
+        return a * float(np.sum((theta - 1.0) ** 4)), 4 * a * (theta - 1.0) ** 3, {}
+
+    opts = {"stall_rtol": 1e-5, "stall_evals": 5, "stall_atol": 0.1, "gtol": 1e-8,
+            "radius": 0.25, "promise_atol": 0.06, "promise_stalls": stalls}
+    res = run_start(shallow, np.zeros(2), [(-3.0, 3.0)] * 2, opts)
+    if stalls < 5:
+        assert res.n_eval == 1 + max(stalls, 1) and "promise_atol=0.06" in res.message
+    else:
+        assert res.n_eval == 6 and "stall_atol=0.1" in res.message
+
+
 def test_options_are_validated_by_name():
     with pytest.raises(ValueError, match=r"\['maxls'\] are not known"):
         Options.parse({"maxls": 20})
@@ -227,6 +246,10 @@ def test_options_are_validated_by_name():
         Options.parse({"stall_atol": -0.1})
     with pytest.raises(ValueError, match="promise_atol must be a number >= 0"):
         Options.parse({"promise_atol": -1})
+    with pytest.raises(ValueError, match="promise_stalls must be a number >= 0"):
+        Options.parse({"promise_stalls": -1})
+    with pytest.raises(ValueError, match="promise_stalls must be a whole number; got 1.5"):
+        Options.parse({"promise_stalls": 1.5})
     assert Options.parse({"min_step": 0.01}).min_radius == 0.01
     opts = Options.parse(None, max_step=0.5, first_step=0.2)
     assert (opts.radius, opts.max_radius) == (0.2, 0.5)
