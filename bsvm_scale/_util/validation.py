@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
            "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
-           "NON_NEGATIVE_INT", "SEED", "IntegerInterval"]
+           "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
 
 #: a finite number > 0 (NaN and infinity are refused)
 POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -51,6 +51,10 @@ class IntegerInterval(Interval):
 POSITIVE_INT = IntegerInterval(1, None, closed="left")
 #: an integer >= 0
 NON_NEGATIVE_INT = IntegerInterval(0, None, closed="left")
+#: a number of threads in scikit-learn's convention: >= 1, or -1, -2, ... (all
+#: processors, all but one, ...); 0 means nothing
+N_JOBS = [IntegerInterval(1, None, closed="left"), IntegerInterval(None, -1, closed="right"),
+          None]
 #: a seed: None, an int in [0, 2**32 - 1], a RandomState or a Generator
 SEED = ["random_state", np.random.Generator]
 

@@ -4,13 +4,12 @@ common parameters and the isotropic first stage of an ARD search."""
 from __future__ import annotations
 
 import os
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils._param_validation import StrOptions
 
-from .._util.validation import POSITIVE, POSITIVE_INT, SEED
+from .._util.validation import N_JOBS, POSITIVE, POSITIVE_INT, SEED
 from ..inference.evidence_lowrank import METHODS
 from ..optimization.starts import ARD_INIT
 
@@ -38,7 +37,7 @@ BAYES_CONSTRAINTS = {
     "evidence_tol": [POSITIVE],
     "evidence_mb": [POSITIVE],
     "warm_start_from": [BaseEstimator, str, os.PathLike, None],
-    "n_jobs": [Integral, None],
+    "n_jobs": N_JOBS,
 }
 
 

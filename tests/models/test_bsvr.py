@@ -177,6 +177,7 @@ def test_sklearn_contract_and_attributes():
     ({"ard_init": "iso"}, "ard_init"), ({"kappa0": "infer"}, "kappa0"),
     ({"bounds": {"ln_kappa0": (0, 1)}}, r"ln_kappa0'\] applies only with kappa0='evidence'"),
     ({"kappa0": "evidence", "starts": [{"kappa0": -1.0}]}, "kappa0"),
+    ({"n_jobs": 0}, r"'n_jobs' parameter .* Got 0"), ({"n_jobs": 1.5}, "n_jobs"),
 ])
 def test_bad_parameters_name_the_argument(kwargs, match):
     X, y, _, _ = _sinc(30, 7)
