@@ -156,11 +156,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
     n_jobs : int, optional
-        Threads for the independent fits of a search: the isotropic first
-        stage of an ARD search (one fit per start) and the subsample phase of
-        coarse-to-fine starts. scikit-learn's convention: None means 1 unless
-        inside a ``joblib.parallel_config`` context, -1 all processors. The
-        result does not depend on it (:func:`bsvm_scale._util.threads.thread_map`).
+        Threads for the independent fits of a search (the isotropic first
+        stage of ARD, the subsample phase), as in
+        :class:`~bsvm_scale.models.bsvr.BayesianSVR`; the fit does not depend on it.
 
     Attributes
     ----------
