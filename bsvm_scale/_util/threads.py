@@ -58,10 +58,12 @@ def _on_one_numba_thread(fn, item):
 def thread_map(fn, items, n_jobs=None):
     """``[fn(item) for item in items]`` on up to ``n_jobs`` threads, in order.
 
-    BLAS runs on one thread throughout, whatever ``n_jobs`` is, and numba's
-    parallel kernels on one thread inside each worker, so the results do
-    not depend on ``n_jobs`` (several BLAS threads would change rounding).
-    An exception raised by ``fn`` propagates.
+    On several threads, BLAS runs on one thread and so do numba's parallel
+    kernels inside each worker (the cores go to the tasks). On one thread
+    nothing changes, so that large SV blocks keep multithreaded BLAS. The
+    results are the same either way unless BLAS would run multithreaded
+    (blocks of about 1,500 SVs and more), whose rounding differs with its
+    thread count. An exception raised by ``fn`` propagates.
 
     Parameters
     ----------
@@ -81,8 +83,7 @@ def thread_map(fn, items, n_jobs=None):
     workers = min(effective_n_jobs(n_jobs), len(items))
     if workers > 1 and not numba_thread_safe():
         workers = 1
-    with blas_threads(True):
-        if workers <= 1:
-            return [fn(item) for item in items]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(partial(_on_one_numba_thread, fn), items))
+    if workers <= 1:
+        return [fn(item) for item in items]
+    with blas_threads(True), ThreadPoolExecutor(workers) as pool:
+        return list(pool.map(partial(_on_one_numba_thread, fn), items))

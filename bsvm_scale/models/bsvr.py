@@ -193,7 +193,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         stage of an ARD search (one fit per start) and the subsample phase of
         coarse-to-fine starts. scikit-learn's convention: None means 1 unless
         inside a ``joblib.parallel_config`` context, -1 all processors. The
-        result does not depend on it (:func:`bsvm_scale._util.threads.thread_map`).
+        result is the same as on one thread unless SV blocks are large enough
+        for multithreaded BLAS (:func:`bsvm_scale._util.threads.thread_map`).
 
     Attributes
     ----------

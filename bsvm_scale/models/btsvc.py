@@ -30,6 +30,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
 
 from .._util.base import Standardizer, resolve_rng
+from .._util.threads import thread_map
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
                                 store_params)
 from ..inference.covariance import GaussianCovariance
@@ -158,7 +159,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     n_jobs : int, optional
         Threads for the independent fits of a search (the isotropic first
         stage of ARD, the subsample phase), as in
-        :class:`~bsvm_scale.models.bsvr.BayesianSVR`; the fit does not depend on it.
+        :class:`~bsvm_scale.models.bsvr.BayesianSVR`; with more than two
+        classes and no ``callback``, for the one-versus-rest models instead.
 
     Attributes
     ----------
@@ -384,14 +386,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has {classes.size} classes, so init must be a list of "
                              f"{classes.size} entries (a dict or None per class, in classes_ "
                              f"order); got {init!r:.200}.")
-        self.estimators_ = []
-        for i, c in enumerate(classes):
+        # without a callback the binary models are the independent tasks of the
+        # n_jobs threads (each fitted on one); a callback (a pipeline's
+        # checkpoints) is called from one thread, class after class
+        outer, inner = (self.n_jobs, None) if callback is None else (None, self.n_jobs)
+
+        def fit_class(i):
             cb = None if callback is None else \
-                (lambda k, rec, state, i=i: callback((i, k), rec, state))
-            est = clone(self).set_params(warm_start_from=None)
-            est._fit_binary_labels(X, (y == c).astype(np.int64), cb, init[i],
+                (lambda k, rec, state: callback((i, k), rec, state))
+            est = clone(self).set_params(warm_start_from=None, n_jobs=inner)
+            est._fit_binary_labels(X, (y == classes[i]).astype(np.int64), cb, init[i],
                                    None if warm is None else warm[i], case_ids)
-            self.estimators_.append(est)
+            return est
+
+        self.estimators_ = thread_map(fit_class, range(classes.size), outer)
         self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
         self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
         self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])

@@ -100,7 +100,8 @@ KEYED_DEFAULTS = ((("bsvr", "btsvc"), lambda p: bool(p.get("ard")),
 
 
 #: estimator parameters that do not change what a task computes, left out of keys
-#: (``n_jobs``: threads of BSVR and BTSVC searches, whose results do not depend on it)
+#: (``n_jobs``: threads of BSVR and BTSVC searches; their tasks fit with BLAS on one
+#: thread, where the result does not depend on it)
 UNKEYED_PARAMS = ("n_jobs",)
 
 

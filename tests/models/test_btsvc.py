@@ -332,6 +332,25 @@ def test_sklearn_conventions_and_small_multiclass():
     assert mu.shape == sd.shape == (90, 3)
 
 
+def test_one_versus_rest_models_on_threads_are_those_of_one_thread():
+    """Without a callback the binary models of a 3-class fit run on ``n_jobs``
+    threads, in ``classes_`` order and equal to the serial fit; with a
+    callback the classes run one after the other (calls in class order)."""
+    rng = np.random.default_rng(1)
+    centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
+    y = np.repeat([0, 1, 2], 40)
+    X = centers[y] + 0.8 * rng.standard_normal((120, 2))
+    fits = [BayesianSVC(n_starts=2, n_jobs=k).fit(X, y) for k in (1, 2)]
+    np.testing.assert_array_equal(fits[0].log_evidence_, fits[1].log_evidence_)
+    for a, b in zip(fits[0].estimators_, fits[1].estimators_):
+        np.testing.assert_array_equal(a.theta_, b.theta_)
+        assert a.n_jobs is None and b.n_jobs is None  # one thread inside each
+    calls = []
+    BayesianSVC(n_starts=1, n_jobs=2, optimizer_options={"maxiter": 2}).fit(
+        X, y, callback=lambda k, rec, state: calls.append(k[0]))
+    assert calls == sorted(calls) and set(calls) == {0, 1, 2}
+
+
 def test_cholesky_jitter_fallback_is_reported():
     from bsvm_scale.inference.evidence_trig import chol_with_jitter
     B0 = np.array([[1.0, 1.0], [1.0, 1.0 - 1e-7]])  # slightly indefinite
