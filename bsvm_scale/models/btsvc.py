@@ -159,8 +159,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     n_jobs : int, optional
         Threads for the independent fits of a search (the isotropic first
         stage of ARD, the subsample phase), as in
-        :class:`~bsvm_scale.models.bsvr.BayesianSVR`; with more than two
-        classes and no ``callback``, for the one-versus-rest models instead.
+        :class:`~bsvm_scale.models.bsvr.BayesianSVR`, and, without a
+        ``callback``, for the starts' optimiser runs (each with its own row
+        cache of ``cache_mb``) or, with more than two classes, for the
+        one-versus-rest models instead.
 
     Attributes
     ----------
@@ -542,11 +544,17 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 init is None or (init.get("state") is None and init.get("alpha") is None)):
             # retraining: the earlier alpha on the cases still present
             init = {**(init or {}), "alpha": warm[1]}
-        records, results, owners = [], [], []
-        for k, (plan, iso) in enumerate(plans):
+        retrain = None if warm is None else retrain_options(warm[2])
+
+        def run(k):  # the runs of start k, on an objective of its own
             obj = self._objective(Xs, yb, max_iter)
-            runs = self._run_plan(obj, k, plan, bounds, callback, init,
-                                  None if warm is None else retrain_options(warm[2]))
+            return obj, self._run_plan(obj, k, plans[k][0], bounds, callback, init, retrain)
+
+        # the starts are independent: on n_jobs threads unless a callback (a
+        # pipeline's checkpoints) must be called from one thread
+        done = thread_map(run, range(len(plans)), self.n_jobs if callback is None else None)
+        records, results, owners = [], [], []
+        for (plan, iso), (obj, runs) in zip(plans, done):
             for res, (_, alpha, *_) in zip(runs, plan):
                 rec = start_record(res)
                 if alpha is not None:

@@ -277,17 +277,19 @@ def test_ard_search_from_the_isotropic_optimum_is_never_below_it(mode, runs):
     assert ard.log_evidence_ == pytest.approx(-min(r["neg_log_evidence"] for r in ard.starts_))
 
 
-def test_threads_do_not_change_the_ard_fit():
-    """The isotropic first stage from two starts on two threads (``n_jobs``)
-    gives the fit of one thread."""
+@pytest.mark.parametrize("ard", [True, False])
+def test_threads_do_not_change_the_fit(ard):
+    """Two starts on two threads (``n_jobs``): their isotropic first stage
+    (ARD) or their optimiser runs (isotropic) give the fit of one thread."""
     rng = np.random.default_rng(8)
     X = rng.standard_normal((160, 4))
     y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.6 * rng.standard_normal(160) > 0, 1, -1)
-    fits = [BayesianSVC(ard=True, n_starts=2, n_jobs=k).fit(X, y) for k in (1, 2)]
+    fits = [BayesianSVC(ard=ard, n_starts=2, n_jobs=k).fit(X, y) for k in (1, 2)]
     assert fits[0].log_evidence_ == fits[1].log_evidence_
     np.testing.assert_array_equal(fits[0].theta_, fits[1].theta_)
     assert [r["neg_log_evidence"] for r in fits[0].starts_] == \
         [r["neg_log_evidence"] for r in fits[1].starts_]
+    assert fits[0].best_start_ == fits[1].best_start_
 
 
 def test_convergence_warnings():
