@@ -388,10 +388,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y has {classes.size} classes, so init must be a list of "
                              f"{classes.size} entries (a dict or None per class, in classes_ "
                              f"order); got {init!r:.200}.")
-        # without a callback the binary models are the independent tasks of the
-        # n_jobs threads (each fitted on one); a callback (a pipeline's
-        # checkpoints) is called from one thread, class after class
-        outer, inner = (self.n_jobs, None) if callback is None else (None, self.n_jobs)
+        # the binary models are the threads' tasks (each then fitted on one), or,
+        # with a callback, fitted class after class with the threads inside
+        outer = self._task_jobs(callback)
+        inner = self.n_jobs if outer is None else None
 
         def fit_class(i):
             cb = None if callback is None else \
@@ -410,6 +410,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.support_ = [e.support_ for e in self.estimators_]
         self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
         keep_support_case_ids(self, case_ids)
+
+    def _task_jobs(self, callback):
+        """Threads for tasks that report to ``callback``: ``n_jobs`` without one;
+        with one (a pipeline's checkpoints, one writer) a single thread."""
+        return self.n_jobs if callback is None else None
 
     def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None):
         """One-versus-rest member: a binary fit on 0/1 labels, warm-started
@@ -550,9 +555,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             obj = self._objective(Xs, yb, max_iter)
             return obj, self._run_plan(obj, k, plans[k][0], bounds, callback, init, retrain)
 
-        # the starts are independent: on n_jobs threads unless a callback (a
-        # pipeline's checkpoints) must be called from one thread
-        done = thread_map(run, range(len(plans)), self.n_jobs if callback is None else None)
+        done = thread_map(run, range(len(plans)), self._task_jobs(callback))  # independent
         records, results, owners = [], [], []
         for (plan, iso), (obj, runs) in zip(plans, done):
             for res, (_, alpha, *_) in zip(runs, plan):
