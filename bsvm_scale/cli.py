@@ -9,9 +9,13 @@ Commands
     Generate (or, for a real set, load / subsample) a data set and write it in
     the bsvm_scale HDF5 format.  ``--param`` values are parsed as int, float,
     true/false/none, else kept as strings.
-``bsvm-scale datasets import FILE.csv|FILE.npy --target COLUMN [--task T] [--partitions K
---n-train N [--n-test T] --seed S] --out NAME.h5``
-    Write user data in the bsvm_scale HDF5 format with provenance.
+``bsvm-scale datasets import FILE.csv|FILE.npy --target COLUMN [--task T] [--id COL]
+[--categorical COL...] [--numeric COL...] [--boolean COL...] [--drop COL...] [--weight COL]
+[--missing error|drop|median] [--unknown error|ignore] [--partitions K --n-train N
+[--n-test T] --seed S] --out NAME.h5``
+    Write user data (a CSV table with text, yes/no and numeric columns, or a
+    ``.npy`` array) in the bsvm_scale HDF5 format with its schema, coding and
+    provenance.
 ``bsvm-scale datasets info FILE.h5 [--json]``
     Validate a data set file and show its metadata.
 ``bsvm-scale run PIPELINE.toml [--scheduler ADDRESS] [--workers N] [--resume|--fresh]``
@@ -175,13 +179,40 @@ def cmd_datasets_import(args) -> int:
         raise CLIError("--partitions needs --n-train")
     ds = import_table(args.file, args.target, task=args.task, name=args.name,
                       partitions=args.partitions, n_train=args.n_train, n_test=args.n_test,
-                      seed=args.seed, id_column=args.id)
+                      seed=args.seed, id_column=args.id, categorical=args.categorical,
+                      numeric=args.numeric, boolean=args.boolean, drop=args.drop,
+                      weight=args.weight, missing=args.missing, unknown=args.unknown)
     _write_out(ds, args)
     how = " (inferred)" if ds.provenance["task_inferred"] else ""
     ids = "" if args.id is None else f", case ids from {args.id!r}"
+    dropped = ds.provenance.get("rows_dropped", 0)
     print(f"wrote {args.out}: {ds.name} ({ds.task}{how}), n={ds.n_samples}, d={ds.n_features}, "
-          f"target {ds.provenance['target']!r}{ids}, splits={ds.n_splits}")
+          f"target {ds.provenance['target']!r}{ids}, splits={ds.n_splits}"
+          + (f", {dropped} rows with missing cells dropped" if dropped else ""))
+    if ds.schema is not None:
+        print(_schema_text(ds.schema, ds.encoder))
     return EXIT_OK
+
+
+def _schema_text(schema, encoder):
+    """The columns of a table with their kinds (and a coded column's levels)."""
+    lines = [f"schema (missing numbers: {schema.missing}, unseen categories: {schema.unknown}):"]
+    w = max(len(c.name) for c in schema.columns)
+    for col in schema.columns:
+        note = ""
+        if encoder is not None and col.kind in ("categorical", "boolean"):
+            levels = encoder.levels(col.name)
+            if levels:
+                shown = ", ".join(levels[:8]) + (f", ... ({len(levels)} in all)"
+                                                 if len(levels) > 8 else "")
+                note = f"  one-hot: {shown}"
+            else:
+                note = "  coded 1 (yes) / 0 (no)"
+        elif encoder is not None and col.kind == "numeric":
+            c = encoder._coding(col.name)
+            note = f"  median {c.median:.6g} fills missing cells" if c.median is not None else ""
+        lines.append(f"  {col.name:<{w}}  {col.kind:<11}{note}")
+    return "\n".join(lines)
 
 
 def cmd_datasets_info(args) -> int:
@@ -209,6 +240,13 @@ def cmd_datasets_info(args) -> int:
         ex = ", ".join(f"{k} {tuple(s)} {t}" for k, (s, t) in info["extra"].items())
         print(f"extra:          {ex}")
     print(f"format_version: {info['format_version']}")
+    if info.get("table"):
+        from .tables import Schema, TableEncoder
+
+        table = info["table"]
+        print(_schema_text(Schema.from_dict(table["schema"]),
+                           None if table.get("coding") is None
+                           else TableEncoder.from_dict(table["coding"])))
     for key in ("source", "generator", "seed", "params", "source_package",
                 "source_package_version", "licence"):
         if key in prov:
@@ -257,7 +295,28 @@ def add_datasets_parser(subparsers) -> None:
                    help="column of unique case identifiers (kept beside the data, not an "
                         "input; retraining carries the earlier dual solution over by them)")
     q.add_argument("--task", choices=["regression", "classification"], default=None,
-                   help="default: integer targets with at most 20 values are classes")
+                   help="default: a target with text, or integers with at most 20 values, "
+                        "is classes; other numbers regression")
+    q.add_argument("--categorical", nargs="+", action="extend", default=[], metavar="COL",
+                   help="columns of categories (text, or integer codes); one-hot coded. "
+                        "Default: inferred (a column with any non-number)")
+    q.add_argument("--numeric", nargs="+", action="extend", default=[], metavar="COL",
+                   help="columns of numbers: a text cell is an error naming row and column")
+    q.add_argument("--boolean", nargs="+", action="extend", default=[], metavar="COL",
+                   help="yes/no columns (yes/no, true/false, y/n, t/f, 1/0); coded 1/0. "
+                        "Default: inferred for yes/no-like text")
+    q.add_argument("--drop", nargs="+", action="extend", default=[], metavar="COL",
+                   help="columns not to read")
+    q.add_argument("--weight", default=None, metavar="COL",
+                   help="column of case weights (>= 0), passed to fits as sample_weight")
+    q.add_argument("--missing", choices=["error", "drop", "median"], default="error",
+                   help="missing numbers (and targets, weights): an error naming the rows "
+                        "(default), drop those rows, or the column's median (inputs only; "
+                        "stored with the data set and its models). A missing category is a "
+                        "category of its own")
+    q.add_argument("--unknown", choices=["error", "ignore"], default="error",
+                   help="the models' policy for categories not seen here, at predict: an "
+                        "error naming column and value (default), or coded as unknown")
     q.add_argument("--name", default=None, help="data set name (default: the file's stem)")
     q.add_argument("--partitions", type=_nonneg_int, default=0, metavar="K",
                    help="attach K seeded random train/test partitions")
@@ -529,9 +588,13 @@ def cmd_predict(args) -> int:
     out = predict_file(args.model, args.input, args.out, chunk_size=args.chunk_size,
                        scheduler=args.scheduler, workers=args.workers,
                        by_position=args.by_position, progress=not args.no_progress,
-                       id_column=args.id)
+                       id_column=args.id, unknown=args.unknown)
+    notes = [f"{out[k]} {what}" for k, what in (("n_unknown", "unseen categories coded as "
+                                                 "unknown"), ("n_without_prediction",
+                                                 "rows without a prediction (missing numbers)"))
+             if out.get(k)]
     print(f"wrote {out['out']}: {out['n_rows']} rows ({', '.join(out['outputs'])}) in "
-          f"{out['seconds']:.1f} s")
+          f"{out['seconds']:.1f} s" + (f"; {', '.join(notes)}" if notes else ""))
     return EXIT_OK
 
 
@@ -556,6 +619,10 @@ def add_predict_parser(subparsers) -> None:
     p.add_argument("--id", default=None, metavar="COLUMN",
                    help="CSV column of case identifiers, written beside the predictions as "
                         "case_id (a data set file's own identifiers are copied without it)")
+    p.add_argument("--unknown", choices=["error", "ignore"], default=None,
+                   help="a model fitted on a table: categories not seen in training are an "
+                        "error naming column and value, or coded as unknown and counted in the "
+                        "output's attributes (default: the model's policy)")
     p.add_argument("--no-progress", action="store_true", help="no progress line")
     p.set_defaults(func=cmd_predict)
 

@@ -20,6 +20,9 @@ and attributes, recursively:
 * a nested estimator -> group (``kind='estimator'``, ``class`` = its class
   name) laid out like the root;
 * ``Standardizer`` -> group (``kind='standardizer'``) with ``mean``, ``scale``;
+* :class:`~bsvm_scale.tables.TableEncoder` (the coding of a model fitted on a
+  table, ``encoder_``) -> a text dataset (``kind='table_encoder'``) holding its
+  JSON (:meth:`~bsvm_scale.tables.TableEncoder.to_json`);
 * other leaves -> datasets with ``kind`` in ``none, bool, int, float, complex, str,
   npscalar, ndarray`` so that the exact Python/NumPy type comes back.
 
@@ -47,6 +50,7 @@ import numpy as np
 
 from ._util.atomic import atomic_path
 from ._util.hdf5 import decode_text
+from .tables import TableEncoder
 
 __all__ = ["save_model", "load_model", "model_feature_names", "ModelFileError", "FORMAT_VERSION", "ESTIMATORS",
            "encode", "decode"]
@@ -95,6 +99,12 @@ def encode(group, name, value, where="model"):
         return
     if isinstance(value, np.ndarray):
         _encode_array(group, name, value, where)
+        return
+    if isinstance(value, TableEncoder):
+        import h5py
+
+        ds = group.create_dataset(name, data=value.to_json(), dtype=h5py.string_dtype())
+        ds.attrs["kind"] = "table_encoder"
         return
     data, kind, dtype = _scalar_leaf(value, f"{where}.{name}")
     ds = group.create_dataset(name, data=data, dtype=dtype)
@@ -165,9 +175,10 @@ def _encode_array(group, name, value, where):
     Fortran-ordered array is stored transposed and flagged)."""
     import h5py
 
-    if value.dtype.kind in "OV":
+    text_objects = value.dtype.kind == "O" and all(isinstance(v, str) for v in value.ravel())
+    if value.dtype.kind in "OV" and not text_objects:
         raise TypeError(f"{where}.{name}: arrays of dtype {value.dtype} cannot be stored")
-    if value.dtype.kind in "US":
+    if value.dtype.kind in "US" or text_objects:
         flat = np.array([str(v) for v in value.ravel()], dtype=object)
         ds = group.create_dataset(name, data=flat, dtype=h5py.string_dtype())
         ds.attrs["kind"] = "strarray"
@@ -325,6 +336,9 @@ def decode(node, where="model"):
         return v.decode("utf-8") if isinstance(v, bytes) else str(v)
     if kind == "npscalar":
         return node[()]
+    if kind == "table_encoder":
+        v = node[()]
+        return TableEncoder.from_json(v.decode("utf-8") if isinstance(v, bytes) else str(v))
     if kind == "strarray":
         shape = tuple(int(s) for s in node.attrs["shape"])
         vals = [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in node[()]]

@@ -25,6 +25,7 @@ LAYERS = [
     ("optimization",),
     ("_compiled",),
     ("_util",),
+    ("tables",),
 ]
 RANK = {unit: rank for rank, units in enumerate(LAYERS) for unit in units}
 

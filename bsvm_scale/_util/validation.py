@@ -26,7 +26,11 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ..tables.frame import fit_encoder, is_table, transform_for
+from ..tables.schema import describe_rows, is_missing
+
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
+           "design_width", "record_table",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
            "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
            "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
@@ -85,8 +89,14 @@ def check_regression_data(est, X, y, min_samples=2):
     ----------
     est : BaseEstimator
         The estimator being fitted (named in the messages).
-    X : array-like of shape (n, d)
-        Training inputs; dense, finite, real.
+    X : array-like of shape (n, d), or a table
+        Training inputs; dense, finite, real. A table (pandas DataFrame, dict
+        of columns, :class:`~bsvm_scale.tables.Table`, or
+        :class:`~bsvm_scale.tables.EncodedTable`) is coded by a
+        :class:`~bsvm_scale.tables.TableEncoder` fitted on it, kept as
+        ``est.encoder_``; ``feature_names_in_`` then holds its input columns
+        and ``n_features_in_`` their number (the design matrix returned has
+        ``encoder_.n_outputs`` columns).
     y : array-like of shape (n,)
         Real, finite targets.
     min_samples : int, default=2
@@ -97,7 +107,9 @@ def check_regression_data(est, X, y, min_samples=2):
     X : ndarray of shape (n, d), C-contiguous float64
     y : ndarray of shape (n,), float64
     """
-    X, y = _validate(est, X, y, y_numeric=True, ensure_min_samples=min_samples)
+    X, encoder = _design_for_fit(est, X)
+    X, y = _validate(est, X, _labels(y, "y"), y_numeric=True, ensure_min_samples=min_samples)
+    record_table(est, encoder)
     return X, np.ascontiguousarray(y, dtype=np.float64)
 
 
@@ -124,7 +136,9 @@ def check_classification_data(est, X, y, binary_only=False, min_samples=2):
     classes : ndarray, the sorted distinct labels
     codes : ndarray of shape (n,), int64 index of each label in ``classes``
     """
-    X, y = _validate(est, X, y, ensure_min_samples=min_samples)
+    X, encoder = _design_for_fit(est, X)
+    X, y = _validate(est, X, _labels(y, "y"), ensure_min_samples=min_samples)
+    record_table(est, encoder)
     check_classification_targets(y)
     classes, codes = np.unique(y, return_inverse=True)
     name = type(est).__name__
@@ -155,7 +169,80 @@ def check_predict_X(est, X, attribute=None):
     ndarray of shape (m, d), C-contiguous float64
     """
     check_is_fitted(est, attribute)
-    return _validate(est, X, reset=False)
+    encoder = getattr(est, "encoder_", None)
+    if encoder is None:
+        if is_table(X) and not _numeric_frame(X):
+            raise ValueError(f"{type(est).__name__} was fitted on a numeric array, so X must "
+                             "be numeric too; fit the model on a table (pandas DataFrame or "
+                             "bsvm_scale.tables.Table) to predict from text columns.")
+        return _validate(est, X, reset=False)
+    if not is_table(X):
+        X = np.asarray(X)
+        if X.ndim == 2 and X.dtype.kind in "fiub" and X.shape[1] == encoder.n_outputs:
+            return _validate_design(X)  # already coded (a data set imported from a table)
+    return _validate_design(transform_for(encoder, X, "X"))
+
+
+def design_width(est):
+    """Columns of the design matrix a fitted ``est`` works on: the coded width
+    of a model fitted on a table, else ``n_features_in_``."""
+    encoder = getattr(est, "encoder_", None)
+    return int(encoder.n_outputs) if encoder is not None else int(est.n_features_in_)
+
+
+def _numeric_frame(X):
+    """True for a DataFrame or dict whose columns are all numbers (scikit-learn
+    validates those itself)."""
+    from ..tables.frame import Table, EncodedTable, table_columns
+
+    if isinstance(X, (Table, EncodedTable)):
+        return False
+    try:
+        return all(v.dtype.kind in "fiub" for v in table_columns(X).values())
+    except ValueError:
+        return False
+
+
+def _design_for_fit(est, X):
+    """``(design matrix, encoder)`` of a table, or ``(X, None)`` of an array
+    (a stale ``encoder_`` of an earlier fit is removed)."""
+    if not is_table(X):
+        est.__dict__.pop("encoder_", None)
+        return X, None
+    encoder, design = fit_encoder(X, "X")
+    return design, encoder
+
+
+def record_table(est, encoder):
+    """Keep the coding of a table on the fitted estimator (scikit-learn's
+    ``feature_names_in_`` and ``n_features_in_`` describe the table's columns)."""
+    if encoder is None:
+        return
+    est.encoder_ = encoder
+    est.feature_names_in_ = np.asarray(encoder.input_names, dtype=object)
+    est.n_features_in_ = len(encoder.input_names)
+
+
+def _validate_design(X):
+    from sklearn.utils import check_array
+
+    return check_array(X, dtype=np.float64, order="C")
+
+
+def _labels(y, name):
+    """``y`` with missing labels refused (naming their rows); pandas objects
+    become arrays."""
+    if isinstance(y, str) or y is None:
+        return y
+    arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    if arr.dtype.kind == "O" and arr.ndim == 1:
+        gaps = np.array([is_missing(v) for v in arr.tolist()], dtype=bool)
+        if gaps.any():
+            raise ValueError(f"{name} has missing values in {describe_rows(np.flatnonzero(gaps))}"
+                             f"; every case needs a target: drop those rows or fill them in.")
+        if all(isinstance(v, str) for v in arr.tolist()):
+            arr = arr.astype(str)
+    return arr
 
 
 def _validate(est, X, y="no_validation", **kwargs):

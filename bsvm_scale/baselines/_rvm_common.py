@@ -416,7 +416,6 @@ class _RVMBase(BaseEstimator):
         self.kappa_ = kappa
         self.design_stored_ = act.basis.stored
         self.x_mean_, self.x_scale_ = std.mean, std.scale
-        self.n_features_in_ = act.basis.X.shape[1]
 
     def _store_basis(self, active, basis, alpha, mean, Sigma):
         """Order the active set as [bias, relevance vectors by index] and store."""

@@ -253,7 +253,6 @@ class GPR(RegressorMixin, BaseEstimator):
         self.x_mean_, self.x_scale_ = std.mean, std.scale
         self.y_mean_ = y_mean
         self.memory_estimate_mb_ = float(need)
-        self.n_features_in_ = d
         return self
 
     def _target_scale(self, y, cov0, bounds):

@@ -239,7 +239,6 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         self.starts_ = starts
         self.best_start_ = int(best)
         self.memory_estimate_mb_ = float(need)
-        self.n_features_in_ = d
         return self
 
     def _set_fitted(self, theta, Xs, t):

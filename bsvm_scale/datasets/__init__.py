@@ -18,7 +18,7 @@
 
 from ._dataset import TASKS, Dataset, make_seed_rng, ordered_split, random_splits
 from .hdf5 import (FORMAT_VERSION, DatasetFileError, dataset_info, read_case_ids, read_dataset,
-                   write_dataset)
+                   read_encoder, write_dataset)
 from .importing import import_table
 from .real import REAL_DATASETS, data_dir, load_real, real_path
 from .registry import DatasetEntry, dataset_params, generate, get_entry, list_datasets
@@ -38,6 +38,7 @@ __all__ = [
     "dataset_info",
     "read_dataset",
     "read_case_ids",
+    "read_encoder",
     "write_dataset",
     "import_table",
     "REAL_DATASETS",

@@ -7,13 +7,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Dataset", "TASKS", "CASE_ID", "make_seed_rng", "random_splits", "ordered_split"]
+__all__ = ["Dataset", "TASKS", "CASE_ID", "SAMPLE_WEIGHT", "make_seed_rng", "random_splits",
+           "ordered_split"]
 
 #: Allowed values of :attr:`Dataset.task`.
 TASKS = ("regression", "classification")
 #: Key of :attr:`Dataset.extra` holding unique case identifiers (int64 or str),
 #: when the data carry them.
 CASE_ID = "case_id"
+#: Key of :attr:`Dataset.extra` holding case weights (``--weight`` of an import)
+SAMPLE_WEIGHT = "sample_weight"
 
 
 def make_seed_rng(seed):
@@ -71,9 +74,20 @@ class Dataset:
     extra : dict of str -> ndarray
         Additional per-case arrays (first axis of length n), e.g. the
         noise-free target ``f`` for test metrics, the noise draw ``noise``, or
-        the 3-class ``label3`` of waveform.
+        the 3-class ``label3`` of waveform; ``case_id`` (:data:`CASE_ID`) and
+        ``sample_weight`` (:data:`SAMPLE_WEIGHT`) when imported with them.
     description : str
         One-line description.
+    schema : bsvm_scale.tables.Schema or None
+        For a data set imported from a table: the kind of every column of the
+        source (inputs, target, identifiers, weights, dropped columns) and the
+        policies for missing cells and unseen categories.
+    encoder : bsvm_scale.tables.TableEncoder or None
+        For a data set imported from a table: the coding of its input columns
+        into ``X`` (``feature_names`` are the coded columns, e.g. ``cut=Ideal``).
+        A model fitted on :meth:`table` keeps it and predicts from raw tables.
+
+    Class labels may be text (``y`` a ``str`` array) for classification.
     """
 
     X: np.ndarray
@@ -85,6 +99,8 @@ class Dataset:
     splits: list[tuple[np.ndarray, np.ndarray]] | None = None
     extra: dict[str, np.ndarray] = field(default_factory=dict)
     description: str = ""
+    schema: Any = None
+    encoder: Any = None
 
     def __post_init__(self):
         X = np.asarray(self.X, dtype=np.float64)
@@ -99,8 +115,12 @@ class Dataset:
         y = np.asarray(self.y)
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must have shape ({n},); got {y.shape}")
-        if not (np.issubdtype(y.dtype, np.number) or y.dtype == np.bool_):
-            raise ValueError(f"y must be numeric; got dtype {y.dtype}")
+        if y.dtype.kind == "O" and all(isinstance(v, str) for v in y.tolist()):
+            y = y.astype(str)
+        text = y.dtype.kind == "U" and self.task == "classification"
+        if not (np.issubdtype(y.dtype, np.number) or y.dtype == np.bool_ or text):
+            raise ValueError(f"y must be numeric (or text class labels for classification); "
+                             f"got dtype {y.dtype}")
         self.y = np.ascontiguousarray(y)
         if self.task not in TASKS:
             raise ValueError(f"task must be one of {TASKS}; got {self.task!r}")
@@ -176,6 +196,18 @@ class Dataset:
             self.subset(tr, name=f"{self.name}[train {k}]"),
             self.subset(te, name=f"{self.name}[test {k}]"),
         )
+
+    def table(self, idx=None):
+        """The inputs of rows ``idx`` (default all) as a model takes them: for
+        a data set imported from a table an
+        :class:`~bsvm_scale.tables.EncodedTable` (the model keeps the coding),
+        else the array ``X``."""
+        X = self.X if idx is None else self.X[_as_index(idx, self.n_samples, "table rows")]
+        if self.encoder is None:
+            return X
+        from ..tables import EncodedTable
+
+        return EncodedTable(X, self.encoder)
 
     def with_splits(self, splits, note: dict | None = None) -> "Dataset":
         """A copy carrying ``splits`` (and an entry in the provenance)."""

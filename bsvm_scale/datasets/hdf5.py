@@ -8,7 +8,13 @@ Layout of one file::
     /splits/test      (K, n_test)  int64  / sizes, otherwise
     /splits/train_k, /splits/test_k       (k = 0..K-1) 1-D int64
     /extra/<name>     (n, ...) per-case arrays (e.g. noise-free target f);
-                      /extra/case_id: unique case identifiers (int64 or UTF-8 text)
+                      /extra/case_id: unique case identifiers (int64 or UTF-8 text);
+                      /extra/sample_weight: case weights (an imported --weight column)
+    /table            (data sets imported from a table) UTF-8 JSON text:
+                      ``{"schema": every source column's kind and the policies,
+                      "coding": the TableEncoder of the inputs}``
+
+``/y`` holds numbers, or UTF-8 text for text class labels.
 
 Root attributes: ``name``, ``task`` ('regression' | 'classification'),
 ``feature_names`` (array of str), ``provenance`` (JSON string),
@@ -43,6 +49,7 @@ __all__ = [
     "write_dataset",
     "read_dataset",
     "read_case_ids",
+    "read_encoder",
     "dataset_info",
 ]
 
@@ -149,7 +156,15 @@ def write_dataset(ds: Dataset, path, *, compression="gzip", compression_opts=4):
                 g = f.create_group("extra")
                 for key, arr in ds.extra.items():
                     _write_array(g, key, arr, compression, compression_opts)
+            if ds.encoder is not None or ds.schema is not None:
+                f.create_dataset("table", data=_table_json(ds), dtype=h5py.string_dtype())
     return path
+
+
+def _table_json(ds):
+    return json.dumps({"schema": None if ds.schema is None else ds.schema.to_dict(),
+                       "coding": None if ds.encoder is None else ds.encoder.to_dict()},
+                      sort_keys=True)
 
 
 def _write_splits(g, splits, compression, compression_opts):
@@ -226,6 +241,7 @@ def _header(f, where):
         "n_splits": int(n_splits),
         "splits_layout": layout,
         "extra": _extras_header(f, xs[0], where),
+        "table": _table_header(f, where),
         "X_dtype": str(f["X"].dtype),
         "y_dtype": str(f["y"].dtype),
         "compression": f["X"].compression,
@@ -263,8 +279,10 @@ def _check_arrays(f, where):
         raise DatasetFileError(f"{where}: /X must be a non-empty 2-D array; has shape {xs}")
     if ys != (xs[0],):
         raise DatasetFileError(f"{where}: /y has shape {ys}, expected ({xs[0]},) to match /X {xs}")
-    if not np.issubdtype(f["X"].dtype, np.number) or not np.issubdtype(f["y"].dtype, np.number):
-        raise DatasetFileError(f"{where}: /X and /y must be numeric")
+    text_y = f["y"].dtype.kind == "O"
+    if not np.issubdtype(f["X"].dtype, np.number) or not (
+            np.issubdtype(f["y"].dtype, np.number) or text_y):
+        raise DatasetFileError(f"{where}: /X must be numeric and /y numeric or text")
     return xs
 
 
@@ -323,6 +341,42 @@ def _extras_header(f, n, where):
     return extras
 
 
+def _table_header(f, where):
+    """The parsed ``/table`` JSON (``{"schema", "coding"}``), or None."""
+    if "table" not in f:
+        return None
+    raw = f["table"][()]
+    try:
+        return json.loads(raw.decode("utf-8") if isinstance(raw, bytes) else str(raw))
+    except json.JSONDecodeError as exc:
+        raise DatasetFileError(f"{where}: /table is not valid JSON ({exc})") from None
+
+
+def _table_objects(meta, where):
+    """``(schema, encoder)`` of the ``/table`` record (None, None without one)."""
+    from ..tables import Schema, TableEncoder
+
+    table = meta.get("table")
+    if not table:
+        return None, None
+    try:
+        schema = None if table.get("schema") is None else Schema.from_dict(table["schema"])
+        coding = table.get("coding")
+        return schema, None if coding is None else TableEncoder.from_dict(coding)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DatasetFileError(f"{where}: /table does not describe a table coding ({exc})"
+                               ) from None
+
+
+def read_encoder(path):
+    """The table coding (:class:`~bsvm_scale.tables.TableEncoder`) of a data set
+    file imported from a table, or None."""
+    where = repr(str(path))
+    f = _open(path)
+    with f:
+        return _table_objects(_header(f, where), where)[1]
+
+
 def _read_extra(dset):
     """A per-case array; text comes back as a NumPy ``str`` array."""
     if dset.dtype.kind == "O":
@@ -366,13 +420,14 @@ def read_dataset(path, *, splits=True, extra=True) -> Dataset:
         with f:
             meta = _header(f, where)
             X = f["X"][...]
-            y = f["y"][...]
+            y = _read_extra(f["y"])
             sp = _read_splits(f["splits"], meta) if (splits and "splits" in f) else None
             ex = {k: _read_extra(f["extra"][k]) for k in meta["extra"]} if extra else {}
     except DatasetFileError:
         raise
     except (OSError, KeyError, TypeError, RuntimeError, AttributeError, ValueError) as exc:
         raise DatasetFileError(f"{where}: cannot read data (truncated or corrupted?): {exc}") from None
+    schema, encoder = _table_objects(meta, where)
     try:
         return Dataset(
             X=X,
@@ -384,6 +439,8 @@ def read_dataset(path, *, splits=True, extra=True) -> Dataset:
             splits=sp,
             extra=ex,
             description=meta["description"],
+            schema=schema,
+            encoder=encoder,
         )
     except ValueError as exc:
         raise DatasetFileError(f"{where}: invalid contents: {exc}") from None

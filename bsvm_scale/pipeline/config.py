@@ -31,6 +31,7 @@ or more ``[[models]]``::
     datasets = ["sinc"]        # default: every data set of the model's task
     settings = { ard = false } # estimator parameters
     committee = false          # bsvr/btsvc: also an evidence-weighted committee of starts
+    sample_weight = true       # fit with the data set's case weights (imported --weight)
     warm_start = "runs/nightly-20261126"  # bsvr/btsvc: retrain from that run's models
     evidence_grid = { points = 13 }       # btsvc: -ln evidence / test error over (kappa0, kappa)
                                           # around the optimum (bsvm_scale.pipeline.evidence_grid)
@@ -114,6 +115,7 @@ class ModelSpec:
     fix_from: dict | None = None      # protocol A: hyperparameters of another model (variants.py)
     warm_start: str | None = None     # an earlier run's directory: retrain from its models
     evidence_grid: dict | None = None  # btsvc: (kappa0, kappa) grid tasks (evidence_grid.py)
+    sample_weight: bool = True        # the data set's case weights (imported --weight) in fit
 
     @property
     def task(self):
@@ -484,7 +486,8 @@ def _model_spec(m, i, by_label, bad):
     return ModelSpec(label=label, kind=kind, datasets=list(names), settings=settings,
                      search=search, cv=dict(m["cv"]) if m.get("cv") is not None else None,
                      committee=bool(m.get("committee", False)), fix_from=m.get("fix_from"),
-                     warm_start=m.get("warm_start"), evidence_grid=grid)
+                     warm_start=m.get("warm_start"), evidence_grid=grid,
+                     sample_weight=bool(m.get("sample_weight", True)))
 
 
 def _estimator_tables(kind, settings, search, where, at):

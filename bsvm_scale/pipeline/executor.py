@@ -106,8 +106,16 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
                                   n_test=spec.n_test)
         out[spec.label] = {"path": str(path), "task": ds.task, "n": ds.n_samples,
                            "d": ds.n_features, "partitions": parts, "X": ds.X, "y": ds.y,
-                           "ids": read_case_ids(path)}
+                           "ids": read_case_ids(path), "weights": _weights_of(path),
+                           "coding": None if ds.encoder is None else ds.encoder.to_json()}
     return out
+
+
+def _weights_of(path):
+    """The case weights of a data set file (``/extra/sample_weight``), or None."""
+    from .tasks import read_weights
+
+    return read_weights(str(path))
 
 
 def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
@@ -121,6 +129,7 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
             for p, (tr, te) in enumerate(data[ds.label]["partitions"]):
                 base = {"kind": m.kind, "model": m.label, "dataset": ds.label, "partition": p,
                         "params": _retraining(params, m, ds.label, p), "cv": m.cv,
+                        "sample_weight": m.sample_weight,
                         "train": np.asarray(tr),
                         "test": np.asarray(te), "data": data[ds.label]["path"]}
                 if m.kind in BAYES_KINDS and m.fix_from is None:

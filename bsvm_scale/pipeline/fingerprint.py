@@ -115,10 +115,19 @@ def _keyed_params(kind, params):
     return params
 
 
+def _data_digest(d):
+    """Digest of a prepared data set: inputs, targets, case ids and (where the
+    data set has them) case weights and table coding."""
+    parts = [d["X"], d["y"]] + [d[k] for k in ("ids", "weights") if d.get(k) is not None]
+    digest = array_digest(*parts)
+    if d.get("coding") is not None:
+        digest = _sha(digest, d["coding"])
+    return digest
+
+
 def task_keys(specs, data):
     """``{task_id: key}`` for the planned ``specs`` over the prepared ``data``."""
-    digests = {label: array_digest(d["X"], d["y"], *([] if d.get("ids") is None else [d["ids"]]))
-               for label, d in data.items()}
+    digests = {label: _data_digest(d) for label, d in data.items()}
     keys = {}
     for s in sorted(specs, key=lambda s: bool(dependencies(s))):  # dependencies first
         body = {k: s[k] for k in ("kind", "model", "dataset", "partition", "params", "cv",
@@ -126,6 +135,8 @@ def task_keys(specs, data):
         body["params"] = _keyed_params(s["kind"], s["params"])
         if s.get("evidence_grid") is not None:
             body["evidence_grid"] = s["evidence_grid"]
+        if s.get("sample_weight") is False and data[s["dataset"]].get("weights") is not None:
+            body["sample_weight"] = False
         keys[s["task_id"]] = _sha(_json(body), array_digest(np.asarray(s["train"])),
                                   array_digest(np.asarray(s["test"])), digests[s["dataset"]],
                                   *[keys[t] for t in dependencies(s)])

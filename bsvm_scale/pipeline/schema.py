@@ -311,7 +311,10 @@ MODEL_KEYS = _keys(
     Key("warm_start", (str,), None, f"{', '.join(BAYES_KINDS)}: an earlier run's directory; "
         "retrain from its models."),
     Key("evidence_grid", (dict,), None, "btsvc: -ln evidence and test error over a "
-        "(kappa0, kappa) grid around the optimum (bsvm_scale.pipeline.evidence_grid)."))
+        "(kappa0, kappa) grid around the optimum (bsvm_scale.pipeline.evidence_grid)."),
+    Key("sample_weight", ("boolean",), True, "Fit with the data set's case weights (an "
+        "imported --weight column) where the data set has them; false: every case counts "
+        "once."))
 
 
 def _grid_default(name):

@@ -39,7 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from .._util.atomic import atomic_path, file_sha256
-from .._util.tables import TableError, csv_count_rows, csv_header, csv_rows
+from .._util.validation import design_width
+from ..tables.csv import csv_count_rows, csv_header, iter_csv_chunks
+from ..tables.schema import TableError, parse_numbers
 
 __all__ = ["ScoringError", "Inputs", "open_inputs", "read_rows", "score_rows", "predict_file",
            "file_sha256", "DEFAULT_CHUNK", "BLOCK", "FORMAT_VERSION"]
@@ -63,11 +65,15 @@ class ScoringError(TableError):
 class Inputs:
     """An input file opened for scoring.
 
-    ``array`` is the path of an ``.npy`` or data set file holding the rows
-    (a CSV is converted to a temporary ``.npy`` first); ``order`` maps the
-    model's features to input columns; ``ids`` are the rows' case
-    identifiers (a data set file's ``/extra/case_id``, or a CSV's id column),
-    copied into the predictions file.
+    ``array`` is the path of an ``.npy`` or data set file holding the rows of
+    the design matrix (a CSV is coded into a temporary ``.npy`` first, through
+    the model's table coding when it has one); ``order`` maps the model's
+    features to its columns; ``ids`` are the rows' case identifiers (a data set
+    file's ``/extra/case_id``, or a CSV's id column), copied into the
+    predictions file; ``skip`` is the path of a boolean ``.npy`` marking rows
+    that get no prediction (a missing number under the model's ``"drop"``
+    policy), or None; ``unknown`` counts the unseen categories coded as
+    unknown, ``{column: {value: count}}``.
     """
 
     path: str
@@ -78,6 +84,8 @@ class Inputs:
     array: str
     order: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     ids: np.ndarray | None = None
+    skip: str | None = None
+    unknown: dict = field(default_factory=dict)
 
 
 def _column_order(columns, feature_names, n_features, by_position, where):
@@ -96,32 +104,73 @@ def _column_order(columns, feature_names, n_features, by_position, where):
     return np.array([list(columns).index(name) for name in feature_names], dtype=np.int64)
 
 
-def _csv_to_npy(path, columns, out, id_column=None, skip=()):
-    """Stream a CSV file into an ``.npy`` array (two passes, flat memory but
-    for the identifiers of the ``id_column``, returned); the columns in
-    ``skip`` are not read."""
+class _CsvCoder:
+    """Turns chunks of CSV text columns into rows of the design matrix: through
+    the model's table coding, or as numbers (columns by name or position)."""
+
+    def __init__(self, path, header, feature_names, n_features, by_position, encoder,
+                 unknown=None):
+        self.where = f"input {str(path)!r}"
+        self.encoder, self.unknown = encoder, unknown
+        self.counts = {}
+        if encoder is not None:
+            self.usecols = list(encoder.input_names)
+        elif by_position or feature_names is None:
+            _column_order(header, None, n_features, True, self.where)
+            self.usecols = list(header)
+        else:
+            _column_order(header, feature_names, n_features, False, self.where)
+            self.usecols = list(feature_names)
+
+    def rows(self, start, columns):
+        """``(design rows, rows without a prediction)`` of one chunk."""
+        if self.encoder is None:
+            X = np.column_stack([parse_numbers(columns[c], self.where, c, row_offset=start,
+                                               fix="the model was fitted on numbers only")
+                                 for c in self.usecols])
+            bad = np.isnan(X)
+            if bad.any():
+                r, c = np.argwhere(bad)[0]
+                raise ScoringError(f"{self.where} row {start + r + 1}, column "
+                                   f"{self.usecols[c]!r}: missing (the model needs a number).")
+            return X, np.zeros(X.shape[0], dtype=bool)
+        enc = self.encoder.transform(columns, self.where, unknown=self.unknown, row_offset=start)
+        for col, values in enc.unknown.items():
+            counts = self.counts.setdefault(col, {})
+            for v, k in values.items():
+                counts[v] = counts.get(v, 0) + k
+        skip = np.zeros(enc.X.shape[0], dtype=bool)
+        skip[enc.rows_missing] = True
+        return np.where(skip[:, None], 0.0, enc.X), skip
+
+
+def _csv_to_npy(path, coder, out, id_column=None, chunk_rows=DEFAULT_CHUNK):
+    """Stream a CSV file into an ``.npy`` design matrix (flat memory but for
+    the identifiers of the ``id_column``); returns ``(ids, skip mask)``."""
     n = csv_count_rows(path)
     if n < 1:
         raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
-    if id_column is not None and id_column not in columns:
+    if id_column is not None and id_column not in csv_header(path):
         raise ScoringError(f"CSV file {str(path)!r} has no id column {id_column!r} (columns: "
-                           f"{columns[:8]}).")
-    width = len(columns) - (id_column is not None) - len(skip)
+                           f"{csv_header(path)[:8]}).")
+    width = coder.encoder.n_outputs if coder.encoder is not None else len(coder.usecols)
     arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, width))
+    skip = np.zeros(n, dtype=bool)
     ids = []
-    for i, row in enumerate(csv_rows(path, columns, id_column, skip)):
-        if id_column is None:
-            arr[i] = row
-        else:
-            arr[i], _ = row
-            ids.append(row[1])
+    usecols = coder.usecols + ([id_column] if id_column is not None else [])
+    for start, columns in iter_csv_chunks(path, chunk_rows, usecols):
+        X, gaps = coder.rows(start, columns)
+        arr[start:start + X.shape[0]] = X
+        skip[start:start + X.shape[0]] = gaps
+        if id_column is not None:
+            ids.extend(columns[id_column].tolist())
     arr.flush()
     del arr
     if id_column is None:
-        return None
+        return None, skip
     from ..datasets.importing import case_ids_from_text
 
-    return case_ids_from_text(ids, f"id column {id_column!r}", unique=False)
+    return case_ids_from_text(ids, f"id column {id_column!r}", unique=False), skip
 
 
 def _npy_shape(path):
@@ -132,17 +181,35 @@ def _npy_shape(path):
     return a.shape
 
 
+def _dataset_inputs(p, feature_names, encoder, where):
+    """``(shape, columns, names, ids)`` of a data set file; a model fitted on a
+    table needs the data set's coding to be its own."""
+    from ..datasets import dataset_info, read_case_ids, read_encoder
+
+    info = dataset_info(p)
+    shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
+    if encoder is not None:
+        if read_encoder(p) != encoder:
+            raise ScoringError(f"{where} was not coded by the model's table coding (it was "
+                               "imported with other columns or categories); score the raw "
+                               "CSV file instead.")
+        return shape, columns, None, read_case_ids(p)
+    return shape, columns, feature_names, read_case_ids(p)
+
+
 def open_inputs(path, feature_names, n_features, by_position=False, workdir=None,
-                id_column=None):
+                id_column=None, encoder=None, unknown=None):
     """Open ``path`` (``.h5``/``.hdf5`` data set, ``.npy``, ``.csv``) for a
-    model with ``n_features`` inputs named ``feature_names`` (or None);
-    ``id_column``: a CSV column of case identifiers (not an input)."""
+    model with ``n_features`` design columns named ``feature_names`` (or
+    None), coded from tables by ``encoder`` (or None); ``id_column``: a CSV
+    column of case identifiers (not an input); ``unknown``: overrides the
+    model's policy for unseen categories."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"input file {str(p)!r} does not exist")
-    suffix = p.suffix.lower()
+    suffix = ".csv" if p.name.lower().endswith(".csv.gz") else p.suffix.lower()
     where = f"input {str(p)!r}"
-    ids = None
+    ids, skip, counts = None, None, {}
     if id_column is not None and suffix != ".csv":
         raise ScoringError(f"{where}: an id column is taken from a CSV file only (a data set "
                            "file brings its own case identifiers).")
@@ -151,32 +218,31 @@ def open_inputs(path, feature_names, n_features, by_position=False, workdir=None
         columns, kind, array = [f"column {k}" for k in range(shape[1])], "npy", str(p)
         names = None  # an array has no names: by position
     elif suffix in (".h5", ".hdf5"):
-        from ..datasets import dataset_info, read_case_ids
-
-        info = dataset_info(p)
-        ids = read_case_ids(p)
-        shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
-        kind, array, names = "dataset", str(p), feature_names
+        shape, columns, names, ids = _dataset_inputs(p, feature_names, encoder, where)
+        kind, array = "dataset", str(p)
     elif suffix == ".csv":
-        columns = csv_header(p)
-        array = str(Path(workdir or tempfile.gettempdir()) / f".{p.name}.{os.getpid()}.npy")
-        # matched by name: columns the model does not take (names, dates, ...) are not read
-        by_name = feature_names is not None and not by_position
-        skip = {c for c in columns if c not in feature_names and c != id_column} \
-            if by_name and all(f in columns for f in feature_names) else set()
-        ids = _csv_to_npy(p, columns, array, id_column, skip)
-        columns = [c for c in columns if c != id_column and c not in skip]
-        shape, kind, names = _npy_shape(array), "csv", feature_names
+        work = Path(workdir or tempfile.gettempdir())
+        array = str(work / f".{p.name}.{os.getpid()}.npy")
+        coder = _CsvCoder(p, csv_header(p), feature_names, n_features, by_position, encoder,
+                          unknown)
+        ids, mask = _csv_to_npy(p, coder, array, id_column)
+        if mask.any():
+            skip = str(work / f".{p.name}.{os.getpid()}.skip.npy")
+            np.save(skip, mask)
+        columns = coder.encoder.feature_names_out if encoder is not None else coder.usecols
+        shape, kind, names, counts = _npy_shape(array), "csv", None, coder.counts
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
                            "a .npy array or a .csv file with a header.")
     order = _column_order(columns, names, n_features, by_position or names is None, where)
-    return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order, ids)
+    return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order,
+                  ids, skip, counts)
 
 
 def read_rows(inputs, start, stop):
     """Rows ``start:stop`` in the model's feature order (float64, C-ordered);
-    a NaN or infinite value raises naming its row and column."""
+    a NaN or infinite value raises naming its row and column (rows without a
+    prediction, ``inputs.skip``, hold zeros)."""
     if inputs.kind == "dataset":
         import h5py
 
@@ -192,6 +258,13 @@ def read_rows(inputs, start, stop):
                            f"{inputs.columns[inputs.order[c]]!r}: {X[r, c]} (the model needs "
                            "finite values).")
     return X
+
+
+def skipped_rows(inputs, start, stop):
+    """Boolean mask of the rows ``start:stop`` that get no prediction."""
+    if inputs.skip is None:
+        return np.zeros(stop - start, dtype=bool)
+    return np.load(inputs.skip, mmap_mode="r")[start:stop].copy()
 
 
 # -- predictions ------------------------------------------------------------------
@@ -249,7 +322,25 @@ def score_chunk(model_path, inputs, start, stop):
     model = _model_at(model_path)
     X = read_rows(inputs, start, stop)
     parts = [_score_block(model, X[b:b + BLOCK]) for b in range(0, X.shape[0], BLOCK)]
-    return start, {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    return start, _blank(out, skipped_rows(inputs, start, stop))
+
+
+def _blank(out, skip):
+    """No prediction on the rows ``skip``: NaN, or an empty label."""
+    if not skip.any():
+        return out
+    for name, arr in out.items():
+        if arr.dtype.kind in "US":
+            arr = arr.astype(object)
+            arr[skip] = ""
+        elif arr.dtype.kind in "O":
+            arr[skip] = ""
+        else:
+            arr = arr.astype(np.float64)
+            arr[skip] = np.nan
+        out[name] = arr
+    return out
 
 
 def _score_block(model, X):
@@ -271,12 +362,16 @@ class _Writer:
     def put(self, start, out):
         for name, arr in out.items():
             arr = np.asarray(arr)
+            text = arr.dtype.kind in "USO"
             if name not in self.f:
+                import h5py
+
                 shape = (self.n,) + arr.shape[1:]
-                dtype = arr.dtype if arr.dtype.kind in "biuf" else np.float64
+                dtype = h5py.string_dtype() if text else \
+                    (arr.dtype if arr.dtype.kind in "biuf" else np.float64)
                 self.f.create_dataset(name, shape=shape, dtype=dtype, chunks=True,
                                       compression="gzip", compression_opts=4)
-            self.f[name][start:start + arr.shape[0]] = arr
+            self.f[name][start:start + arr.shape[0]] = arr.astype(object) if text else arr
 
 
 def _provenance(f, model_path, model, inputs, chunk_size):
@@ -298,7 +393,23 @@ def _provenance(f, model_path, model, inputs, chunk_size):
     f.attrs["chunk_size"] = np.int64(chunk_size)
     f.attrs["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if hasattr(model, "classes_"):
-        f.attrs["classes"] = np.asarray(model.classes_)
+        _classes_attr(f, model.classes_)
+    if inputs.unknown:
+        f.attrs["unknown_values"] = json.dumps(inputs.unknown, sort_keys=True)
+    f.attrs["n_unknown"] = np.int64(sum(sum(v.values()) for v in inputs.unknown.values()))
+    f.attrs["n_without_prediction"] = np.int64(
+        0 if inputs.skip is None else int(np.load(inputs.skip).sum()))
+
+
+def _classes_attr(obj, classes):
+    """The class labels as an attribute (text labels as UTF-8 strings)."""
+    classes = np.asarray(classes)
+    if classes.dtype.kind in "USO":
+        import h5py
+
+        obj.attrs.create("classes", data=[str(c) for c in classes], dtype=h5py.string_dtype())
+    else:
+        obj.attrs["classes"] = classes
 
 
 def _chunks(n, size):
@@ -334,7 +445,8 @@ def _run_dask(model_path, inputs, chunks, writer, progress, client):
 
 
 def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, scheduler=None,
-                 workers=None, by_position=False, progress=True, stream=None, id_column=None):
+                 workers=None, by_position=False, progress=True, stream=None, id_column=None,
+                 unknown=None):
     """Score ``input_path`` with the model file ``model_path`` into ``out_path``.
 
     Parameters
@@ -360,6 +472,11 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
         A CSV column of case identifiers: not an input, written to the
         output as ``case_id`` (a data set file's own identifiers are copied
         without it).
+    unknown : {"error", "ignore"}, optional
+        For a model fitted on a table: what a category not seen in training
+        does (default: the model's policy, normally ``"error"``); ignored
+        values are counted in the output's attributes ``n_unknown`` and
+        ``unknown_values``.
 
     Returns
     -------
@@ -373,9 +490,11 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     t0 = time.perf_counter()
     model = _model_at(model_path)
     names = model_feature_names(model_path)
-    n_features = int(getattr(model, "n_features_in_", len(names or [])))
+    encoder = getattr(model, "encoder_", None)
+    n_features = design_width(model) if hasattr(model, "n_features_in_") else len(names or [])
     with tempfile.TemporaryDirectory(dir=Path(out_path).resolve().parent) as work:
-        inputs = open_inputs(input_path, names, n_features, by_position, work, id_column)
+        inputs = open_inputs(input_path, names, n_features, by_position, work, id_column,
+                             encoder, unknown)
         chunks = _chunks(inputs.n_rows, chunk_size)
         bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
                        enabled=progress).start()
@@ -384,8 +503,11 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
                              scheduler, workers, chunk_size)
         finally:
             bar.close()
+        n_skipped = 0 if inputs.skip is None else int(np.load(inputs.skip).sum())
     return {"out": str(out_path), "n_rows": inputs.n_rows, "n_chunks": len(chunks),
-            "seconds": time.perf_counter() - t0, "outputs": outputs}
+            "seconds": time.perf_counter() - t0, "outputs": outputs,
+            "n_unknown": int(sum(sum(v.values()) for v in inputs.unknown.values())),
+            "n_without_prediction": n_skipped}
 
 
 def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers, chunk_size):
@@ -413,6 +535,8 @@ def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers,
                         cluster.close()
             else:
                 _run_local(model_path, inputs, chunks, writer, bar)
+            if "proba" in f and hasattr(model, "classes_"):
+                _classes_attr(f["proba"], model.classes_)  # the columns, named
             return sorted(k for k in f.keys())
 
 

@@ -123,6 +123,51 @@ def read_xy(source):
     return _DATA_CACHE[key]
 
 
+def read_coding(source):
+    """The table coding (:class:`~bsvm_scale.tables.TableEncoder`) of an HDF5 data
+    set path imported from a table; None for other data and scattered data."""
+    if not isinstance(source, (str, os.PathLike)):
+        return source[3] if len(source) > 3 else None
+    from ..datasets import read_encoder
+
+    return read_encoder(str(source))
+
+
+def read_weights(source):
+    """The case weights of an HDF5 data set path (``/extra/sample_weight``, an
+    imported ``--weight`` column); None without them."""
+    if not isinstance(source, (str, os.PathLike)):
+        return source[4] if len(source) > 4 else None
+    import h5py
+
+    from ..datasets import dataset_info
+    from ..datasets._dataset import SAMPLE_WEIGHT
+
+    if SAMPLE_WEIGHT not in dataset_info(str(source))["extra"]:
+        return None
+    with h5py.File(str(source), "r") as f:
+        return np.asarray(f["extra"][SAMPLE_WEIGHT][...], dtype=np.float64)
+
+
+def _inputs(X, coding):
+    """Training inputs as a model takes them: the coded table of a data set
+    imported from a table (the model keeps its coding), else the array."""
+    if coding is None:
+        return X
+    from ..tables import EncodedTable
+
+    return EncodedTable(X, coding)
+
+
+def _weight_kw(model, weights):
+    """``{"sample_weight": weights}`` when there are weights and ``model.fit`` takes them."""
+    import inspect
+
+    if weights is None or "sample_weight" not in inspect.signature(model.fit).parameters:
+        return {}
+    return {"sample_weight": weights}
+
+
 def read_ids(source):
     """Case identifiers of an HDF5 data set path or of scattered ``(X, y, case_ids)``
     (None without them)."""
@@ -312,7 +357,7 @@ def _trajectory_of(model, theta0):
     return trajectory_columns([r for st in starts for r in st["trajectory"]], theta0.size)
 
 
-def _fit_bayes(spec, Xtr, ytr, case_ids=None):
+def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     """One BSVR/BTSVC start with per-evaluation checkpoints; returns (model, extra).
 
     After an evidence evaluation (``fit``'s callback) the task atomically
@@ -337,8 +382,9 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None):
     writer = _CheckpointWriter(spec, theta0, n_models)
     inits, resumed = writer.inits(thetas)
     model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(Xtr, ytr, callback=writer, init=inits[0] if n_models == 1 else inits,
-              case_ids=case_ids)
+    model.fit(_inputs(Xtr, coding), ytr, callback=writer,
+              init=inits[0] if n_models == 1 else inits, case_ids=case_ids,
+              **_weight_kw(model, weights))
     theta = model.theta_ if n_models == 1 else theta0
     return model, {"theta0": theta0, "trajectory": _trajectory_of(model, theta0),
                    "theta": np.asarray(theta, float),
@@ -396,11 +442,15 @@ class _CheckpointWriter:
             time.sleep(float(self.spec["eval_delay"]))
 
 
-def _fit_plain(spec, Xtr, ytr):
+def _fit_plain(spec, Xtr, ytr, coding=None, weights=None):
+    from .._util.validation import record_table
     from ..baselines.model_selection import grid_search_cv
 
     kind = spec["kind"]
     est = make_estimator(kind, spec["params"])
+    if kind in EXTERNAL_KINDS:
+        coding, weights = None, None  # the scikit-learn references take the coded arrays
+    sw = _weight_kw(est, weights)
     extra = {"trajectory": None, "resumed_from": -1}
     cv = spec.get("cv")
     if cv is not None:
@@ -413,12 +463,15 @@ def _fit_plain(spec, Xtr, ytr):
                              fine_step=float(cv.get("fine_step", 0.1)),
                              cv=cv_folds(cv, Xtr.shape[0]),
                              random_state=int(cv.get("random_state", 0)),
-                             params=names)
+                             params=names, **sw)
         extra["cv"] = {"best_params": res.best_params, "best_score": res.best_score,
                        "n_grid_points": int(len(res.table["score"]))}
         best = res.best_estimator
-        return (best.set_params(probability=True).fit(Xtr, ytr) if platt else best), extra
-    est.fit(Xtr, ytr)
+        best = best.set_params(probability=True).fit(Xtr, ytr, **sw) if platt else best
+        if coding is not None:
+            record_table(best, coding)  # fitted on the coded table
+        return best, extra
+    est.fit(_inputs(Xtr, coding), ytr, **sw)
     starts = getattr(est, "starts_", None)
     if kind in ("gpr", "gpc") and starts:  # the best start's evaluations
         extra["trajectory"] = trajectory_columns(starts[est.best_start_]["trajectory"],
@@ -448,12 +501,16 @@ def run_task(spec, *deps):
             marker.write_text("failed once\n")
             raise RuntimeError("injected failure (testing retries)")
     ids = read_ids(spec["data"]) if spec["kind"] in ("bsvr", "btsvc") else None
+    coding = read_coding(spec["data"])
+    weights = read_weights(spec["data"]) if spec.get("sample_weight", True) else None
     run = _fit_and_predict(spec, deps, X[train], y[train], X[test],
-                           None if ids is None else ids[train])
+                           None if ids is None else ids[train],
+                           coding, None if weights is None else weights[train])
     result = _result_record(spec, run, y[test], t_start, train.size, test.size)
     kind = spec["kind"]
+    names = None if coding is not None else _feature_names(spec["data"])
     model_h5 = (external_model_bytes(run["model"], kind) if kind in EXTERNAL_KINDS
-                else _model_bytes(run["model"], _feature_names(spec["data"])))
+                else _model_bytes(run["model"], names))
     # the result vouches for its model file: a model.h5 written by another task in
     # the same directory (an orphan of an earlier run) is not taken with this result
     result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()
@@ -466,7 +523,7 @@ def run_task(spec, *deps):
     return {"result": result, "model_h5": model_h5}
 
 
-def _fit_and_predict(spec, deps, Xtr, ytr, Xte, case_ids=None):
+def _fit_and_predict(spec, deps, Xtr, ytr, Xte, case_ids=None, coding=None, weights=None):
     """Fit the task's model on one thread (Numba and BLAS) and predict the test
     cases (``case_ids``: those of the training cases, for BSVR/BTSVC); returns the model, the fit's extras, the predictions, the times, the
     warnings caught and the scope of the peak-memory reading."""
@@ -482,11 +539,11 @@ def _fit_and_predict(spec, deps, Xtr, ytr, Xte, case_ids=None):
         t0 = time.time()
         if spec.get("fix_from") is not None:
             spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
-            model, extra = _fit_plain(spec, Xtr, ytr)
+            model, extra = _fit_plain(spec, Xtr, ytr, coding, weights)
         elif spec["kind"] in ("bsvr", "btsvc"):
-            model, extra = _fit_bayes(spec, Xtr, ytr, case_ids)
+            model, extra = _fit_bayes(spec, Xtr, ytr, case_ids, coding, weights)
         else:
-            model, extra = _fit_plain(spec, Xtr, ytr)
+            model, extra = _fit_plain(spec, Xtr, ytr, coding, weights)
         fit_time = time.time() - t0
         t1 = time.time()
         pred = _predict(model, spec["kind"], Xte)

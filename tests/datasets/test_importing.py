@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from bsvm_scale._util.tables import TableError
+from bsvm_scale.tables import TableError
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import import_table, read_dataset
 
@@ -41,19 +41,35 @@ def test_npy_target_by_index_and_class_inference(tmp_path):
     assert import_table(tmp_path / "a.npy", 2, task="regression").task == "regression"
 
 
-@pytest.mark.parametrize("text,target,match", [
-    ("a,b\n1,2\n", "c", "target 'c' is not a column"),
-    ("a,b\n1,x\n", "a", "line 2, column 'b': 'x' is not a number"),
-    ("a,b\n1,nan\n", "a", "row 1, column 'b': nan"),
-    ("a,a\n1,2\n", "a", "more than once"),
-    ("a,b\n", "a", "no rows"),
+@pytest.mark.parametrize("text,target,flags,match", [
+    ("a,b\n1,2\n", "c", [], "target 'c' is not a column"),
+    ("a,b\n1,2\n2,x\n", "a", ["--numeric", "b"], "row 2, column 'b': 'x' is not a number"),
+    ("a,b\n1,2\n2,nan\n", "a", [], "column 'b': missing numbers in row 2"),
+    ("a,b\n1,2\n2,inf\n", "a", [], "row 2, column 'b': inf"),
+    ("a,a\n1,2\n", "a", [], "more than once"),
+    ("a,b\n", "a", [], "no rows"),
+    ("a,b\n1,2\n2\n", "a", [], "line 3: 1 fields, the header has 2"),
+    ("a,b\nx,2\nx,3\n", "a", [], "one class only"),
+    ("a,b\n1,2\n2,3\n", "a", ["--categorical", "c"], "--categorical 'c' is not a column"),
+    ("a,b,w\n1,2,1\n2,3,-1\n", "a", ["--weight", "w"], "row 2, weight column 'w': -1.0"),
+    ("a,b,w\n1,2,0\n2,3,0\n", "a", ["--weight", "w"], "every weight is 0"),
+    ("a,b,w\n1,2,x\n2,3,1\n", "a", ["--weight", "w"], "row 1, column 'w': 'x' is not a "
+                                                         "number"),
+    ("a,b,w\n1,2,\n2,3,1\n", "a", ["--weight", "w"], "weight column 'w': missing in row 1"),
+    ("a,b\n1,2\n,3\n", "a", [], "target column 'a': missing in row 2"),
+    ("a,b\n1,2\n2,3\n", "a", ["--numeric", "b", "--drop", "b"], "declared twice"),
 ])
-def test_bad_tables_get_one_clear_line(tmp_path, capsys, text, target, match):
+def test_bad_tables_get_one_clear_line(tmp_path, capsys, text, target, flags, match):
+    from bsvm_scale.cli import build_parser
+
     src = _csv(tmp_path / "t.csv", text)
+    args = build_parser().parse_args(["datasets", "import", str(src), "--target", target,
+                                      "--out", "o.h5", *flags])
     with pytest.raises(TableError, match=match):
-        import_table(src, target)
+        import_table(src, target, categorical=args.categorical, numeric=args.numeric,
+                     drop=args.drop, weight=args.weight)
     assert main(["datasets", "import", str(src), "--target", target, "--out",
-                 str(tmp_path / "o.h5")]) == 2
+                 str(tmp_path / "o.h5"), *flags]) == 2
     assert not (tmp_path / "o.h5").exists()
     assert capsys.readouterr().err.count("\n") == 1
 
@@ -115,10 +131,11 @@ def test_id_column_is_kept_as_case_ids(tmp_path, capsys):
     np.save(tmp_path / "a.npy", np.array([[7.0, 1.0, 0.5], [8.0, 2.0, 0.25]]))
     ds = import_table(tmp_path / "a.npy", "x3", id_column="x1")
     assert ds.extra["case_id"].tolist() == [7, 8] and ds.X.tolist() == [[1.0], [2.0]]
-    # without --id a text column is an input that is not a number
+    # without --id a text column is a categorical input (one-hot)
     assert main(["datasets", "import", str(src), "--target", "y", "--out",
-                 str(tmp_path / "x.h5")]) == 2
-    assert "column 'id': 'cust-7' is not a number" in capsys.readouterr().err
+                 str(tmp_path / "x.h5")]) == 0
+    assert read_dataset(tmp_path / "x.h5").feature_names == ["id=cust-2", "id=cust-7",
+                                                              "id=cust-9", "a"]
     plain = _csv(tmp_path / "p.csv", "a,y\n1,0\n2,1\n")
     assert main(["datasets", "import", str(plain), "--target", "y", "--out",
                  str(tmp_path / "p.h5")]) == 0

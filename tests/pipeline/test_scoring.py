@@ -8,7 +8,7 @@ from bsvm_scale import BayesianSVC, BayesianSVR
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import Dataset, synthetic, write_dataset
 from bsvm_scale.baselines.gp import GPR
-from bsvm_scale._util.tables import TableError
+from bsvm_scale.tables import TableError
 from bsvm_scale.pipeline.scoring import ScoringError, file_sha256, predict_file
 from bsvm_scale.storage import model_feature_names, save_model
 
@@ -118,8 +118,8 @@ def test_dataset_file_input_and_a_gp_model(tmp_path):
 
 @pytest.mark.parametrize("rows,header,match", [
     ([[1, 2, 3]], ["a", "b", "x"], "lacks the model's columns"),
-    ([[1, "oops", 3]], NAMES, "line 2, column 'b': 'oops' is not a number"),
-    ([[1, 2, 3], [1, "nan", 3]], NAMES, "row 2, column 'b': nan"),
+    ([[1, "oops", 3]], NAMES, "row 1, column 'b': 'oops' is not a number"),
+    ([[1, 2, 3], [1, "nan", 3]], NAMES, "row 2, column 'b': missing"),
     ([[1, 2]], NAMES, "line 2: 2 fields, the header has 3"),
 ])
 def test_bad_csv_gets_one_clear_line_and_no_output(svr_file, tmp_path, capsys, rows, header,
@@ -176,7 +176,8 @@ def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch
     assert main(["run", "pipelines/from_csv.toml", "--no-progress", "--no-report",
                  "--workers", "1"]) == 0
     model = "runs/from_csv/models/friedman1__BSVR__p000.h5"
-    assert model_feature_names(model) == [f"x{k}" for k in range(1, 11)]
+    # a data set imported from a CSV carries its table coding, and so does the model
+    assert list(load_model(model).feature_names_in_) == [f"x{k}" for k in range(1, 11)]
     assert main(["predict", model, "data/examples/friedman1_new.csv", "--out", "scores.h5",
                  "--no-progress"]) == 0
     out, attrs = _read(tmp_path / "scores.h5")
@@ -208,7 +209,7 @@ def test_case_ids_travel_with_the_predictions(svr_file, svc_file, tmp_path, caps
     # ... but by position every column is an input
     assert main(["predict", str(path), str(csv), "--out", str(tmp_path / "x.h5"),
                  "--by-position", "--no-progress"]) == 2
-    assert "column 'key': 'c-000' is not a number" in capsys.readouterr().err
+    assert "in.csv' has 4 columns; the model takes 3" in capsys.readouterr().err
     with pytest.raises(ScoringError, match="no id column 'nope'"):
         predict_file(path, csv, tmp_path / "x.h5", id_column="nope", progress=False)
     np.save(tmp_path / "a.npy", X)
