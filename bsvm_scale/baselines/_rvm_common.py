@@ -48,7 +48,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from .._util.base import Standardizer
+from .._util.base import standardizer_for
 from .._util.threads import blas_threads
 from .._util.validation import POSITIVE, POSITIVE_INT, check_predict_X
 from ..inference.covariance import GaussianCovariance
@@ -401,7 +401,7 @@ class _RVMBase(BaseEstimator):
 
     def _basis(self, X, kappa):
         """Input standardisation and the candidate basis on the standardised inputs."""
-        std = Standardizer.fit(X)
+        std = standardizer_for(self, X)
         return std, _Basis(std.transform(X), kappa, bool(self.bias), float(self.cache_mb))
 
     def _set_fitted(self, std, act, posterior, fit_info):

@@ -49,7 +49,7 @@ from scipy.linalg import lapack, solve_triangular
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from .._util.base import Standardizer
+from .._util.base import standardizer_for
 from .._compiled.dense import gradient_matrix_inplace, zero_upper
 from ._gp_common import (GP_CONSTRAINTS, PRED_CHUNK_BYTES, check_memory, cholesky_inplace,
                          initial_covariance, log_bounds, maximise_evidence, set_hyperparameters)
@@ -237,7 +237,7 @@ class GPR(RegressorMixin, BaseEstimator):
         cov0 = initial_covariance(self.kappa0, self.kappa, self.kappa_b, bool(self.ard), d)
         theta0 = np.concatenate((cov0.theta, [np.log(float(self.sigma2))]))
         bounds = log_bounds(self.bounds, theta0.size)
-        std = Standardizer.fit(X)
+        std = standardizer_for(self, X)
         Xs = std.transform(X)
         y_mean, y_scale = self._target_scale(y, cov0, bounds)
         yc = np.ascontiguousarray((y - y_mean) / y_scale)

@@ -17,7 +17,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from .._util.base import BinaryClassifierMixin, Standardizer
+from .._util.base import BinaryClassifierMixin, standardizer_for
 from .._util.validation import (NON_NEGATIVE, POSITIVE_INT, check_classification_data,
                                 check_predict_X, store_params)
 from ..inference.covariance import GaussianCovariance
@@ -225,7 +225,7 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         cov0 = initial_covariance(self.kappa0, self.kappa, self.kappa_b, bool(self.ard), d)
         theta0 = cov0.theta
         bounds = log_bounds(self.bounds, theta0.size)
-        std = Standardizer.fit(X)
+        std = standardizer_for(self, X)
         Xs = std.transform(X)
 
         def log_evidence(theta):

@@ -18,6 +18,18 @@ Coding, per input column in table order:
   ``unknown="ignore"`` a row of zeros (boolean: 0.5), counted in the
   :class:`Encoded` result.
 
+The scale the kernel sees (:attr:`TableEncoder.kernel_scales`): the models
+standardise numeric columns with training statistics as always, but not the
+coded ones. Those are divided by a fixed scale instead -- sqrt(2) for a
+one-hot column, 1 for a yes/no column -- so that two cases of different
+categories are at squared distance 1 in that input, whatever the categories
+and however rare they are (a standardised one-hot column would put rare
+categories far from everything: the squared distance of two categories
+would be ``1/p_a(1-p_a) + 1/p_b(1-p_b)`` for frequencies ``p``), on the scale
+of a standardised number (whose squared difference is 2 on average). An
+unseen value is at squared distance 1/2 (one-hot) or 1/4 (yes/no) from each
+known one.
+
 The columns coming from one input column form a *group*
 (:attr:`TableEncoder.groups`); BSVR and BTSVC with ``ard=True`` give each
 group one relevance weight, so an ARD model has one ``kappa`` per column of
@@ -138,6 +150,15 @@ class TableEncoder:
         """Index of the input column of every design-matrix column."""
         return np.repeat(np.arange(len(self.codings), dtype=np.int64),
                          [c.width for c in self.codings])
+
+    @property
+    def kernel_scales(self):
+        """Fixed scale of every design-matrix column (NaN: standardise with
+        training statistics): sqrt(2) for one-hot columns, 1 for yes/no
+        columns (see the module docstring)."""
+        return np.concatenate([np.full(c.width, np.nan if c.kind == "numeric" else
+                                       (np.sqrt(2.0) if c.one_hot else 1.0))
+                               for c in self.codings]) if self.codings else np.zeros(0)
 
     @property
     def tied(self):
