@@ -13,6 +13,14 @@ Hyperparameters are handled in log space. The log-parameter vector of a
 covariance is ``[ln kappa0, ln kappa, ln kappa_b]`` (isotropic) or
 ``[ln kappa0, ln kappa_1, ..., ln kappa_d, ln kappa_b]`` (ARD).
 
+Tied ARD: with ``groups`` (the input column of each of the ``d`` inputs, as
+:attr:`bsvm_scale.tables.TableEncoder.groups` gives for the one-hot columns of
+a table) one ``kappa_g`` serves every input of group ``g``; ``theta`` then
+holds one ``ln kappa_g`` per group and every gradient with respect to it is
+the sum of the per-input ones over the group. For the one-hot columns of a
+category at unit distance this is the kernel ``exp(-kappa_g / 2 [c != c'])``
+of that category: one relevance weight per column of the original table.
+
 Nothing here forms the ``n x n`` covariance matrix: rows (through
 :class:`RowCache`), chunks of a train x test block, ``m x m`` blocks over a
 subset of points and gradient contractions over a subset are all that is
@@ -73,6 +81,18 @@ def _same_features(A, B):
         raise ValueError(f"A has {A.shape[1]} features but B has {B.shape[1]}.")
 
 
+def _groups(groups, kappa):
+    """``groups`` checked against an ARD ``kappa`` with one entry per group."""
+    g = np.ascontiguousarray(groups, dtype=np.int64)
+    if np.ndim(kappa) != 1 or g.ndim != 1 or g.size == 0:
+        raise ValueError("groups (tied ARD) need an ARD kappa (one entry per group) and a 1-D "
+                         f"array of group indices; got groups of shape {g.shape}.")
+    if g.min() < 0 or g.max() >= kappa.shape[0] or np.unique(g).size != kappa.shape[0]:
+        raise ValueError(f"groups must use every index 0..{kappa.shape[0] - 1} of kappa (one "
+                         f"kappa per group); got {g.tolist()!r:.200}.")
+    return g
+
+
 def _positive(name, value):
     arr = np.asarray(value, dtype=np.float64)
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
@@ -93,9 +113,12 @@ class GaussianCovariance:
     kappa_b : float
         Variance of the bias (offset) of f, > 0; 0 gives the pure Gaussian
         kernel (then ``theta`` is not defined).
+    groups : array of int, shape (d,), optional
+        Tied ARD: the entry of ``kappa`` that weights each input (see the
+        module docstring); ``kappa`` then has one entry per group.
     """
 
-    def __init__(self, kappa0=1.0, kappa=1.0, kappa_b=1.0):
+    def __init__(self, kappa0=1.0, kappa=1.0, kappa_b=1.0, groups=None):
         self.kappa0 = float(_positive("kappa0", kappa0))
         k = _positive("kappa", kappa)
         if k.ndim > 1:
@@ -105,6 +128,7 @@ class GaussianCovariance:
             self.kappa_b = 0.0
         else:
             self.kappa_b = float(_positive("kappa_b", kappa_b))
+        self.groups = None if groups is None else _groups(groups, self.kappa)
 
     # -- parameters -----------------------------------------------------
     @property
@@ -114,6 +138,11 @@ class GaussianCovariance:
 
     def weights(self, d):
         """Per-input weights ``w_l`` (length ``d``) used by the kernels."""
+        if self.groups is not None:
+            if self.groups.shape[0] != d:
+                raise ValueError(f"ARD groups name {self.groups.shape[0]} inputs but X has {d} "
+                                 "features.")
+            return np.ascontiguousarray(self.kappa[self.groups], dtype=np.float64)
         if self.ard:
             if self.kappa.shape[0] != d:
                 raise ValueError(
@@ -129,11 +158,12 @@ class GaussianCovariance:
                                [np.log(self.kappa_b)]))
 
     @classmethod
-    def from_theta(cls, theta, ard):
-        """Inverse of :attr:`theta`."""
+    def from_theta(cls, theta, ard, groups=None):
+        """Inverse of :attr:`theta` (``groups``: tied ARD, see the class)."""
         theta = np.asarray(theta, dtype=np.float64)
         kappa = np.exp(theta[1:-1]) if ard else float(np.exp(theta[1]))
-        return cls(float(np.exp(theta[0])), kappa, float(np.exp(theta[-1])))
+        return cls(float(np.exp(theta[0])), kappa, float(np.exp(theta[-1])),
+                   groups if ard else None)
 
     def theta_names(self):
         """Names of the entries of :attr:`theta`."""
@@ -147,10 +177,14 @@ class GaussianCovariance:
         """True when ``other`` has exactly the same hyperparameters."""
         return (isinstance(other, GaussianCovariance) and self.ard == other.ard
                 and self.kappa0 == other.kappa0 and self.kappa_b == other.kappa_b
-                and np.array_equal(np.atleast_1d(self.kappa), np.atleast_1d(other.kappa)))
+                and np.array_equal(np.atleast_1d(self.kappa), np.atleast_1d(other.kappa))
+                and (self.groups is None) == (other.groups is None)
+                and (self.groups is None or np.array_equal(self.groups, other.groups)))
 
     def __repr__(self):
-        return f"GaussianCovariance(kappa0={self.kappa0!r}, kappa={self.kappa!r}, kappa_b={self.kappa_b!r})"
+        tied = "" if self.groups is None else f", groups={self.groups.tolist()!r}"
+        return (f"GaussianCovariance(kappa0={self.kappa0!r}, kappa={self.kappa!r}, "
+                f"kappa_b={self.kappa_b!r}{tied})")
 
     # -- evaluation -----------------------------------------------------
     def kernel(self, X):
@@ -203,6 +237,9 @@ class GaussianCovariance:
     # -- gradient contractions ------------------------------------------
     def _collapse(self, g):
         """Map the full ARD layout onto this covariance's :attr:`theta`."""
+        if self.groups is not None:
+            tied = np.bincount(self.groups, weights=g[1:-1], minlength=self.kappa.shape[0])
+            return np.concatenate(([g[0]], tied, [g[-1]]))
         if self.ard:
             return g
         return np.array([g[0], g[1:-1].sum(), g[-1]])
@@ -231,6 +268,10 @@ class GaussianCovariance:
         kern = self.kernel(X)
         idx = _indices(idx, X.shape[0])
         g = _ck.dcov_matvec(kern, idx, _float_array(v, (idx.size,), "v"))
+        if self.groups is not None:
+            member = np.zeros((self.groups.shape[0], self.kappa.shape[0]))
+            member[np.arange(self.groups.shape[0]), self.groups] = 1.0
+            return np.column_stack([g[:, 0], g[:, 1:-1] @ member, g[:, -1]])
         if self.ard:
             return g
         return np.column_stack([g[:, 0], g[:, 1:-1].sum(axis=1), g[:, -1]])

@@ -331,3 +331,46 @@ def test_out_of_range_indices_and_shape_mismatches_raise():
         cov.cross_matvec(X, X[:, :1].copy(), np.ones(6))
     # empty subsets stay legal
     assert cov.subset(X, np.array([], dtype=np.int64)).shape == (0, 0)
+
+
+def test_tied_ard_groups_share_a_weight_and_sum_their_gradients():
+    """Tied ARD (one kappa per group of inputs, the one-hot columns of a
+    table's category): the kernel is the ARD kernel with the group's weight
+    repeated, and every gradient is the per-input ARD gradient summed over
+    the group."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(30, 5))
+    groups = np.array([0, 1, 1, 1, 2])
+    kappa = np.array([0.3, 0.7, 1.9])
+    tied = GaussianCovariance(1.5, kappa, 0.2, groups=groups)
+    full = GaussianCovariance(1.5, kappa[groups], 0.2)
+    idx = np.arange(0, 30, 2)
+    v = rng.normal(size=idx.size)
+    A = rng.normal(size=(idx.size, idx.size))
+    A = A + A.T
+    np.testing.assert_array_equal(tied.subset(X, idx), full.subset(X, idx))
+
+    def summed(g):
+        return np.concatenate(([g[0]], np.bincount(groups, g[1:-1]), [g[-1]]))
+
+    np.testing.assert_allclose(tied.trace_grad(X, idx, A), summed(full.trace_grad(X, idx, A)),
+                               rtol=1e-12)
+    np.testing.assert_allclose(tied.quad_grad(X, idx, v), summed(full.quad_grad(X, idx, v)),
+                               rtol=1e-12)
+    mg = full.matvec_grad(X, idx, v)
+    np.testing.assert_allclose(tied.matvec_grad(X, idx, v),
+                               np.array([summed(row) for row in mg]), rtol=1e-12)
+    assert tied.theta.size == 5 and GaussianCovariance.from_theta(tied.theta, True,
+                                                                  groups).same_as(tied)
+    assert not tied.same_as(full)
+    # the group's derivative by central differences of a quadratic form
+    h = 1e-6
+    for g in range(3):
+        up, dn = tied.theta.copy(), tied.theta.copy()
+        up[1 + g] += h
+        dn[1 + g] -= h
+        fd = (v @ GaussianCovariance.from_theta(up, True, groups).subset(X, idx) @ v
+              - v @ GaussianCovariance.from_theta(dn, True, groups).subset(X, idx) @ v) / (2 * h)
+        np.testing.assert_allclose(tied.quad_grad(X, idx, v)[1 + g], fd, rtol=1e-6)
+    with pytest.raises(ValueError, match="groups must use every index"):
+        GaussianCovariance(1.0, kappa, 1.0, groups=[0, 0, 1])
