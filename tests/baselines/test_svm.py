@@ -2,7 +2,9 @@
 (scikit-learn), the trigonometric SVC against a dense solver, and the Gao et
 al. (2002) evidence / C re-estimation / error bars against dense NumPy."""
 
+import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,6 +41,45 @@ def gauss_classes(n, seed, shift=1.0):
 def gram(A, B, kappa, kappa0=1.0):
     d = ((A[:, None, :] - B[None, :, :]) ** 2).sum(-1)
     return kappa0 * np.exp(-0.5 * kappa * d)
+
+
+# ---------------------------------------------------------------------------
+# unweighted fits are bit-for-bit those of the code before case weights
+# ---------------------------------------------------------------------------
+REFERENCE = json.loads((Path(__file__).parent / "svm_unweighted_reference.json").read_text())
+
+
+def _hexes(values):
+    return [float(v).hex() for v in np.ravel(values)]
+
+
+def _summary(m, Xt):
+    out = m.decision_function(Xt) if hasattr(m, "decision_function") else m.predict(Xt)
+    return dict(n_iter=int(m.n_iter_), support=m.support_.tolist(), dual=_hexes(m.dual_coef_),
+                b=float(m.intercept_[0]).hex(), f=_hexes(out))
+
+
+def test_unweighted_fits_unchanged():
+    """The numbers stored from the code before case weights (commit 765b418):
+    SMO iterations, support sets, dual coefficients, bias and decision values
+    must agree to the last bit (with and without shrinking; TSVC; the Gao et
+    al. evidence, C update and error bars)."""
+    X, y = sinc_data(50, 31, noise=0.2)
+    Xt = np.linspace(-9, 9, 5)[:, None]
+    for shrinking in (True, False):
+        m = SVR(C=10.0, epsilon=0.05, kappa=0.8, tol=1e-8, shrinking=shrinking).fit(X, y)
+        assert _summary(m, Xt) == REFERENCE[f"svr-{shrinking}"]
+    m = SVR(C=2.0, epsilon=0.2, kappa=0.6, tol=1e-10, error_bars=True).fit(X, y)
+    gao = dict(ev=float(m.log_evidence_).hex(), cu=float(m._C_update()).hex(),
+               std=_hexes(m.predict(Xt, return_std=True)[1]))
+    assert gao == REFERENCE["svr-gao"]
+    Xc, yc = gauss_classes(60, 32)
+    Xct = np.array([[-2.0, 0.0], [-0.5, 1.0], [0.0, 0.0], [0.7, -1.0], [2.0, 2.0]])
+    for shrinking in (True, False):
+        m = SVC(C=5.0, kappa=0.7, tol=1e-8, shrinking=shrinking).fit(Xc, yc)
+        assert _summary(m, Xct) == REFERENCE[f"svc-{shrinking}"]
+    m = TSVC(kappa0=3.0, kappa=0.7, tol=1e-9).fit(Xc, yc)
+    assert _summary(m, Xct) == REFERENCE["tsvc"]
 
 
 # ---------------------------------------------------------------------------
