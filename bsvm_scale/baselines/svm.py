@@ -156,11 +156,11 @@ def _case_weights(est, sample_weight, n, classes=None, codes=None):
     else:
         w = cw[codes] if sw is None else sw * cw[codes]
     if w is not None:
-        for c in range(classes.shape[0]):
+        for c, label in enumerate(classes.tolist()):
             if not np.any(w[codes == c] > 0):
                 raise ValueError(
                     f"{type(est).__name__}: the case weights (sample_weight times class_weight) "
-                    f"are zero for every case of class {classes[c]!r}, which leaves one class "
+                    f"are zero for every case of class {label!r}, which leaves one class "
                     "to fit. Give some cases of each class a positive weight.")
     return w
 
