@@ -28,7 +28,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
-           "warn_target_offset", "store_params", "check_sample_weight", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
+           "warn_target_offset", "store_params", "check_sample_weight", "POSITIVE", "NON_NEGATIVE",
+           "POSITIVE_INT",
            "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
 
 #: a finite number > 0 (NaN and infinity are refused)
@@ -330,8 +331,9 @@ def check_sample_weight(est, sample_weight, n):
                 raise TypeError
             arr = arr.astype(np.float64)
         except (TypeError, ValueError):
+            first = arr.ravel()[:3].tolist()
             raise ValueError(f"{name}: sample_weight must be numeric; got values of dtype "
-                             f"{arr.dtype} (first values {arr.ravel()[:3].tolist()!r}). {fix}") from None
+                             f"{arr.dtype} (first values {first!r}). {fix}") from None
     if arr.shape != (n,):
         raise ValueError(f"{name}: sample_weight has shape {arr.shape} but X has {n} rows; "
                          f"one weight per case is needed. {fix}")

@@ -129,8 +129,8 @@ def _class_weights(est, classes, codes):
         if key not in known:
             raise ValueError(f"{name}: class_weight has the key {key!r}, which is not a class "
                              f"of y (classes {known!r}); use labels of y as keys.")
-        ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-        if not ok or not (np.isfinite(value) and value >= 0):
+        number = isinstance(value, (int, float, np.integer, np.floating))
+        if isinstance(value, bool) or not number or not (np.isfinite(value) and value >= 0):
             raise ValueError(f"{name}: class_weight[{key!r}] = {value!r}; class weights must be "
                              "finite numbers >= 0.")
         out[known.index(key)] = float(value)

@@ -67,7 +67,8 @@ def test_smo_trig_with_zero_weights():
     K = 1.5 * np.exp(-0.4 * D)
     np.testing.assert_allclose(Kv, K @ (s * alpha), atol=1e-12)
     # gradient of the weighted dual, G_t = s_t Kv_t - 1 + phi'(alpha_t / w_t) (0 for w_t = 0)
-    grad = s * Kv - 1 + np.where(w > 0, 4 / np.pi * np.arctan(2 * alpha / (np.pi * np.where(w > 0, w, 1))), 0)
+    ratio = alpha / np.where(w > 0, w, 1.0)
+    grad = s * Kv - 1 + np.where(w > 0, 4 / np.pi * np.arctan(2 * ratio / np.pi), 0.0)
     np.testing.assert_allclose(G, grad, atol=1e-12)
     b = smo.bias(G, alpha, s, smo.trig_bounds(w))
     r = G + b * s                                             # KKT of the weighted dual

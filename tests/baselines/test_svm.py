@@ -527,8 +527,8 @@ def test_integer_weights_equal_repeated_cases(Est, kw):
         np.testing.assert_allclose(full_dual(a, 90), summed, rtol=0, atol=1e-7)
 
 
-@pytest.mark.parametrize("Est,kw", [(SVR, dict(C=2.0)), (SVC, dict(C=2.0)), (TSVC, dict(kappa0=2.0))],
-                         ids=["svr", "svc", "tsvc"])
+@pytest.mark.parametrize("Est,kw", [(SVR, dict(C=2.0)), (SVC, dict(C=2.0)),
+                                    (TSVC, dict(kappa0=2.0))], ids=["svr", "svc", "tsvc"])
 def test_zero_weights_remove_cases_and_keep_row_indices(Est, kw):
     X, y = (sinc2d_data(80, 4) if Est is SVR else gauss_classes(80, 4))
     w = np.random.default_rng(4).uniform(0.5, 2.0, 80)
@@ -653,7 +653,8 @@ def test_bad_class_weight_raises_naming_it(Est):
     with pytest.raises(ValueError, match=r"class_weight has the key 7, which is not a class of y"):
         Est(class_weight={7: 2.0}).fit(X, y)
     labels = np.where(y > 0, "yes", "no")
-    with pytest.raises(ValueError, match=r"'maybe', which is not a class of y \(classes \['no', 'yes'\]\)"):
+    with pytest.raises(ValueError,
+                       match=r"'maybe', which is not a class of y \(classes \['no', 'yes'\]\)"):
         Est(class_weight={"yes": 2.0, "maybe": 1.0}).fit(X, labels)
     for bad in (-1.0, np.nan, "x", True):
         with pytest.raises(ValueError, match=r"class_weight\['yes'\] = .*finite numbers >= 0"):
