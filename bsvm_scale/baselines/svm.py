@@ -365,11 +365,16 @@ class SVR(RegressorMixin, BaseEstimator):
         return self
 
     # -- Gao et al. (2002) -------------------------------------------------
+    def _weights(self):
+        """Case weights of the fit (ones for a model saved before weights existed)."""
+        w = getattr(self, "_w_fit", None)
+        return np.ones(self._beta.shape[0]) if w is None else w
+
     def _sets(self):
         """``X_M`` (off-bound SVs, ``0 < |beta_i| < C_i``) and ``X_C`` (on-bound
         SVs, ``|beta_i| = C_i > 0``) with ``C_i = C w_i``; cases of weight 0
         (``beta_i = 0``) are in neither."""
-        C = self._C_fit * self._w_fit
+        C = self._C_fit * self._weights()
         ab = np.abs(self._beta)
         margin = np.flatnonzero((ab > 0.0) & (ab < C))   # X_M (off-bound SVs)
         bound = np.flatnonzero((ab >= C) & (ab > 0.0))   # X_C (on-bound SVs)
@@ -398,7 +403,7 @@ class SVR(RegressorMixin, BaseEstimator):
         float
         """
         check_is_fitted(self, "dual_coef_")
-        C, eps, w = self._C_fit, self._eps_fit, self._w_fit
+        C, eps, w = self._C_fit, self._eps_fit, self._weights()
         margin, bound = self._sets()
         quad = float(self._beta @ self._Kbeta)
         logdet = 0.0
@@ -418,7 +423,7 @@ class SVR(RegressorMixin, BaseEstimator):
         """Right-hand side of Gao et al. (2002) eq. (17) at the fitted model;
         with case weights ``(W + |X_M|) / (sum_{X_C} w_i L_eps + sum_{X_M}
         w_i / (C_i - |beta_i|) + W eps / (eps C + 1))``, ``W = sum_i w_i``."""
-        C, eps, w = self._C_fit, self._eps_fit, self._w_fit
+        C, eps, w = self._C_fit, self._eps_fit, self._weights()
         W = float(np.sum(w))
         margin, bound = self._sets()
         loss_c = float(np.sum(w[bound] * np.maximum(np.abs(self._residual[bound]) - eps, 0.0)))

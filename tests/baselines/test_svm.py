@@ -831,3 +831,25 @@ def test_reestimate_C_with_weights():
     final = SVR(C=m.C, epsilon=0.3, kappa=0.6, tol=1e-9).fit(X, y, w)
     np.testing.assert_array_equal(m.dual_coef_, final.dual_coef_)
     assert m.log_evidence_ == final.log_evidence()
+
+
+def test_svr_file_without_case_weights_still_gives_the_evidence(tmp_path):
+    """An SVR saved before case weights (no ``_w_fit``) reads as unit weights."""
+    import h5py
+
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y = sinc_data(60, 26, noise=0.3)
+    model = SVR(C=2.0, epsilon=0.2, kappa=0.6).fit(X, y)
+    path = tmp_path / "old.h5"
+    save_model(model, path)
+    with h5py.File(path, "r+") as f:
+        ag = f["attributes"]
+        del ag["_w_fit"]
+        ag.attrs["scalars"] = json.dumps([e for e in json.loads(ag.attrs["scalars"])
+                                          if e[0] != "_w_fit"])
+    loaded = load_model(path)
+    assert not hasattr(loaded, "_w_fit")
+    assert loaded.log_evidence() == model.log_evidence()
+    np.testing.assert_array_equal(loaded.margin_support_, model.margin_support_)
+    assert loaded._C_update() == model._C_update()
