@@ -719,8 +719,11 @@ class TSVC(_BinarySVM):
         Inverse squared length scale.
     tol : float, default=1e-3
         Stopping tolerance of the two-threshold test (5.31) with bias.
-    max_iter, cache_mb, standardize, class_weight
+    max_iter, cache_mb, standardize
         As in :class:`SVC` (no shrinking: every variable is unbounded above).
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class, multiplying the case weights, as in
+        :class:`SVC`.
 
     Attributes
     ----------
