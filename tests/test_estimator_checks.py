@@ -13,7 +13,14 @@ import pytest
 from sklearn.utils import estimator_checks
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from bsvm_scale import SVC, SVR, TSVC
 from fast_estimators import all_estimators
+
+_SMO_TOL = ("with the default tol=1e-3 the SMO stops the weighted and the repeated problem at "
+            "different points within that tolerance (decision values differ by ~1e-4, the check "
+            "asks for rtol=1e-7); at tol=1e-10 the check passes (test_sample_weight_equivalence_"
+            "at_tight_tol) and tests/baselines/test_svm.py compares weights with repeated cases. "
+            "scikit-learn declares the same failure for its SVC and SVR.")
 
 # check name -> reason; the same list is in README.md ("Robustness")
 EXPECTED_FAILURES = {
@@ -29,6 +36,8 @@ EXPECTED_FAILURES = {
             "predictive N(mu, s^2); with s varying between test points its ranking differs from "
             "that of the latent mean mu (the decision function) by design.",
     },
+    **{name: {"check_sample_weight_equivalence_on_dense_data": _SMO_TOL}
+       for name in ("SVR", "SVC", "TSVC")},
 }
 
 
@@ -53,3 +62,12 @@ def test_expected_failures_are_real(est, check_name):
         warnings.simplefilter("ignore")
         with pytest.raises(AssertionError):
             check(type(est).__name__, est)
+
+
+@pytest.mark.parametrize("est", [SVR(tol=1e-10), SVC(tol=1e-10), TSVC(tol=1e-10),
+                                 SVC(tol=1e-10, class_weight="balanced")],
+                         ids=["SVR", "SVC", "TSVC", "SVC-balanced"])
+def test_sample_weight_equivalence_at_tight_tol(est):
+    """The declared SVM failures of check_sample_weight_equivalence_on_dense_data
+    are the solver tolerance only: at tol=1e-10 scikit-learn's check passes."""
+    estimator_checks.check_sample_weight_equivalence_on_dense_data(type(est).__name__, est)

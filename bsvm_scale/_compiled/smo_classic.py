@@ -22,6 +22,30 @@ training points serves every variable that belongs to the same point.
   ``phi'(a) = 4/pi arctan(2a/pi)`` and curvature ``phi''(a) = 8/(pi^2 + 4a^2)``
   (the diagonal term of (G.2)).
 
+Case weights ``w_i >= 0`` (a weight multiplies the case's loss term in the
+primal) change only the per-variable parts, as in LIBSVM:
+
+* SVC and SVR: the box of every variable of case ``i`` becomes
+  ``U_t = C_i = C w_i``. ``U`` is per variable throughout (working-set
+  selection, the step bounds, shrinking, ``G_bar`` and the gradient
+  reconstruction, the bias), so nothing else changes.
+* TSVC: the loss ``w_i l_t`` has the conjugate ``w_i phi(alpha_i / w_i)``
+  (the perspective of ``phi``; :func:`trig_phi_w`), so the separable term
+  becomes ``phi_i(a) = w_i phi(a / w_i)`` with ``phi_i'(a) = phi'(a / w_i)``
+  and ``phi_i''(a) = phi''(a / w_i) / w_i``; the linear term ``-alpha_i``
+  and the constraints are unchanged.
+* ``w_i = 0`` (the case is absent): ``U_t = 0`` freezes the variable at
+  ``alpha_t = 0``; it is then in neither ``I_up`` nor ``I_low`` (both tests
+  are strict), so it is never selected, never counted in the stopping test or
+  the bias, and its ``phi`` terms are never evaluated (TSVC's ``phi_i'`` is
+  taken as 0 there instead of the undefined ``phi'(0/0)``). The limit
+  ``w -> 0`` of ``w phi(a / w)`` is ``2a`` -- the conjugate of the hard
+  constraint ``y_i f(x_i) > -1`` that ``0 * l_t`` would keep -- which is not
+  what a weight of 0 means here.
+
+With all weights 1 every operation reduces to the unweighted one exactly
+(``C * 1``, ``a / 1``, ``x / 1``), so the iterates are unchanged bit for bit.
+
 Optimality (C.6), (C.17), (5.30) in the form of Keerthi et al. (2001) with the
 two thresholds ``b_up`` and ``b_low``: with the gradient ``G`` of the
 objective and the index sets::
@@ -86,9 +110,19 @@ class QPDual(NamedTuple):
 
     s: np.ndarray      #: signs +-1.0 of the variables
     p: np.ndarray      #: linear term
-    U: np.ndarray      #: upper bounds (``inf``: none)
+    U: np.ndarray      #: upper bounds per variable (``C w_i``; ``inf``: none; 0: fixed at 0)
     alpha: np.ndarray  #: feasible start on entry, the solution on return
     G: np.ndarray      #: gradient ``Q alpha + p`` (output)
+
+
+class TrigDual(NamedTuple):
+    """The arrays of the trigonometric dual (H.4) with case weights (length
+    ``n``), solved in place by :func:`smo_trig`."""
+
+    s: np.ndarray      #: signs +-1.0 (the labels)
+    w: np.ndarray      #: case weights >= 0 (all ones: unweighted; 0: variable fixed at 0)
+    alpha: np.ndarray  #: feasible start on entry, the solution on return
+    Kv: np.ndarray     #: ``K (s * alpha)`` (output)
 
 
 # ---------------------------------------------------------------------------
@@ -133,6 +167,35 @@ def trig_phi(a):
     """``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` (H.4)."""
     u = _TWO_OVER_PI * a
     return _FOUR_OVER_PI * a * np.arctan(u) - np.log1p(u * u)
+
+
+@jit(inline="always")
+def trig_dphi_w(a, w):
+    """``phi_w'(a) = phi'(a / w)``, the derivative of the weighted term
+    ``w phi(a / w)`` of case weight ``w``; 0 for ``w = 0`` (a frozen
+    variable, ``a = 0``)."""
+    if w > 0.0:
+        return trig_dphi(a / w)
+    return 0.0
+
+
+@jit(inline="always")
+def trig_d2phi_w(a, w):
+    """``phi_w''(a) = phi''(a / w) / w = 8 w / (pi^2 w^2 + 4 a^2)``; 0 for
+    ``w = 0`` (never used: the variable is frozen)."""
+    if w > 0.0:
+        return trig_d2phi(a / w) / w
+    return 0.0
+
+
+@jit()
+def trig_phi_w(a, w):
+    """``w phi(a / w)``: the dual term of a case whose trigonometric loss has
+    weight ``w`` (the conjugate of ``w l_t``). For ``w = 0``: 0 at ``a = 0``,
+    ``inf`` otherwise (the case is absent and its variable fixed at 0)."""
+    if w > 0.0:
+        return w * trig_phi(a / w)
+    return 0.0 if a == 0.0 else np.inf
 
 
 # ---------------------------------------------------------------------------
@@ -300,17 +363,19 @@ def quadratic_pair_step(i, j, kij, kii, kjj, dual):
 
 
 @jit()
-def trig_pair_step(i, j, kij, kii, kjj, dual):
+def trig_pair_step(i, j, kij, kii, kjj, dual, w):
     """Two-variable step of the trigonometric dual (H.4) by safeguarded Newton.
 
     Minimises ``psi(t)`` along ``alpha_i += s_i t``, ``alpha_j -= s_j t``
     (``alpha >= 0``, no upper bound): ``psi'(t) = g0 + t eta
-    + s_i [phi'(alpha_i + s_i t) - phi'(alpha_i)] - s_j [phi'(alpha_j - s_j t)
-    - phi'(alpha_j)]`` with ``g0 = s_i G_i - s_j G_j < 0`` and
-    ``eta = K_ii + K_jj - 2 K_ij``. ``psi`` is strictly convex, so Newton
-    steps (G.2 restricted to the feasible line) are kept inside a bracket
-    ``[lo, hi]`` of the root of ``psi'`` and replaced by bisection (or
-    bracket expansion) when they leave it, as the trust region of (G.3) does.
+    + s_i [phi_i'(alpha_i + s_i t) - phi_i'(alpha_i)] - s_j [phi_j'(alpha_j - s_j t)
+    - phi_j'(alpha_j)]`` with ``g0 = s_i G_i - s_j G_j < 0``,
+    ``eta = K_ii + K_jj - 2 K_ij`` and ``phi_i(a) = w_i phi(a / w_i)`` for
+    the case weights ``w`` (all ones: the unweighted (H.4)). ``psi`` is
+    strictly convex, so Newton steps (G.2 restricted to the feasible line)
+    are kept inside a bracket ``[lo, hi]`` of the root of ``psi'`` and
+    replaced by bisection (or bracket expansion) when they leave it, as the
+    trust region of (G.3) does. Both variables must have ``w > 0``.
     Returns ``t``; ``alpha`` is updated in place.
     """
     s, alpha, G = dual.s, dual.alpha, dual.G
@@ -321,16 +386,18 @@ def trig_pair_step(i, j, kij, kii, kjj, dual):
     aj = alpha[j]
     si = s[i]
     sj = s[j]
+    wi = w[i]
+    wj = w[j]
     g0 = si * G[i] - sj * G[j]
-    dpi = trig_dphi(ai)
-    dpj = trig_dphi(aj)
+    dpi = trig_dphi_w(ai, wi)
+    dpj = trig_dphi_w(aj, wj)
     ti = ai if si < 0 else np.inf
     tj = aj if sj > 0 else np.inf
     hi = min(ti, tj)
 
     def dpsi(t):
-        return (g0 + t * eta + si * (trig_dphi(ai + si * t) - dpi)
-                - sj * (trig_dphi(aj - sj * t) - dpj))
+        return (g0 + t * eta + si * (trig_dphi_w(ai + si * t, wi) - dpi)
+                - sj * (trig_dphi_w(aj - sj * t, wj) - dpj))
 
     if np.isfinite(hi) and dpsi(hi) <= 0.0:
         # minimum at the boundary: the variable(s) reaching zero leave the support
@@ -347,7 +414,7 @@ def trig_pair_step(i, j, kij, kii, kjj, dual):
             hi = t
         else:
             lo = t
-        h = eta + trig_d2phi(ai + si * t) + trig_d2phi(aj - sj * t)
+        h = eta + trig_d2phi_w(ai + si * t, wi) + trig_d2phi_w(aj - sj * t, wj)
         tn = t - g / h
         if not (lo < tn < hi):
             if np.isfinite(hi):
@@ -579,23 +646,22 @@ def smo_qp(kern, cache, dual, tol, max_iter, shrinking):
 
 
 @jit()
-def smo_trig(kern, cache, s, alpha, Kv, tol, max_iter):
-    """SMO for the trigonometric SVC dual with bias (H.4).
+def trig_bounds(w):
+    """Upper bounds of the trigonometric dual: ``+inf`` for a case of weight
+    ``w_t > 0``, 0 (variable frozen at 0) for ``w_t = 0``."""
+    U = np.empty(w.shape[0])
+    for t in range(w.shape[0]):
+        U[t] = np.inf if w[t] > 0.0 else 0.0
+    return U
 
-    ``min 1/2 v^T K v - sum alpha + sum phi(alpha)``, ``v = s * alpha``,
-    ``sum v = 0``, ``alpha >= 0``. Only ``Kv = K v`` is stored; the gradient
-    is ``G_t = s_t Kv_t - 1 + phi'(alpha_t)`` and ``-s_t G_t`` is the ``F_t``
-    of (5.30) (there without the equality constraint). The pair attaining
-    ``m`` (``b_up``) and the WSS2 partner are updated by
-    :func:`trig_pair_step` until ``m - M < tol``. ``alpha`` must be feasible
-    on entry (zeros is); ``Kv`` is recomputed here.
 
-    Returns ``(n_iter, status, gap, G)``.
-    """
+@jit()
+def trig_start(kern, cache, tdual, G, curv):
+    """``Kv = K (s alpha)``, the gradient ``G_t = s_t Kv_t - 1 + phi_t'(alpha_t)``
+    and the curvatures ``phi_t''(alpha_t)`` at the start ``alpha``, one
+    kernel row per non-zero variable."""
+    s, w, alpha, Kv = tdual
     n = s.shape[0]
-    diag = np.empty(n)
-    for r in range(n):
-        diag[r] = kern.kappa0 + kern.kappa_b
     Kv[:] = 0.0
     for u in range(n):
         if alpha[u] > 0.0:
@@ -603,12 +669,49 @@ def smo_trig(kern, cache, s, alpha, Kv, tol, max_iter):
             c = s[u] * alpha[u]
             for t in range(n):
                 Kv[t] += c * row[t]
+    for t in range(n):
+        G[t] = s[t] * Kv[t] - 1.0 + trig_dphi_w(alpha[t], w[t])
+        curv[t] = trig_d2phi_w(alpha[t], w[t])
+
+
+@jit()
+def smo_trig(kern, cache, tdual, tol, max_iter):
+    """SMO for the trigonometric SVC dual with bias (H.4), with case weights.
+
+    ``min 1/2 v^T K v - sum alpha + sum_t w_t phi(alpha_t / w_t)``,
+    ``v = s * alpha``, ``sum v = 0``, ``alpha >= 0`` (``alpha_t = 0`` where
+    ``w_t = 0``; all weights 1 give (H.4) itself). Only ``Kv = K v`` is
+    stored; the gradient is ``G_t = s_t Kv_t - 1 + phi'(alpha_t / w_t)`` and
+    ``-s_t G_t`` is the ``F_t`` of (5.30) (there without the equality
+    constraint). The pair attaining ``m`` (``b_up``) and the WSS2 partner are
+    updated by :func:`trig_pair_step` until ``m - M < tol``.
+
+    Parameters
+    ----------
+    kern, cache : Kernel, CacheState
+        As for :func:`smo_qp` (``n`` variables, one per training point).
+    tdual : TrigDual
+        Signs, case weights, the feasible start ``alpha`` (zeros is;
+        overwritten with the solution) and ``Kv`` (output).
+    tol : float
+        Stopping tolerance of (5.31).
+    max_iter : int
+        Maximum number of pair updates (negative: unlimited).
+
+    Returns
+    -------
+    n_iter, status, gap, G : int, int, float, ndarray
+        As for :func:`smo_qp`, and the gradient at the solution.
+    """
+    s, w, alpha, Kv = tdual
+    n = s.shape[0]
+    diag = np.empty(n)
+    for r in range(n):
+        diag[r] = kern.kappa0 + kern.kappa_b
     G = np.empty(n)
     curv = np.empty(n)
-    for t in range(n):
-        G[t] = s[t] * Kv[t] - 1.0 + trig_dphi(alpha[t])
-        curv[t] = trig_d2phi(alpha[t])
-    dual = QPDual(s, np.full(n, -1.0), np.full(n, np.inf), alpha, G)
+    trig_start(kern, cache, tdual, G, curv)
+    dual = QPDual(s, np.full(n, -1.0), trig_bounds(w), alpha, G)
     active = np.arange(n)
     it = 0
     status = STATUS_OK
@@ -628,13 +731,13 @@ def smo_trig(kern, cache, s, alpha, Kv, tol, max_iter):
             break
         Kj = get_row(kern, cache, j)
         Ki = get_row(kern, cache, i)
-        t = trig_pair_step(i, j, Ki[j], diag[i], diag[j], dual)
+        t = trig_pair_step(i, j, Ki[j], diag[i], diag[j], dual, w)
         for u in range(n):
             Kv[u] += t * (Ki[u] - Kj[u])
         for u in range(n):
-            G[u] = s[u] * Kv[u] - 1.0 + trig_dphi(alpha[u])
-        curv[i] = trig_d2phi(alpha[i])
-        curv[j] = trig_d2phi(alpha[j])
+            G[u] = s[u] * Kv[u] - 1.0 + trig_dphi_w(alpha[u], w[u])
+        curv[i] = trig_d2phi_w(alpha[i], w[i])
+        curv[j] = trig_d2phi_w(alpha[j], w[j])
         it += 1
     return it, status, gap, G
 

@@ -32,7 +32,8 @@ from ..tables.schema import describe_rows, is_missing
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "design_width", "record_table",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
-           "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
+           "warn_target_offset", "store_params", "check_sample_weight", "POSITIVE", "NON_NEGATIVE",
+           "POSITIVE_INT",
            "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
 
 #: a finite number > 0 (NaN and infinity are refused)
@@ -373,3 +374,66 @@ def warn_target_offset(y, bias_sd, name, fix):
         warnings.warn(f"y has mean {mean:.4g}, {abs(mean) / bias_sd:.3g} times the largest prior "
                       f"standard deviation {bias_sd:.3g} of the {name} bias; the fit will be "
                       f"poor. {fix}", RuntimeWarning, stacklevel=3)
+
+
+# ---------------------------------------------------------------------------
+# case weights (one shared checker; self-contained block)
+# ---------------------------------------------------------------------------
+def check_sample_weight(est, sample_weight, n):
+    """Validate the case weights passed to ``est.fit``.
+
+    A case weight multiplies that case's term of the loss (scikit-learn's and
+    LIBSVM's convention): a weight of 0 removes the case, an integer weight
+    ``k`` acts as ``k`` copies of it.
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator being fitted (named in the messages).
+    sample_weight : array-like of shape (n,) or None
+        Finite, non-negative real numbers, not all zero.
+    n : int
+        Number of training cases.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64, or None
+        A new contiguous array (the caller's object is never modified);
+        ``None`` when ``sample_weight`` is None.
+
+    Raises
+    ------
+    ValueError
+        Naming ``sample_weight``: not numeric (text, objects, complex), not of
+        shape ``(n,)``, NaN or infinite, negative, or all zero.
+    """
+    if sample_weight is None:
+        return None
+    name = type(est).__name__
+    fix = f"Pass sample_weight as a 1-D array of {n} finite numbers >= 0, not all zero, or None."
+    arr = np.asarray(sample_weight)
+    if arr.dtype.kind not in "biuf":
+        try:
+            if arr.dtype.kind != "O":
+                raise TypeError
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError):
+            first = arr.ravel()[:3].tolist()
+            raise ValueError(f"{name}: sample_weight must be numeric; got values of dtype "
+                             f"{arr.dtype} (first values {first!r}). {fix}") from None
+    if arr.shape != (n,):
+        raise ValueError(f"{name}: sample_weight has shape {arr.shape} but X has {n} rows; "
+                         f"one weight per case is needed. {fix}")
+    w = np.array(arr, dtype=np.float64, order="C", copy=True)
+    bad = ~np.isfinite(w)
+    if np.any(bad):
+        raise ValueError(f"{name}: sample_weight contains NaN or infinite values (first at "
+                         f"index {int(np.flatnonzero(bad)[0])}). {fix}")
+    if np.any(w < 0):
+        i = int(np.flatnonzero(w < 0)[0])
+        raise ValueError(f"{name}: sample_weight must be non-negative; sample_weight[{i}] = "
+                         f"{float(w[i])!r}. {fix}")
+    if not np.any(w > 0):
+        raise ValueError(f"{name}: sample_weight is zero for every case (all weights are zero), "
+                         f"so nothing is left to fit. {fix}")
+    return w

@@ -17,6 +17,13 @@ Every (fold, grid point) pair is one call of the pure function
 as Dask tasks through the package's one scheduling helper
 (:func:`bsvm_scale._util.scheduling.map_tasks`: the data are scattered once).
 Results are identical either way.
+
+Case weights (``sample_weight``) go to every fit -- the training part of
+each fold gets its slice, the refit all of them -- and weight the score: the
+pooled loss is ``sum_i w_i loss_i / sum_i w_i`` over the held-out cases (a
+weight-0 case then counts for nothing anywhere, and an integer weight counts
+as that many copies of the case). The folds themselves are drawn as without
+weights.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.base import clone, is_regressor
 from sklearn.model_selection import KFold, LeaveOneOut, StratifiedKFold
+from sklearn.utils.validation import has_fit_parameter
 
 from .._util.scheduling import map_tasks
+from .._util.validation import check_sample_weight
 
 __all__ = ["GridSearchResult", "grid_search_cv", "cv_task", "log_grid",
            "R2_BOX", "C1_BOX"]
@@ -45,7 +54,8 @@ class GridSearchResult:
     best_params : dict
         ``{param_x: value, param_y: value}`` (natural, not log, units).
     best_score : float
-        Cross-validation loss at the best point (MSE or error rate).
+        Cross-validation loss at the best point (MSE or error rate; weighted
+        by ``sample_weight`` when given).
     best_n_sv : float
         Mean number of support vectors over the folds at the best point.
     table : dict of ndarray
@@ -78,29 +88,55 @@ def log_grid(lo, hi, points):
     return np.linspace(lo, hi, points)
 
 
-def cv_task(X, y, estimator, train, test, params, scoring):
+def cv_task(X, y, estimator, train, test, params, scoring, sample_weight=None):
     """Fit ``clone(estimator).set_params(**params)`` on ``train``, score on ``test``.
 
     A pure function of its arguments (the unit of work of the grid search;
     the data come first, as the arguments every task shares).
 
+    Parameters
+    ----------
+    X, y : ndarray
+        All the data.
+    estimator : estimator
+        Template, cloned.
+    train, test : ndarray of int
+        Rows of the fold.
+    params : dict
+        Parameters set on the clone.
+    scoring : {"mse", "error_rate"}
+    sample_weight : ndarray of shape (n,), optional
+        Case weights of all rows: ``sample_weight[train]`` goes to ``fit``
+        and ``sample_weight[test]`` weights the held-out losses.
+
     Returns
     -------
     loss_sum : float
         Sum of squared errors (``scoring="mse"``) or number of
-        misclassifications (``"error_rate"``) over ``test``.
+        misclassifications (``"error_rate"``) over ``test``, each case
+        multiplied by its weight when ``sample_weight`` is given.
     n_sv : int
         Number of support vectors of the fitted model.
     """
     est = clone(estimator).set_params(**params)
-    est.fit(X[train], y[train])
+    if sample_weight is None:
+        est.fit(X[train], y[train])
+    else:
+        est.fit(X[train], y[train], sample_weight=sample_weight[train])
     pred = est.predict(X[test])
+    w = None if sample_weight is None else sample_weight[test]
     if scoring == "mse":
         r = np.asarray(pred, dtype=float) - y[test]
-        loss = float(np.dot(r, r))
+        loss = float(np.dot(r, r)) if w is None else float(np.dot(w, r * r))
     else:
-        loss = float(np.sum(pred != y[test]))
+        wrong = pred != y[test]
+        loss = float(np.sum(wrong)) if w is None else float(np.sum(w[wrong]))
     return loss, int(len(est.support_))
+
+
+def _cv_task_weighted(X, y, sample_weight, estimator, train, test, params, scoring):
+    """:func:`cv_task` with the case weights among the shared (scattered) data."""
+    return cv_task(X, y, estimator, train, test, params, scoring, sample_weight)
 
 
 def _folds(cv, X, y, classification, shuffle, random_state):
@@ -149,7 +185,7 @@ def _pick_best(lx, ly, score, nsv, rtol=1e-12):
 
 def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_points=7,
                    fine_points=9, fine_step=0.1, cv=5, client=None, shuffle=True,
-                   random_state=0, refit=True, params=("C", "kappa")):
+                   random_state=0, refit=True, params=("C", "kappa"), sample_weight=None):
     """Two-stage cross-validated grid search over ``(log10 C, log10 kappa)``.
 
     Parameters
@@ -182,18 +218,25 @@ def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_po
     params : (str, str), default=("C", "kappa")
         Names of the two parameters searched in log10 units (e.g.
         ``("kappa0", "kappa")`` for :class:`~bsvm_scale.baselines.svm.TSVC`).
+    sample_weight : array-like of shape (n,), optional
+        Case weights (finite, >= 0, not all zero) for an estimator whose
+        ``fit`` takes ``sample_weight``: each fold's fit gets the weights of
+        its training rows, the refit all of them, and the score is the
+        weighted pooled loss ``sum_i w_i loss_i / sum_i w_i``. The folds are
+        the same as without weights.
 
     Returns
     -------
     GridSearchResult
     """
     X, y, regression = _check_data(estimator, X, y)
+    sample_weight = _check_weights(estimator, sample_weight, X.shape[0])
     _check_grid(estimator, params, coarse_points, fine_points, fine_step)
     default = R2_BOX if regression else C1_BOX
     bx = _check_box("log10_C", default[0] if log10_C is None else log10_C)
     by = _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa)
     grid = _Grid(estimator, X, y, _folds(cv, X, y, not regression, shuffle, random_state),
-                 tuple(params), "mse" if regression else "error_rate", client)
+                 tuple(params), "mse" if regression else "error_rate", client, sample_weight)
     rows = grid.evaluate(log_grid(*bx, coarse_points), log_grid(*by, coarse_points), 0)
     best_row = _best_row(rows)
     if fine_points > 0:
@@ -201,7 +244,11 @@ def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_po
         fine = grid.evaluate(best_row[1] + offs, best_row[2] + offs, 1)
         rows, best_row = rows + fine, _best_row(fine)
     best_params = {params[0]: float(10.0 ** best_row[1]), params[1]: float(10.0 ** best_row[2])}
-    best_est = clone(estimator).set_params(**best_params).fit(X, y) if refit else None
+    best_est = None
+    if refit:
+        best_est = clone(estimator).set_params(**best_params)
+        best_est = best_est.fit(X, y) if sample_weight is None else \
+            best_est.fit(X, y, sample_weight=sample_weight)
     return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
                             best_n_sv=float(best_row[4]), table=_table(rows, params),
                             best_estimator=best_est,
@@ -229,6 +276,16 @@ def _check_data(estimator, X, y):
         if not np.all(np.isfinite(y)):
             raise ValueError("y contains NaN or infinite values.")
     return X, y, regression
+
+
+def _check_weights(estimator, sample_weight, n):
+    """Validated case weights (None stays None); the estimator must take them."""
+    if sample_weight is None:
+        return None
+    if not has_fit_parameter(estimator, "sample_weight"):
+        raise ValueError(f"sample_weight was given but {type(estimator).__name__}.fit takes no "
+                         "sample_weight; drop the weights or use an estimator that accepts them.")
+    return check_sample_weight(estimator, sample_weight, n)
 
 
 def _check_grid(estimator, params, coarse_points, fine_points, fine_step):
@@ -263,19 +320,27 @@ class _Grid:
     params: tuple
     scoring: str
     client: object = None
+    sample_weight: np.ndarray = None
 
     def evaluate(self, gx, gy, stage):
         """Rows ``(stage, a, b, pooled loss, mean n_sv)`` of the grid ``gx x gy``
-        (log10 values), every (point, fold) fit one :func:`cv_task`."""
+        (log10 values), every (point, fold) fit one :func:`cv_task`; the
+        pooled loss divides by ``n`` or, with weights, by their sum."""
         px, py = self.params
         pts = [(a, b) for a in gx for b in gy]
         items = [(self.estimator, tr, te, {px: float(10.0 ** a), py: float(10.0 ** b)},
                   self.scoring) for a, b in pts for tr, te in self.folds]
-        res = map_tasks(cv_task, items, shared=(self.X, self.y), client=self.client)
+        if self.sample_weight is None:
+            res = map_tasks(cv_task, items, shared=(self.X, self.y), client=self.client)
+            total = self.X.shape[0]
+        else:
+            res = map_tasks(_cv_task_weighted, items,
+                            shared=(self.X, self.y, self.sample_weight), client=self.client)
+            total = float(np.sum(self.sample_weight))
         k = len(self.folds)
         out = []
         for g, (a, b) in enumerate(pts):
             chunk = res[g * k:(g + 1) * k]
-            out.append((stage, a, b, sum(r[0] for r in chunk) / self.X.shape[0],
+            out.append((stage, a, b, sum(r[0] for r in chunk) / total,
                         sum(r[1] for r in chunk) / k))
         return out

@@ -24,6 +24,19 @@ inputs and ``support_vectors_`` are stored standardised.
 The kernel rows come from :class:`~bsvm_scale.inference.covariance.GaussianCovariance`
 with ``kappa0 = 1`` (``kappa0`` for TSVC) and ``kappa_b = 0`` (no bias term in
 the kernel; the bias ``b`` is a free parameter of the dual).
+
+Case and class weights
+----------------------
+``fit(X, y, sample_weight=w)`` multiplies the loss term of case ``i`` by
+``w_i`` (and, for :class:`SVC` and :class:`TSVC`, by ``class_weight[y_i]``),
+as LIBSVM does: the SVC and SVR duals get the per-case box
+``0 <= alpha_i <= C_i = C w_i``, the TSVC dual the per-case term
+``w_i phi(alpha_i / w_i)`` (:mod:`bsvm_scale._compiled.smo_classic`). An
+integer weight ``k`` gives the solution of the data set with the case
+repeated ``k`` times; a weight of 0 removes the case from the problem (its
+variable is fixed at 0, so it is never a support vector), while ``support_``
+keeps indexing the rows of the ``X`` given to ``fit``. Without weights the
+solvers run exactly as before (bit for bit).
 """
 
 from __future__ import annotations
@@ -36,14 +49,14 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._compiled import smo_classic as _smo
 from .._util.base import BinaryClassifierMixin, Standardizer
 from .._util.validation import (NON_NEGATIVE, POSITIVE, check_classification_data,
                                 check_positive, check_positive_int, check_predict_X,
-                                check_regression_data, store_params)
+                                check_regression_data, check_sample_weight, store_params)
 from ..inference.covariance import GaussianCovariance, RowCache
 
 __all__ = ["SVR", "SVC", "TSVC", "epsilon_noise_variance"]
@@ -90,9 +103,66 @@ def _prepare_X(est, X, fit):
 
 
 def _binary_classes(est, X, y):
-    """Validated ``X``, the two ``classes_`` and labels as -1/+1."""
+    """Validated ``X``, the two ``classes_``, labels as -1/+1 and the class codes."""
     X, _, classes, codes = check_classification_data(est, X, y, binary_only=True)
-    return X, classes, np.where(codes == 1, 1.0, -1.0)
+    return X, classes, np.where(codes == 1, 1.0, -1.0), codes
+
+
+def _class_weights(est, classes, codes):
+    """Weight of each class (``class_weight_``) from ``est.class_weight``.
+
+    ``None``: ones; ``"balanced"``: ``n / (n_classes * count(class))`` (as
+    :func:`sklearn.utils.class_weight.compute_class_weight`, from the counts
+    of ``y``, not from ``sample_weight``); a dict ``{label: weight}``: the
+    weights of the labels named (finite, >= 0), 1 for the others.
+    """
+    cw = est.class_weight
+    k = classes.shape[0]
+    if cw is None:
+        return np.ones(k)
+    if isinstance(cw, str):   # "balanced" (the only string the constraints allow)
+        return codes.shape[0] / (k * np.bincount(codes, minlength=k).astype(np.float64))
+    name = type(est).__name__
+    known = classes.tolist()
+    out = np.ones(k)
+    for key, value in cw.items():
+        if key not in known:
+            raise ValueError(f"{name}: class_weight has the key {key!r}, which is not a class "
+                             f"of y (classes {known!r}); use labels of y as keys.")
+        number = isinstance(value, (int, float, np.integer, np.floating))
+        if isinstance(value, bool) or not number or not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}: class_weight[{key!r}] = {value!r}; class weights must be "
+                             "finite numbers >= 0.")
+        out[known.index(key)] = float(value)
+    return out
+
+
+def _case_weights(est, sample_weight, n, classes=None, codes=None):
+    """Effective case weights ``sample_weight_i * class_weight[y_i]``.
+
+    Validates ``sample_weight`` (:func:`check_sample_weight`) and, for a
+    classifier (``classes`` given), ``class_weight`` (setting
+    ``est.class_weight_``). Returns ``None`` when neither is given, so that
+    the unweighted solver path is taken unchanged. A classifier whose weights
+    vanish on every case of one class is refused (one class left to fit).
+    """
+    sw = check_sample_weight(est, sample_weight, n)
+    if classes is None:
+        return sw
+    cw = _class_weights(est, classes, codes)
+    est.class_weight_ = cw
+    if est.class_weight is None:
+        w = sw
+    else:
+        w = cw[codes] if sw is None else sw * cw[codes]
+    if w is not None:
+        for c, label in enumerate(classes.tolist()):
+            if not np.any(w[codes == c] > 0):
+                raise ValueError(
+                    f"{type(est).__name__}: the case weights (sample_weight times class_weight) "
+                    f"are zero for every case of class {label!r}, which leaves one class "
+                    "to fit. Give some cases of each class a positive weight.")
+    return w
 
 
 def _decision(est, X):
@@ -196,6 +266,31 @@ class SVR(RegressorMixin, BaseEstimator):
     prior covariance of the function and the bias ``b`` as a fixed offset
     (a point estimate; it carries no prior variance), as in Gao et al. whose
     model has no bias.
+
+    *Case weights in the probabilistic reading.* With ``sample_weight`` the
+    likelihood (Gao et al. eq. 3) becomes ``prod_i p(y_i | f_i)^{w_i} =
+    prod_i G(C, eps)^{w_i} exp(-C_i L_eps(y_i - f_i))``, ``C_i = C w_i``.
+    Repeating the derivation of (16) on it, the linear term of a marginal
+    vector has the one-sided slopes 0 and ``C_i``, so (16) becomes
+    ``-1/2 beta^T K beta - 1/2 ln det(2 pi K_{X_M}) + (sum_i w_i) ln G(C, eps)
+    - sum_{X_C} C_i L_eps(y_i - f(x_i)) + sum_{X_M} ln(C_i / (|beta_i|
+    (C_i - |beta_i|)))`` with ``X_M``: ``0 < |beta_i| < C_i`` and ``X_C``:
+    ``|beta_i| = C_i > 0``; (17) becomes ``C_new = (W + |X_M|) /
+    (sum_{X_C} w_i L_eps + sum_{X_M} w_i / (C_i - |beta_i|) + W eps /
+    (eps C + 1))`` with ``W = sum_i w_i``. For integer weights the weighted
+    likelihood is exactly that of the data set with case ``i`` repeated
+    ``w_i`` times (the prior gives the copies one function value), so the
+    MAP function, the evidence and the error bars are those of the repeated
+    data; (16) evaluated literally on the repeated data agrees whenever no
+    repeated case is a marginal vector (a repeated marginal case makes
+    ``K_{X_M}`` singular there and splits ``beta_i`` among its copies
+    arbitrarily; the weighted form is the well-defined one). For other
+    weights ``prod_i p^{w_i}`` is a tempered likelihood and the "evidence" is
+    the log normaliser of the weighted posterior: it ranks ``C`` (and
+    ``epsilon``, ``kappa``) for fixed weights but is not the probability of a
+    data set. A case of weight 0 is absent from every sum. The error bars
+    use the weighted ``X_M``; ``noise_var_`` (29) is that of a new case of
+    weight 1.
     """
 
     _kernel_scale = 1.0
@@ -207,18 +302,37 @@ class SVR(RegressorMixin, BaseEstimator):
                  error_bars=False):
         store_params(self, locals())
 
-    def fit(self, X, y):
-        """Train on ``X`` (n, d) and targets ``y`` (n,)."""
+    def fit(self, X, y, sample_weight=None):
+        """Train on ``X`` (n, d) and targets ``y`` (n,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,)
+        sample_weight : array-like of shape (n,), optional
+            Case weights (finite, >= 0, not all zero). Case ``i`` enters the
+            primal as ``C w_i L_eps(y_i - f(x_i))``, i.e. the dual box becomes
+            ``0 <= alpha_i, alpha_i^* <= C w_i`` (LIBSVM's convention); an
+            integer weight acts as that many copies of the case and a weight
+            of 0 removes it. The probabilistic reading (evidence, ``C``
+            re-estimation, error bars) uses the weighted likelihood
+            ``prod_i p(y_i | f_i)^{w_i}`` (see the class notes).
+
+        Returns
+        -------
+        self
+        """
         kappa, tol, cache_mb, mi = _check_common(self)
         C, eps = float(self.C), float(self.epsilon)
         X, y = check_regression_data(self, X, y)
-        X = _prepare_X(self, X, fit=True)
         n = X.shape[0]
+        w = _case_weights(self, sample_weight, n)
+        X = _prepare_X(self, X, fit=True)
         self._kappa = kappa
         cache = RowCache(X, GaussianCovariance(1.0, kappa, KAPPA_B_NONE), cache_mb)
         s = np.concatenate((np.ones(n), -np.ones(n)))
         p = np.concatenate((eps - y, eps + y))
-        U = np.full(2 * n, C)
+        U = np.full(2 * n, C) if w is None else np.concatenate((C * w, C * w))
         alpha = np.zeros(2 * n)
         G = np.empty(2 * n)
         it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
@@ -240,6 +354,7 @@ class SVR(RegressorMixin, BaseEstimator):
         self._Kbeta = G[:n] - eps + y            # (K beta)_i from the gradient
         self._residual = y - self._Kbeta - b     # y_i - f(x_i)
         self._C_fit = C
+        self._w_fit = np.ones(n) if w is None else w   # case weights of the likelihood
         self._eps_fit = eps
         self._X_fit = X
         self._chol = None
@@ -250,16 +365,24 @@ class SVR(RegressorMixin, BaseEstimator):
         return self
 
     # -- Gao et al. (2002) -------------------------------------------------
+    def _weights(self):
+        """Case weights of the fit (ones for a model saved before weights existed)."""
+        w = getattr(self, "_w_fit", None)
+        return np.ones(self._beta.shape[0]) if w is None else w
+
     def _sets(self):
-        C = self._C_fit
+        """``X_M`` (off-bound SVs, ``0 < |beta_i| < C_i``) and ``X_C`` (on-bound
+        SVs, ``|beta_i| = C_i > 0``) with ``C_i = C w_i``; cases of weight 0
+        (``beta_i = 0``) are in neither."""
+        C = self._C_fit * self._weights()
         ab = np.abs(self._beta)
         margin = np.flatnonzero((ab > 0.0) & (ab < C))   # X_M (off-bound SVs)
-        bound = np.flatnonzero(ab >= C)                  # X_C (on-bound SVs)
+        bound = np.flatnonzero((ab >= C) & (ab > 0.0))   # X_C (on-bound SVs)
         return margin, bound
 
     @property
     def margin_support_(self):
-        """Indices of the marginal (off-bound) support vectors ``X_M``, ``0 < |beta_i| < C``."""
+        """Indices of the marginal (off-bound) support vectors ``X_M``, ``0 < |beta_i| < C_i``."""
         check_is_fitted(self, "dual_coef_")
         return self._sets()[0]
 
@@ -271,13 +394,16 @@ class SVR(RegressorMixin, BaseEstimator):
         with ``G(C, eps) = C / (2 (eps C + 1))``, ``X_M`` the off-bound and
         ``X_C`` the on-bound support vectors of the fitted model.
 
+        With case weights ``w`` (``C_i = C w_i``) the same derivation on the
+        weighted likelihood gives ``n -> sum_i w_i``, ``C L_eps -> C_i L_eps``
+        on ``X_C`` and ``C -> C_i`` in the ``X_M`` term (see the class notes).
+
         Returns
         -------
         float
         """
         check_is_fitted(self, "dual_coef_")
-        C, eps = self._C_fit, self._eps_fit
-        n = self._beta.shape[0]
+        C, eps, w = self._C_fit, self._eps_fit, self._weights()
         margin, bound = self._sets()
         quad = float(self._beta @ self._Kbeta)
         logdet = 0.0
@@ -285,24 +411,28 @@ class SVR(RegressorMixin, BaseEstimator):
             L = self._factor_margin()
             logdet = 2.0 * float(np.sum(np.log(np.diag(L[0])))) + margin.size * math.log(2 * math.pi)
         lnG = math.log(0.5 * C / (eps * C + 1.0))
-        loss_c = float(np.sum(np.maximum(np.abs(self._residual[bound]) - eps, 0.0)))
+        loss_c = float(np.sum(w[bound] * np.maximum(np.abs(self._residual[bound]) - eps, 0.0)))
         ab = np.abs(self._beta[margin])
-        occ = float(np.sum(np.log(C / (ab * (C - ab)))))
-        val = -0.5 * quad - 0.5 * logdet + n * lnG - C * loss_c + occ
+        Cm = C * w[margin]
+        occ = float(np.sum(np.log(Cm / (ab * (Cm - ab)))))
+        val = -0.5 * quad - 0.5 * logdet + float(np.sum(w)) * lnG - C * loss_c + occ
         self.log_evidence_ = val
         return val
 
     def _C_update(self):
-        """Right-hand side of Gao et al. (2002) eq. (17) at the fitted model."""
-        C, eps = self._C_fit, self._eps_fit
-        n = self._beta.shape[0]
+        """Right-hand side of Gao et al. (2002) eq. (17) at the fitted model;
+        with case weights ``(W + |X_M|) / (sum_{X_C} w_i L_eps + sum_{X_M}
+        w_i / (C_i - |beta_i|) + W eps / (eps C + 1))``, ``W = sum_i w_i``."""
+        C, eps, w = self._C_fit, self._eps_fit, self._weights()
+        W = float(np.sum(w))
         margin, bound = self._sets()
-        loss_c = float(np.sum(np.maximum(np.abs(self._residual[bound]) - eps, 0.0)))
+        loss_c = float(np.sum(w[bound] * np.maximum(np.abs(self._residual[bound]) - eps, 0.0)))
         ab = np.abs(self._beta[margin])
-        den = loss_c + float(np.sum(1.0 / (C - ab))) + n * eps / (eps * C + 1.0)
-        return (n + margin.size) / den
+        wm = w[margin]
+        den = loss_c + float(np.sum(wm / (C * wm - ab))) + W * eps / (eps * C + 1.0)
+        return (W + margin.size) / den
 
-    def reestimate_C(self, X, y, *, rtol=1e-2, max_iter=30):
+    def reestimate_C(self, X, y, sample_weight=None, *, rtol=1e-2, max_iter=30):
         """Iterative re-estimation of ``C`` by Gao et al. (2002) eq. (17).
 
         Starting from ``self.C``, alternate SVR training with
@@ -318,6 +448,18 @@ class SVR(RegressorMixin, BaseEstimator):
         parameter in place), refits, and records ``C_path_`` and
         ``log_evidence_path_`` (one entry per training run).
 
+        Parameters
+        ----------
+        X, y
+            Training data, as for :meth:`fit`.
+        sample_weight : array-like of shape (n,), optional
+            Case weights passed to every :meth:`fit`; the update is then the
+            weighted form of (17) (:meth:`log_evidence`).
+        rtol : float, default=1e-2
+            Relative change of ``C`` at which the iteration stops.
+        max_iter : int, default=30
+            Largest number of training runs before giving up.
+
         Returns
         -------
         self
@@ -329,7 +471,7 @@ class SVR(RegressorMixin, BaseEstimator):
         converged = False
         for _ in range(int(max_iter)):
             self.C = C
-            self.fit(X, y)
+            self.fit(X, y, sample_weight)
             path.append(C)
             evid.append(self.log_evidence())
             C_new = self._C_update()
@@ -340,7 +482,7 @@ class SVR(RegressorMixin, BaseEstimator):
             C = C_new
         if converged:
             self.C = C
-            self.fit(X, y)
+            self.fit(X, y, sample_weight)
             path.append(C)
             evid.append(self.log_evidence())
         else:
@@ -350,7 +492,7 @@ class SVR(RegressorMixin, BaseEstimator):
             k = int(np.argmax(evid))
             if path[k] != self._C_fit:
                 self.C = path[k]
-                self.fit(X, y)
+                self.fit(X, y, sample_weight)
                 self.log_evidence()
             else:
                 self.C = path[k]
@@ -427,15 +569,35 @@ class _BinarySVM(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
         """Amplitude of the kernel (1, or TSVC's ``kappa0``)."""
         return 1.0
 
-    def fit(self, X, y):
-        """Train on ``X`` (n, d) and binary labels ``y`` (n,)."""
+    def fit(self, X, y, sample_weight=None):
+        """Train on ``X`` (n, d) and binary labels ``y`` (n,).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+        y : array-like of shape (n,)
+            Two distinct labels.
+        sample_weight : array-like of shape (n,), optional
+            Case weights (finite, >= 0, not all zero), multiplied by
+            ``class_weight[y_i]``: the loss term of case ``i`` is multiplied
+            by ``w_i = sample_weight_i * class_weight[y_i]`` (see the class
+            docstring for what this does to the dual). An integer weight acts
+            as that many copies of the case; a weight of 0 removes it (it is
+            never a support vector). Both classes need a case of positive
+            weight.
+
+        Returns
+        -------
+        self
+        """
         kappa, tol, cache_mb, mi = _check_common(self)
-        X, self.classes_, s = _binary_classes(self, X, y)
+        X, self.classes_, s, codes = _binary_classes(self, X, y)
+        w = _case_weights(self, sample_weight, X.shape[0], self.classes_, codes)
         X = _prepare_X(self, X, fit=True)
         self._kappa = kappa
         self._kernel_scale = self._amplitude()
         cache = RowCache(X, GaussianCovariance(self._kernel_scale, kappa, KAPPA_B_NONE), cache_mb)
-        alpha, b, it = self._solve(cache, s, tol, mi)
+        alpha, b, it = self._solve(cache, s, tol, mi, w)
         sv = np.flatnonzero(alpha > 0.0)
         self.alpha_ = alpha
         self.support_ = sv
@@ -459,6 +621,11 @@ class SVC(_BinarySVM):
     ``0 <= alpha_i <= C`` and ``sum_i y_i alpha_i = 0``, by SMO
     (Appendix C.1, C.2) with second-order working-set selection.
 
+    With case weights ``w_i`` (``sample_weight`` times ``class_weight``)
+    the primal is ``1/2 ||w||^2 + C sum_i w_i max(0, 1 - y_i f(x_i))`` and
+    the box becomes ``0 <= alpha_i <= C_i = C w_i`` (LIBSVM's convention,
+    with which the solution agrees).
+
     Parameters
     ----------
     C : float, default=1.0
@@ -467,11 +634,19 @@ class SVC(_BinarySVM):
         ``K = exp(-kappa/2 ||x - x'||^2)`` (``gamma = kappa/2``).
     tol, max_iter, cache_mb, shrinking, standardize
         As in :class:`SVR`.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class, multiplying the case weights: ``{label:
+        weight}`` (finite, >= 0; labels not named get 1; a key that is not a
+        label of ``y`` is an error), ``"balanced"`` for
+        ``n / (2 * count(label))`` (counted in ``y``, as scikit-learn does),
+        or None for 1.
 
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
         ``decision_function > 0`` predicts ``classes_[1]``.
+    class_weight_ : ndarray of shape (2,)
+        Weight of each class of ``classes_`` used in the fit.
     support_, support_vectors_, n_iter_
     dual_coef_ : ndarray of shape (1, n_SV)
         ``y_i alpha_i`` with ``y_i = +1`` for ``classes_[1]``.
@@ -480,17 +655,19 @@ class SVC(_BinarySVM):
         Support vectors per class.
     """
 
-    _parameter_constraints = {**_COMMON_CONSTRAINTS, "C": [POSITIVE], "shrinking": ["boolean"]}
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, "C": [POSITIVE], "shrinking": ["boolean"],
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, *, C=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
-                 shrinking=True, standardize=False):
+                 shrinking=True, standardize=False, class_weight=None):
         store_params(self, locals())
 
-    def _solve(self, cache, s, tol, mi):
-        """The L1 soft-margin dual by SMO; ``alpha``, the bias and the iterations."""
+    def _solve(self, cache, s, tol, mi, w):
+        """The L1 soft-margin dual by SMO (box ``C w_i``; ``C`` when ``w`` is
+        None); ``alpha``, the bias and the iterations."""
         n = s.shape[0]
         p = -np.ones(n)
-        U = np.full(n, float(self.C))
+        U = np.full(n, float(self.C)) if w is None else float(self.C) * w
         alpha = np.zeros(n)
         G = np.empty(n)
         it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
@@ -518,6 +695,22 @@ class TSVC(_BinarySVM):
     feasible line (Appendix G). ``kappa0`` plays the role of the
     regularisation parameter (section 5.3.1).
 
+    With case weights ``w_i`` (``sample_weight`` times ``class_weight``) the
+    primal is ``sum_i w_i l_t(y_i f(x_i)) + 1/2 ||w||^2``. The conjugate of
+    ``w_i l_t`` is the perspective ``w_i phi(alpha_i / w_i)`` of the term
+    ``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` of (H.4), so the
+    dual becomes::
+
+        min 1/2 sum_ij y_i alpha_i y_j alpha_j K_ij - sum_i alpha_i
+            + sum_i w_i phi(alpha_i / w_i)
+        s.t. sum_i y_i alpha_i = 0, alpha_i >= 0
+
+    (at the optimum ``phi'(alpha_i / w_i) = 1 - y_i f(x_i)`` on the support
+    vectors, as in the unweighted case with ``alpha_i / w_i`` in place of
+    ``alpha_i``). A case of weight 0 is left out (``alpha_i = 0``): the
+    limit ``w -> 0`` would instead keep the hard constraint
+    ``y_i f(x_i) > -1`` of the trigonometric loss.
+
     Parameters
     ----------
     kappa0 : float, default=1.0
@@ -528,31 +721,38 @@ class TSVC(_BinarySVM):
         Stopping tolerance of the two-threshold test (5.31) with bias.
     max_iter, cache_mb, standardize
         As in :class:`SVC` (no shrinking: every variable is unbounded above).
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class, multiplying the case weights, as in
+        :class:`SVC`.
 
     Attributes
     ----------
-    classes_, support_, support_vectors_, dual_coef_, intercept_, n_iter_,
-    n_support_, alpha_
+    classes_, class_weight_, support_, support_vectors_, dual_coef_,
+    intercept_, n_iter_, n_support_, alpha_
         As in :class:`SVC`.
     """
 
-    _parameter_constraints = {**_COMMON_CONSTRAINTS, "kappa0": [POSITIVE]}
+    _parameter_constraints = {**_COMMON_CONSTRAINTS, "kappa0": [POSITIVE],
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, *, kappa0=1.0, kappa=1.0, tol=1e-3, max_iter=-1, cache_mb=256.0,
-                 standardize=False):
+                 standardize=False, class_weight=None):
         store_params(self, locals())
 
     def _amplitude(self):
         return float(self.kappa0)
 
-    def _solve(self, cache, s, tol, mi):
-        """The trigonometric dual (H.4) by SMO; ``alpha``, the bias and the iterations."""
+    def _solve(self, cache, s, tol, mi, w):
+        """The trigonometric dual (H.4) with case weights ``w`` (None: all 1)
+        by SMO; ``alpha``, the bias and the iterations."""
         n = s.shape[0]
+        w = np.ones(n) if w is None else w
         alpha = np.zeros(n)
         Kv = np.empty(n)
-        it, status, gap, G = _smo.smo_trig(cache.kernel, cache.state, s, alpha, Kv, tol,
+        it, status, gap, G = _smo.smo_trig(cache.kernel, cache.state,
+                                           _smo.TrigDual(s, w, alpha, Kv), tol,
                                            _effective_max_iter(mi, n))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("TSVC", it, gap, tol)
-        b = _smo.bias(G, alpha, s, np.full(n, np.inf))
+        b = _smo.bias(G, alpha, s, _smo.trig_bounds(w))
         return alpha, b, it

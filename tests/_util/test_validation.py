@@ -244,3 +244,53 @@ def test_an_estimator_names_a_boolean_count():
     X = np.linspace(-1.0, 1.0, 20)[:, None]
     with pytest.raises(InvalidParameterError, match="'n_starts'.*Got True"):
         BayesianSVR(n_starts=True).fit(X, X[:, 0])
+
+
+# ---------------------------------------------------------------------------
+# check_sample_weight (the shared case-weight checker)
+# ---------------------------------------------------------------------------
+class _Est:
+    pass
+
+
+@pytest.mark.parametrize("value", [[1, 2, 3], np.array([0.5, 0.0, 2.0]), (1, 1, 1),
+                                   np.array([True, False, True]),
+                                   np.array([1, 2, 3], dtype=object)])
+def test_check_sample_weight_accepts(value):
+    from bsvm_scale._util.validation import check_sample_weight
+
+    w = check_sample_weight(_Est(), value, 3)
+    assert w.dtype == np.float64 and w.shape == (3,) and w.flags.c_contiguous
+    np.testing.assert_array_equal(w, np.asarray(value, dtype=float))
+    assert check_sample_weight(_Est(), None, 3) is None
+
+
+def test_check_sample_weight_copies():
+    from bsvm_scale._util.validation import check_sample_weight
+
+    v = np.array([1.0, 2.0, 3.0])
+    w = check_sample_weight(_Est(), v, 3)
+    w[0] = 7.0
+    assert v[0] == 1.0
+
+
+@pytest.mark.parametrize("value,fragment", [
+    ([1.0, 2.0], r"shape \(2,\) but X has 3 rows"),
+    (np.ones((3, 1)), r"shape \(3, 1\)"),
+    (2.0, r"shape \(\)"),
+    ([1.0, np.nan, 1.0], "NaN or infinite"),
+    ([1.0, np.inf, 1.0], "NaN or infinite"),
+    ([1.0, -0.5, 1.0], r"non-negative; sample_weight\[1\] = -0.5"),
+    ([0, 0, 0], "zero for every case"),
+    (["a", "b", "c"], "must be numeric"),
+    (["1", "2", "3"], "must be numeric"),
+    ([1j, 1, 1], "must be numeric"),
+    (np.array([1, "x", 2], dtype=object), "must be numeric"),
+])
+def test_check_sample_weight_refuses(value, fragment):
+    from bsvm_scale._util.validation import check_sample_weight
+
+    with pytest.raises(ValueError, match=r"_Est: sample_weight .*") as info:
+        check_sample_weight(_Est(), value, 3)
+    assert re.search(fragment, str(info.value)), str(info.value)
+    assert "Pass sample_weight as a 1-D array of 3" in str(info.value)

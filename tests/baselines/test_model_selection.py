@@ -112,3 +112,93 @@ def test_dask_matches_serial():
         np.testing.assert_array_equal(par.table[key], serial.table[key])
     np.testing.assert_array_equal(par.best_estimator.decision_function(X),
                                   serial.best_estimator.decision_function(X))
+
+
+# ---------------------------------------------------------------------------
+# case weights
+# ---------------------------------------------------------------------------
+def test_weighted_score_and_refit_by_hand():
+    """sample_weight[train] goes to each fold's fit, sample_weight[test]
+    weights the held-out losses, the refit gets all weights."""
+    X, y = sinc_data(40, 1)
+    w = np.random.default_rng(7).uniform(0.0, 3.0, 40)
+    w[::7] = 0.0
+    res = grid_search_cv(SVR(tol=1e-8), X, y, log10_C=(0.0, 1.0), log10_kappa=(-1.0, 0.0),
+                         coarse_points=2, fine_points=0, cv=4, random_state=3, sample_weight=w)
+    unweighted = grid_search_cv(SVR(tol=1e-8), X, y, log10_C=(0.0, 1.0), log10_kappa=(-1.0, 0.0),
+                                coarse_points=2, fine_points=0, cv=4, random_state=3)
+    for g in range(4):
+        C, kappa = 10 ** res.table["log10_C"][g], 10 ** res.table["log10_kappa"][g]
+        sse, nsv = 0.0, 0
+        for tr, te in KFold(4, shuffle=True, random_state=3).split(X):
+            m = SVR(C=C, kappa=kappa, tol=1e-8).fit(X[tr], y[tr], w[tr])
+            sse += np.sum(w[te] * (m.predict(X[te]) - y[te]) ** 2)
+            nsv += len(m.support_)
+        assert res.table["score"][g] == pytest.approx(sse / w.sum(), rel=1e-12)
+        assert res.table["n_sv"][g] == pytest.approx(nsv / 4)
+    assert not np.allclose(res.table["score"], unweighted.table["score"])
+    best = SVR(tol=1e-8, **res.best_params).fit(X, y, w)
+    np.testing.assert_array_equal(res.best_estimator.dual_coef_, best.dual_coef_)
+    np.testing.assert_array_equal(res.best_estimator.support_, best.support_)
+
+
+def test_weighted_error_rate_with_class_weight():
+    X, y = c1_data(6, 12)
+    w = np.r_[np.full(12, 2.0), np.full(12, 0.5)]
+    res = grid_search_cv(SVC(class_weight={1.0: 2.0}), X, y, coarse_points=2, fine_points=0,
+                         cv=3, log10_C=(0, 1), log10_kappa=(-1, 0), sample_weight=w)
+    from sklearn.model_selection import StratifiedKFold
+
+    C, kappa = 10 ** res.table["log10_C"][0], 10 ** res.table["log10_kappa"][0]
+    wrong = 0.0
+    for tr, te in StratifiedKFold(3, shuffle=True, random_state=0).split(X, y):
+        m = SVC(C=C, kappa=kappa, class_weight={1.0: 2.0}).fit(X[tr], y[tr], w[tr])
+        wrong += np.sum(w[te] * (m.predict(X[te]) != y[te]))
+    assert res.table["score"][0] == pytest.approx(wrong / w.sum())
+    assert res.best_estimator.class_weight == {1.0: 2.0}
+
+
+def test_unit_weights_give_the_unweighted_search():
+    X, y = c1_data(8, 10)
+    kw = dict(coarse_points=2, fine_points=2, cv=3, log10_C=(0, 1), log10_kappa=(-1, 0),
+              params=("kappa0", "kappa"))
+    a = grid_search_cv(TSVC(), X, y, **kw)
+    b = grid_search_cv(TSVC(), X, y, sample_weight=np.ones(len(y)), **kw)
+    assert a.best_params == b.best_params
+    np.testing.assert_array_equal(a.table["score"], b.table["score"])
+    np.testing.assert_array_equal(a.best_estimator.dual_coef_, b.best_estimator.dual_coef_)
+
+
+def test_bad_sample_weight_in_grid_search():
+    X, y = sinc_data(20, 4)
+    with pytest.raises(ValueError, match="sample_weight.*non-negative"):
+        grid_search_cv(SVR(), X, y, sample_weight=-np.ones(20))
+    with pytest.raises(ValueError, match="sample_weight has shape"):
+        grid_search_cv(SVR(), X, y, sample_weight=np.ones(3))
+
+    from sklearn.base import BaseEstimator, RegressorMixin
+
+    class NoWeights(RegressorMixin, BaseEstimator):
+        def __init__(self, C=1.0, kappa=1.0):
+            self.C, self.kappa = C, kappa
+
+        def fit(self, X, y):
+            return self
+
+    with pytest.raises(ValueError, match="NoWeights.fit takes no sample_weight"):
+        grid_search_cv(NoWeights(), X, y, sample_weight=np.ones(20))
+
+
+def test_dask_matches_serial_with_weights():
+    distributed = pytest.importorskip("distributed")
+    X, y = c1_data(5, 12)
+    w = np.linspace(0.2, 2.0, len(y))
+    kw = dict(coarse_points=2, fine_points=2, cv=3, log10_C=(0, 2), log10_kappa=(-2, 0),
+              sample_weight=w)
+    serial = grid_search_cv(SVC(), X, y, **kw)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        par = grid_search_cv(SVC(), X, y, client=client, **kw)
+    for key in serial.table:
+        np.testing.assert_array_equal(par.table[key], serial.table[key])
