@@ -53,7 +53,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._compiled import smo_classic as _smo
-from .._util.base import BinaryClassifierMixin, Standardizer
+from .._util.base import BinaryClassifierMixin, standardizer_for
 from .._util.validation import (NON_NEGATIVE, POSITIVE, check_classification_data,
                                 check_positive, check_positive_int, check_predict_X,
                                 check_regression_data, check_sample_weight, store_params)
@@ -94,7 +94,7 @@ def _effective_max_iter(max_iter, n_vars):
 def _prepare_X(est, X, fit):
     """Standardise validated inputs (fit: also store the statistics)."""
     if fit:
-        est.standardizer_ = Standardizer.fit(X) if est.standardize else None
+        est.standardizer_ = standardizer_for(est, X) if est.standardize else None
     else:
         X = check_predict_X(est, X, "dual_coef_")
     if est.standardizer_ is not None:

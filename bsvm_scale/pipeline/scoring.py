@@ -279,6 +279,9 @@ def score_rows(model, X):
     if not is_classifier(model):
         if not _accepts(model.predict, "return_std"):
             return {"mean": np.asarray(model.predict(X), dtype=np.float64)}
+        if hasattr(model, "predictive_moments"):  # BSVR: mean and variances at once
+            mean, var_f, var_y = model.predictive_moments(X)
+            return {"mean": mean, "std_f": np.sqrt(var_f), "std_y": np.sqrt(var_y)}
         mean, std_f = model.predict(X, return_std=True)
         out = {"mean": mean, "std_f": std_f}
         if _accepts(model.predict, "include_noise"):
