@@ -157,7 +157,9 @@ def test_cli_predict_writes_the_file(svr_file, tmp_path, capsys):
 
 
 def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch):
-    """README "Your own data": import a CSV, run pipelines/from_csv.toml, score a CSV."""
+    """README "Your own data": a raw table with text columns is imported, a model
+    trained by pipelines/from_csv.toml, and new raw rows scored, with no code."""
+    import gzip
     import shutil
     from pathlib import Path
 
@@ -166,25 +168,35 @@ def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch
     repo = Path(__file__).resolve().parents[2]
     (tmp_path / "pipelines").mkdir()
     text = (repo / "pipelines" / "from_csv.toml").read_text()
+    assert "n_train = 2000" in text
     (tmp_path / "pipelines" / "from_csv.toml").write_text(
-        text.replace('search = { n_starts = 1 }',
-                     'search = { n_starts = 1 }\nsettings = { optimizer_options = { maxiter = 5 } }'))
+        text.replace("n_train = 2000", "n_train = 150").replace(
+            'name = "BSVR"', 'name = "BSVR"\nsettings = { optimizer_options = { maxiter = 3 } }'))
     shutil.copytree(repo / "data" / "examples", tmp_path / "data" / "examples")
     monkeypatch.chdir(tmp_path)
-    assert main(["datasets", "import", "data/examples/friedman1_train.csv", "--target", "y",
-                 "--out", "runs/friedman1.h5"]) == 0
-    assert main(["run", "pipelines/from_csv.toml", "--no-progress", "--no-report",
-                 "--workers", "1"]) == 0
-    model = "runs/from_csv/models/friedman1__BSVR__p000.h5"
-    # a data set imported from a CSV carries its table coding, and so does the model
-    assert list(load_model(model).feature_names_in_) == [f"x{k}" for k in range(1, 11)]
-    assert main(["predict", model, "data/examples/friedman1_new.csv", "--out", "scores.h5",
-                 "--no-progress"]) == 0
-    out, attrs = _read(tmp_path / "scores.h5")
-    new = np.loadtxt("data/examples/friedman1_new.csv", delimiter=",", skiprows=1)
-    mean, sd = load_model(model).predict(new[:, :10], return_std=True)
+    commands = [ln.split("#", 1)[1].strip() for ln in text.splitlines()
+                if ln.startswith("#   bsvm-scale")]
+    assert len(commands) == 3  # the file's own comment is the documented sequence
+    for cmd in commands:
+        argv = cmd.split()[1:]
+        if argv[0] == "run":
+            argv += ["--no-progress", "--no-report", "--workers", "1"]
+        elif argv[0] == "predict":
+            argv += ["--no-progress"]
+        assert main(argv) == 0, cmd
+    model = load_model("runs/from_csv/models/diamonds__BSVR__p000.h5")
+    assert list(model.feature_names_in_) == ["carat", "cut", "color", "clarity", "depth",
+                                             "table", "x", "y", "z"]
+    out, attrs = _read(tmp_path / "runs" / "from_csv" / "scores.h5")
+    import pandas as pd
+
+    with gzip.open("data/examples/diamonds_new.csv.gz", "rt") as fh:
+        new = pd.read_csv(fh)
+    mean, sd = model.predict(new.drop(columns=["id", "price", "ln_price"]), return_std=True)
     np.testing.assert_allclose(out["mean"], mean, rtol=1e-12, atol=1e-12)
-    assert np.all(out["std_y"] > out["std_f"]) and out["mean"].shape == (200,)
+    assert [v.decode() for v in out["case_id"][:3]] == new["id"][:3].tolist()
+    assert np.all(out["std_y"] > out["std_f"]) and out["mean"].shape == (4000,)
+    assert np.mean((out["mean"] - new["ln_price"]) ** 2) < 0.5 * np.var(new["ln_price"])
 
 
 def test_case_ids_travel_with_the_predictions(svr_file, svc_file, tmp_path, capsys):
