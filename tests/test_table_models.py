@@ -11,7 +11,7 @@ from bsvm_scale import BayesianSVC, BayesianSVR, load_model, save_model
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import import_table, read_dataset, write_dataset
 from bsvm_scale.pipeline.scoring import predict_file
-from bsvm_scale.tables import Table, TableError
+from bsvm_scale.tables import EncodedTable, Table, TableError
 
 pd = pytest.importorskip("pandas")
 
@@ -47,19 +47,37 @@ FIXED_BSVR = dict(optimize=False, C=10.0, epsilon=0.05, kappa=0.5, kappa_b=10.0,
 
 @pytest.mark.parametrize("est", all_estimators(), ids=name)
 def test_a_dataframe_fits_like_its_hand_coding_and_takes_columns_in_any_order(est):
-    frame = _frame()
+    """The coding of a DataFrame is the hand coding (one 0/1 column per sorted
+    level, 1/0 flags), and a fit on the DataFrame is the fit on that array with
+    the coding's kernel scales (the models standardise the numbers only)."""
     from sklearn.base import clone, is_classifier
 
+    frame = _frame()
     y = _labels(_target(frame)) if is_classifier(est) else _target(frame)
     a = clone(est).fit(frame, y)
-    b = clone(est).fit(_by_hand(frame), y)
     assert list(a.feature_names_in_) == ["carat", "cut", "premium"] and a.n_features_in_ == 3
+    np.testing.assert_array_equal(
+        a.encoder_.transform({c: frame[c].to_numpy(object) for c in frame}).X, _by_hand(frame))
+    b = clone(est).fit(EncodedTable(_by_hand(frame), a.encoder_), y)
     test = _frame(20, seed=5)
     out = a.predict(test)
     np.testing.assert_array_equal(out, b.predict(_by_hand(test)))
     np.testing.assert_array_equal(a.predict(test[["premium", "carat", "cut"]]), out)
     with pytest.raises(TableError, match=r"lacks the input column \['cut'\]"):
         a.predict(test[["carat", "premium"]])
+
+
+def test_coded_columns_keep_unit_distance_while_numbers_are_standardised():
+    frame = _frame()
+    m = BayesianSVR(**FIXED_BSVR).fit(frame, _target(frame))
+    Xs = (_by_hand(frame) - m.x_mean_) / m.x_scale_
+    np.testing.assert_allclose(Xs[:, 0].std(), 1.0)
+    cut = frame["cut"].to_numpy()
+    d2 = ((Xs[:, None, 1:4] - Xs[None, :, 1:4]) ** 2).sum(axis=2)
+    np.testing.assert_allclose(d2, (cut[:, None] != cut[None, :]).astype(float), atol=1e-15)
+    flag = frame["premium"].to_numpy()
+    np.testing.assert_array_equal(np.abs(Xs[:, None, 4] - Xs[None, :, 4]),
+                                  (flag[:, None] != flag[None, :]).astype(float))
 
 
 def test_a_model_file_keeps_the_coding_and_predicts_from_raw_rows(tmp_path):

@@ -318,9 +318,20 @@ def _numbers(c, cells, block, missing, where, row_offset):
 
 
 def _codes(c, cells):
-    """Level index of every cell (-1: unseen), through a per-text memo."""
+    """Level index of every cell (-1: unseen), through a per-text memo; cells
+    that are all text (a CSV chunk) are coded per distinct text."""
     index = {level: k for k, level in enumerate(c.levels)}
     miss = index.get(MISSING_LEVEL, -1)
+    arr = np.asarray(cells, dtype=object)
+    try:
+        texts = arr.astype(str) if arr.size and all(map(str.__instancecheck__, arr)) else None
+    except TypeError:
+        texts = None
+    if texts is not None:
+        distinct, inverse = np.unique(texts, return_inverse=True)
+        codes = np.array([miss if is_missing(t) else index.get(_level_text(c, t), -1)
+                          for t in distinct.tolist()], dtype=np.int64)
+        return codes[inverse.ravel()]
     memo = {}
     out = np.empty(len(cells), dtype=np.int64)
     for r, cell in enumerate(np.asarray(cells, dtype=object).tolist()):
