@@ -350,3 +350,95 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
             X, y, init={"theta": fixed.theta_})
     again = BayesianSVR(ard=True, beta=0.3, kappa0="evidence", warm_start_from=free).fit(X, y)
     np.testing.assert_array_equal(again.starts_[0]["theta0"], free.theta_)
+
+
+# -- unweighted fits stay what they were before case weights -----------------------------
+def _bits_data(n, seed, d=1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-10, 10, (n, d))
+    y = np.sinc(X[:, 0] / np.pi) + (0.05 * X[:, 1] if d > 1 else 0.0) \
+        + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 100)
+    return X, y
+
+
+_FIXED = dict(optimize=False, beta=0.3, C=10.0, epsilon=0.1, kappa=2.0, kappa_b=5.0, tol=1e-6)
+_FEW = {"maxiter": 4}
+#: (n, d, parameters) of the recorded fits: every route of a fit (dense and
+#: matrix-free evidence, search, coarse-to-fine, ARD continuation, inferred kappa0)
+_BITS_CASES = {
+    "fixed_dense": (150, 1, dict(_FIXED)),
+    "fixed_matrix_free": (150, 1, dict(_FIXED, evidence_method="matrix_free", evidence_tol=1e-4)),
+    "search": (120, 1, dict(n_starts=1, optimizer_options=_FEW)),
+    "coarse_to_fine": (300, 1, dict(n_starts=2, init_subsample=100, optimizer_options=_FEW)),
+    "ard_continuation": (100, 2, dict(ard=True, n_starts=1, optimizer_options=_FEW)),
+    "kappa0_evidence": (100, 1, dict(kappa0="evidence", n_starts=1, optimizer_options=_FEW)),
+}
+
+
+def _bits_record(case):
+    """``log_evidence_`` (hex), ``n_iter_`` and a digest of the bytes of
+    ``theta_``, ``dual_coef_``, ``support_`` and predictions with error bars."""
+    import hashlib
+    import warnings
+
+    if case == "lowrank":
+        return _bits_lowrank()
+    n, d, params = _BITS_CASES[case]
+    X, y = _bits_data(n, 5, d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = BayesianSVR(**params).fit(X, y)
+    Xt = np.linspace(-11, 11, 7)[:, None].repeat(d, axis=1)
+    mean, std = m.predict(Xt, return_std=True)
+    h = hashlib.sha256()
+    for a in (m.theta_, m.dual_coef_, m.support_, mean, std):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return {"log_evidence": float(m.log_evidence_).hex(), "n_iter": int(m.n_iter_),
+            "digest": h.hexdigest()[:32]}
+
+
+def _bits_lowrank():
+    """A MAP solve of 3,000 cases that starts from the low-rank Newton solution."""
+    import hashlib
+
+    from bsvm_scale.inference.covariance import GaussianCovariance
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    rng = np.random.default_rng(3)
+    X = np.ascontiguousarray(np.sort(rng.uniform(-3, 3, (3000, 1)), axis=0))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(3000)
+    p = _Problem(X, y, 1.0, 0.1, False, 1e-9, 64.0, 10**7)
+    nu, f, bias, it, vmax, how = p.solve(3.0, 0.05, GaussianCovariance(1.0, 0.5, 2.0))
+    return {"how": how, "n_iter": int(it),
+            "digest": hashlib.sha256(nu.tobytes() + f.tobytes()).hexdigest()[:32]}
+
+
+#: bits of unweighted fits recorded at commit 765b418, before case weights (see
+#: test_unweighted_fits_are_bit_for_bit_those_before_case_weights)
+_BITS_BEFORE_WEIGHTS = {
+    'fixed_dense': {'log_evidence': '-0x1.0ffbc66964d40p+1', 'n_iter': 478,
+        'digest': '89912501be29a8dc17e0cbd823bb9a90'},
+    'fixed_matrix_free': {'log_evidence': '-0x1.0ffaa00ac5680p+1', 'n_iter': 478,
+        'digest': '7b7adfdf9a11975816d900052b9f5763'},
+    'search': {'log_evidence': '0x1.f0df1671e8f50p+4', 'n_iter': 261,
+        'digest': '73095344901fa6b008cd2fa04535df00'},
+    'coarse_to_fine': {'log_evidence': '0x1.ea1f64a9efc90p+6', 'n_iter': 489,
+        'digest': '3a885bbdfe0c27a81529df5efcac6cb8'},
+    'ard_continuation': {'log_evidence': '-0x1.a0d700ee7abc0p+3', 'n_iter': 598,
+        'digest': '25737dfa4cc4a466df131b56797670d7'},
+    'kappa0_evidence': {'log_evidence': '0x1.e31fa559051a0p+4', 'n_iter': 321,
+        'digest': '4775e20ba5a2f6e403bf30b1c72a9c73'},
+    'lowrank': {'how': 'lowrank12', 'n_iter': 9872,
+        'digest': '649056226cecb2f47dd88d1ce2a1f1c5'},
+}
+
+
+@pytest.mark.parametrize("case", list(_BITS_BEFORE_WEIGHTS))
+def test_unweighted_fits_are_bit_for_bit_those_before_case_weights(case):
+    """Without ``sample_weight`` every route of a fit reproduces, bit for bit,
+    the fit of the code before case weights were added (records made with
+    :func:`_bits_record` at commit 765b418). The records hold the exact bytes
+    of compiled and LAPACK arithmetic on the development machine: on another
+    CPU or BLAS the last bits may differ; there, regenerate them from that
+    commit with :func:`_bits_record` before judging a change."""
+    assert _bits_record(case) == _BITS_BEFORE_WEIGHTS[case]
