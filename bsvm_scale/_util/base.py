@@ -24,9 +24,19 @@ class Standardizer:
         self.scale = np.ascontiguousarray(scale, dtype=np.float64)
 
     @classmethod
-    def fit(cls, X):
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+    def fit(cls, X, sample_weight=None):
+        """Mean and standard deviation of every column of ``X``; with case
+        weights ``sample_weight`` (finite, ``>= 0``, not all zero) the
+        weighted ones, ``sum_i w_i x_i / sum_i w_i`` and the square root of
+        ``sum_i w_i (x_i - mean)^2 / sum_i w_i``: those of the data set with
+        case ``i`` repeated ``w_i`` times for integer weights (cases of
+        weight 0 do not count)."""
+        if sample_weight is None:
+            mean = X.mean(axis=0)
+            scale = X.std(axis=0)
+        else:
+            mean = np.average(X, axis=0, weights=sample_weight)
+            scale = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sample_weight))
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         return cls(mean, scale)
 

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
            "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
-           "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
+           "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval", "check_sample_weight"]
 
 #: a finite number > 0 (NaN and infinity are refused)
 POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -286,3 +286,60 @@ def warn_target_offset(y, bias_sd, name, fix):
         warnings.warn(f"y has mean {mean:.4g}, {abs(mean) / bias_sd:.3g} times the largest prior "
                       f"standard deviation {bias_sd:.3g} of the {name} bias; the fit will be "
                       f"poor. {fix}", RuntimeWarning, stacklevel=3)
+
+
+# -- case weights ---------------------------------------------------------------------
+def check_sample_weight(est, sample_weight, n):
+    """``sample_weight`` of ``fit`` as a new float64 array of ``n`` case weights.
+
+    The project's convention (scikit-learn's and LIBSVM's): a case weight
+    multiplies that case's loss term (per-case ``C_i = C w_i``) and its
+    likelihood term; weights need not be integers or sum to anything.
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator being fitted (named in the messages).
+    sample_weight : array-like of shape (n,) or None
+        One finite weight ``>= 0`` per training case, not all zero.
+    n : int
+        Number of training cases.
+
+    Returns
+    -------
+    ndarray of shape (n,), float64, or None
+        A copy (the caller's array is never changed); None when
+        ``sample_weight`` is None.
+
+    Raises
+    ------
+    ValueError
+        Naming ``sample_weight``: not numbers (text, ...), not of shape
+        ``(n,)``, NaN or infinite, negative, or all zero.
+    """
+    if sample_weight is None:
+        return None
+    where = f"{type(est).__name__}.fit"
+    raw = np.asarray(sample_weight)
+    numeric = raw.dtype.kind in "biuf" or (raw.dtype.kind == "O" and all(
+        isinstance(v, numbers.Real) for v in raw.ravel().tolist()))
+    if not numeric:
+        raise ValueError(f"{where}: sample_weight must hold numbers (one weight >= 0 per "
+                         f"case); got dtype {raw.dtype} ({sample_weight!r:.80}). Pass a numeric "
+                         "array.")
+    w = np.array(raw, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"{where}: sample_weight must be a 1-D array with one weight per "
+                         f"training case, shape ({n},); got shape {w.shape}.")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise ValueError(f"{where}: sample_weight must be finite; got {w[bad[0]]} at index "
+                         f"{bad[0]} ({bad.size} such). Pass a finite weight >= 0 for every case.")
+    bad = np.flatnonzero(w < 0)
+    if bad.size:
+        raise ValueError(f"{where}: sample_weight must be >= 0; got {w[bad[0]]} at index "
+                         f"{bad[0]} ({bad.size} negative). Use weight 0 to leave a case out.")
+    if not np.any(w > 0):
+        raise ValueError(f"{where}: sample_weight is 0 for every case; at least one case needs "
+                         "a positive weight.")
+    return w

@@ -269,14 +269,14 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
 def test_shrink_never_readmits_a_shrunk_point():
     # a shrunk point's gradient is stale: a later shrink must not judge it on
     # that value and bring it back without a reconstruction
-    from bsvm_scale._compiled.smo_silf import SilfDual, SilfParams, shrink
+    from bsvm_scale._compiled.smo_silf import SilfDual, shrink, silf_params
 
     C, eps1 = 1.0, 0.1
     nu = np.array([0.5, 0.0, 0.0, C])
     g = np.array([-0.1, 0.0, 0.0, -0.5])   # point 2 (shrunk) looks violating
     active = np.array([0, 1, 3, -1])       # point 2 is not active
     dual = SilfDual(np.zeros(4), nu, g, np.zeros(4))
-    kept = shrink(dual, SilfParams(C, eps1, 0.0, 0.0), -0.2, 0.2, active[:3])
+    kept = shrink(dual, silf_params(C, eps1, 0.0, 0.0, 4), -0.2, 0.2, active[:3])
     assert 2 not in active[:kept]
     assert set(active[:kept]) == {0, 1}    # 3 sits firmly at its bound
 
@@ -295,7 +295,7 @@ def test_gradient_quadratic_term_from_the_start_pass(ard):
     rng = np.random.default_rng(3)
     cov = GaussianCovariance(2.0, np.array([0.7, 0.3]) if ard else 0.5, 0.0)
     kern = cov.kernel(X)
-    par = silf_params(1.5, 0.1, 0.3, 4.0)
+    par = silf_params(1.5, 0.1, 0.3, 4.0, 150)
     nu0 = np.where(rng.random(150) < 0.6, rng.uniform(-1.5, 1.5, 150), 0.0)
     nu0[:10] = 1.5  # at the bound
     plain = start_dual(kern, y, nu0.copy(), par)
