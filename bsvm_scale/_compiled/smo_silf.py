@@ -89,6 +89,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from . import jit
 from .covariance import _wsqdist
@@ -105,31 +107,51 @@ class SilfDual(NamedTuple):
 
 
 class SilfParams(NamedTuple):
-    """The constants of (4.25) at fixed hyperparameters (:func:`silf_params`)."""
+    """The constants of (4.25) at fixed hyperparameters (:func:`silf_params`).
+
+    ``box`` and ``dadd`` are one float shared by every case (no case
+    weights) or a float64 array with one value per case; the kernels read
+    them through :func:`case_value`, so that each layout compiles to its
+    own code and the unweighted solver reads no per-case array.
+    """
 
     C: float          #: scale of the boxes: ``C`` (times the mean case weight with weights)
     eps1: float       #: ``eps' = (1 - beta) epsilon``, weight of ``|nu|_1``
     kappa_b: float    #: bias variance of the outer equation on ``s = sum(nu)``
-    #: per-case box ``|nu_i| <= C_i`` (``C_i = C w_i``; ``C`` without weights)
-    box: np.ndarray
-    #: per-case ``2 beta epsilon / C_i`` added to the diagonal of ``Sigma~`` (0 where ``C_i = 0``)
-    dadd: np.ndarray
+    #: box ``|nu_i| <= C_i``: ``C``, or the array ``C_i = C w_i``
+    box: float
+    #: ``2 beta epsilon / C_i`` added to the diagonal of ``Sigma~`` (0 where ``C_i = 0``)
+    dadd: float
     s_max: float      #: ``sum_i C_i``, the largest ``|sum(nu)|`` (``n C`` without weights)
+
+
+def case_value(v, k):
+    """``v[k]`` for a per-case array ``v``, ``v`` itself for one value shared
+    by every case (compiled: :func:`_case_value`)."""
+    return v if np.ndim(v) == 0 else v[k]
+
+
+@overload(case_value, inline="always")
+def _case_value(v, k):
+    """Compiled :func:`case_value`, resolved on the type of ``v``."""
+    if isinstance(v, types.Float):
+        return lambda v, k: v
+    return lambda v, k: v[k]
 
 
 def silf_params(C, epsilon, beta, kappa_b, n, weights=None):
     """:class:`SilfParams` of (4.25) for ``C``, ``epsilon``, ``beta``, ``kappa_b``
     and ``n`` cases, with the case weights ``weights`` (length ``n``, finite,
-    ``>= 0``) or without (every ``C_i = C``).
+    ``>= 0``; per-case arrays) or without (every ``C_i = C``; shared floats).
 
-    With weights that are all 1 every array and scalar equals, bit for bit,
-    the one without weights (``C * 1.0 = C``, ``sum(1, ..., 1) = n``).
+    With weights that are all 1 every value equals, bit for bit, the one
+    without weights (``C * 1.0 = C``, ``sum(1, ..., 1) = n``), so the
+    solver's iterates are the same.
     """
     C = float(C)
     add = 2.0 * beta * epsilon / C
     if weights is None:
-        return SilfParams(C, (1.0 - beta) * epsilon, float(kappa_b), np.full(n, C),
-                          np.full(n, add), n * C)
+        return SilfParams(C, (1.0 - beta) * epsilon, float(kappa_b), C, add, n * C)
     w = np.ascontiguousarray(weights, dtype=np.float64)
     if w.shape != (n,):
         raise ValueError(f"weights must hold one value per case, shape ({n},); got {w.shape}.")
@@ -161,10 +183,10 @@ def violation(g_i, nu_i, C, eps1):
 
 @jit()
 def max_violation(g, nu, box, eps1):
-    """Largest KKT violation (4.31) over all points (``box``: the ``C_i``)."""
+    """Largest KKT violation (4.31) over all points (``box``: the ``C_i``, or one ``C``)."""
     vmax = 0.0
     for k in range(g.shape[0]):
-        v = violation(g[k], nu[k], box[k], eps1)
+        v = violation(g[k], nu[k], case_value(box, k), eps1)
         if v > vmax:
             vmax = v
     return vmax
@@ -192,7 +214,7 @@ def thresholds(dual, par, act):
     M_low = -np.inf
     for a in range(act.shape[0]):
         k = act[a]
-        C = box[k]
+        C = case_value(box, k)
         if nu[k] < C:
             u = up_derivative(g[k], nu[k], eps1)
             if u < m_up:
@@ -209,7 +231,7 @@ def thresholds(dual, par, act):
 def pair_curvature(kappa0, dadd, i, j, row_i_j):
     """``a_ij = Q~_ii + Q~_jj - 2 Q~_ij`` (``row_i_j = Sigma~_ij``, ``kappa0 =
     Sigma~_ii``); with equal diagonal terms it is ``2 Q~_ii - 2 Q~_ij`` to the bit."""
-    return (kappa0 + dadd[i]) + (kappa0 + dadd[j]) - 2.0 * row_i_j
+    return (kappa0 + case_value(dadd, i)) + (kappa0 + case_value(dadd, j)) - 2.0 * row_i_j
 
 
 @jit()
@@ -222,7 +244,7 @@ def select_pair(i, m_up, row_i, dual, par, kappa0, act):
     gmax = 0.0
     for a in range(act.shape[0]):
         k = act[a]
-        if k == i or nu[k] <= -box[k]:
+        if k == i or nu[k] <= -case_value(box, k):
             continue
         b = low_derivative(g[k], nu[k], eps1) - m_up
         if b <= 0.0:
@@ -275,12 +297,12 @@ def pair_step(nu_i, nu_j, g_i, g_j, curv, C_i, C_j, eps1):
 @jit()
 def update_gradient(g, row_i, row_j, t, i, j, dadd, act):
     """``g += t (Q~[:, i] - Q~[:, j])`` on the active points ``act`` (``dadd``:
-    the diagonal terms ``2 beta eps / C_k``)."""
+    the diagonal terms ``2 beta eps / C_k``, or one shared value)."""
     for a in range(act.shape[0]):
         k = act[a]
         g[k] += t * (row_i[k] - row_j[k])
-    g[i] += dadd[i] * t
-    g[j] -= dadd[j] * t
+    g[i] += case_value(dadd, i) * t
+    g[j] -= case_value(dadd, j) * t
 
 
 @jit()
@@ -299,7 +321,7 @@ def shrink(dual, par, m_up, M_low, act):
         k = act[a]
         nk = nu[k]
         gk = g[k]
-        C = box[k]
+        C = case_value(box, k)
         if nk >= C:
             keep = low_derivative(gk, nk, eps1) >= m_up
         elif nk <= -C:
@@ -348,9 +370,9 @@ def reconstruct(kern, cache, dual, par, act):
         mark[act[a]] = True
     for k in range(n):
         if not mark[k]:
-            g[k] = -y[k] + par.dadd[k] * nu[k] + gbar[k]
+            g[k] = -y[k] + case_value(par.dadd, k) * nu[k] + gbar[k]
     for j in range(n):
-        if nu[j] != 0.0 and bound_part(nu[j], par.box[j]) == 0.0:
+        if nu[j] != 0.0 and bound_part(nu[j], case_value(par.box, j)) == 0.0:
             row = get_row(kern, cache, j)
             for k in range(n):
                 if not mark[k]:
@@ -443,18 +465,20 @@ def smo_inner(kern, cache, dual, par, tau, max_iter):
             if not has_row(cache, i) and row_i is not scratch_i:
                 row_i = fetch_row(kern, cache, i, act, scratch_i)
             curv = pair_curvature(kern.kappa0, par.dadd, i, j, row_i[j])
-            t = pair_step(nu[i], nu[j], g[i], g[j], curv, box[i], box[j], eps1)
+            t = pair_step(nu[i], nu[j], g[i], g[j], curv, case_value(box, i),
+                          case_value(box, j), eps1)
         if t <= 0.0:  # no partner or a numerical stall: report, never loop forever
             if n_active < n:
                 n_active = unshrink(kern, cache, dual, par, active, n_active)
                 i, m_up, M_low = thresholds(dual, par, active[:n_active])
             return it, m_up, M_low
         old_i, old_j = nu[i], nu[j]
-        nu[i] = snap(old_i + t, box[i])
-        nu[j] = snap(old_j - t, box[j])
+        C_i, C_j = case_value(box, i), case_value(box, j)
+        nu[i] = snap(old_i + t, C_i)
+        nu[j] = snap(old_j - t, C_j)
         update_gradient(g, row_i, row_j, t, i, j, par.dadd, act)
-        update_gbar(kern, cache, dual.gbar, i, old_i, nu[i], box[i])
-        update_gbar(kern, cache, dual.gbar, j, old_j, nu[j], box[j])
+        update_gbar(kern, cache, dual.gbar, i, old_i, nu[i], C_i)
+        update_gbar(kern, cache, dual.gbar, j, old_j, nu[j], C_j)
         it += 1
 
 
@@ -472,14 +496,15 @@ def move_sum(kern, cache, dual, par, delta):
         best = -1
         room = 0.0
         for k in range(n):
-            r = (box[k] - nu[k]) if rest > 0.0 else (box[k] + nu[k])
+            C = case_value(box, k)
+            r = (C - nu[k]) if rest > 0.0 else (C + nu[k])
             if r > room:
                 room = r
                 best = k
         if best < 0 or room <= 0.0:
             break
         old = nu[best]
-        C = box[best]
+        C = case_value(box, best)
         if abs(rest) <= room:
             step = rest
             nu[best] = snap(old + step, C)
@@ -499,8 +524,8 @@ def moved_point(kern, cache, dual, par, k, old, step):
     row = get_row(kern, cache, k)
     for a in range(g.shape[0]):
         g[a] += row[a] * step
-    g[k] += par.dadd[k] * step
-    update_gbar(kern, cache, dual.gbar, k, old, dual.nu[k], par.box[k])
+    g[k] += case_value(par.dadd, k) * step
+    update_gbar(kern, cache, dual.gbar, k, old, dual.nu[k], case_value(par.box, k))
 
 
 @jit()
@@ -547,7 +572,7 @@ def polish(kern, cache, dual, par, width):
     moved = 0
     for k in range(n):
         old = nu[k]
-        C = box[k]
+        C = case_value(box, k)
         if old == 0.0 or old >= C or old <= -C:
             continue
         if abs(old) <= width:
@@ -564,10 +589,11 @@ def polish(kern, cache, dual, par, width):
 
 @jit()
 def count_free(nu, box):
-    """Number of free points ``0 < |nu_i| < C_i`` (``box``: the ``C_i``)."""
+    """Number of free points ``0 < |nu_i| < C_i`` (``box``: the ``C_i``, or one ``C``)."""
     m = 0
     for k in range(nu.shape[0]):
-        if nu[k] != 0.0 and -box[k] < nu[k] < box[k]:
+        C = case_value(box, k)
+        if nu[k] != 0.0 and -C < nu[k] < C:
             m += 1
     return m
 
