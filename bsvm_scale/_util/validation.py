@@ -340,6 +340,6 @@ def check_sample_weight(est, sample_weight, n):
         raise ValueError(f"{where}: sample_weight must be >= 0; got {w[bad[0]]} at index "
                          f"{bad[0]} ({bad.size} negative). Use weight 0 to leave a case out.")
     if not np.any(w > 0):
-        raise ValueError(f"{where}: sample_weight is 0 for every case; at least one case needs "
-                         "a positive weight.")
+        raise ValueError(f"{where}: sample_weight is zero for every case; give at least one "
+                         "case a positive weight.")
     return w
