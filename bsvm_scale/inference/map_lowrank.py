@@ -169,18 +169,21 @@ def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=Fal
 
 def _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact, weights):
     """:func:`silf_start` with the per-case ``C_i = C w_i`` (a case of weight 0
-    adds nothing to the loss and gets ``nu_i = 0``)."""
+    adds nothing to the loss and gets ``nu_i = 0``; weights of 1 give the
+    unweighted start bit for bit)."""
     y = np.asarray(y, dtype=np.float64)
-    Cw = C * np.asarray(weights, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    box = C * w
 
     def loss(f, order):
         if order == 0:
-            return float(np.sum(Cw * silf(y - f, epsilon, beta)))
+            return C * float(np.sum(w * silf(y - f, epsilon, beta)))
         if order == 1:
-            return -Cw * silf_grad(y - f, epsilon, beta)
-        return Cw * silf_hess(y - f, epsilon, beta)
+            return -C * (w * silf_grad(y - f, epsilon, beta))
+        return C * (w * silf_hess(y - f, epsilon, beta))
 
-    return _start(cov, X, loss, lambda f: np.clip(Cw * silf_grad(y - f, epsilon, beta), -Cw, Cw),
+    return _start(cov, X, loss,
+                  lambda f: np.clip(C * (w * silf_grad(y - f, epsilon, beta)), -box, box),
                   max_rank, require_exact)
 
 
