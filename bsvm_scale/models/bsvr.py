@@ -10,6 +10,9 @@ A thin public estimator over the shared engines:
 - prediction with error bars (4.46) and the SILF noise variance (2.33).
 
 Inputs are standardised with training statistics; targets are used as given.
+Case weights (``fit(..., sample_weight=...)``) scale each case's loss term
+(per-case box ``C w_i`` of the dual) and likelihood term (class docstring,
+Notes).
 The default box prior and starting values of ``C`` and ``epsilon`` are the
 thesis' values (docs/protocols.md, Conventions) expressed in units of the
 standard deviation ``s`` of the training targets (``C`` in units of ``1/s``,
@@ -224,12 +227,18 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         The log hyperparameters searched: ``[ln C, ln epsilon, (ln kappa0,)
         ln kappa or ln kappa_1..d, ln kappa_b]``.
     log_evidence_ : float
-        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters.
+        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters (with case
+        weights that of the weighted likelihood; see Notes).
     noise_variance_ : float
-        ``sigma_n^2`` of the fitted SILF noise model (2.33).
+        ``sigma_n^2`` of the fitted SILF noise model (2.33): that of a case of
+        weight 1 (with case weights, ``P(y_i|f_i)^{w_i}`` is no longer a
+        density of ``y_i``; ``include_noise=True`` in :meth:`predict` adds
+        this value).
     support_, off_bound_, on_bound_ : ndarray of int
-        Training indices of all SVs, off-bound SVs (``0 < |nu| < C``) and
-        on-bound SVs (``|nu| = C``).
+        Training indices (rows of the ``X`` given to ``fit``) of all SVs,
+        off-bound SVs (``0 < |nu_i| < C_i``) and on-bound SVs (``|nu_i| =
+        C_i``), with ``C_i = C w_i`` under case weights (a case of weight 0
+        is never an SV).
     dual_coef_ : ndarray
         ``alpha - alpha*`` of the support vectors.
     support_case_ids_ : ndarray
@@ -247,7 +256,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Error estimate of ``log_evidence_`` (nats; 0 for dense).
     cholesky_, predictor_ : ndarray or None, dict or None
         What the predictive variance (4.46) reads: the dense Cholesky factor
-        of ``Sigma_M + 2 beta eps / C I``, or (matrix-free) the pivot inputs
+        of ``Sigma_M + diag(2 beta eps / C_i)``, or (matrix-free) the pivot inputs
         ``X_S``, their weights ``sl_S`` and the triangles ``L_S``, ``L_C``
         (:class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
@@ -261,6 +270,45 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         from the best isotropic optimum, with ``isotropic``, that fit's start
         record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
         starts that were not refined (subsample phase only).
+
+    Notes
+    -----
+    **Case weights.** ``fit(X, y, sample_weight=w)`` gives case ``i`` the
+    weight ``w_i >= 0`` (scikit-learn's and LIBSVM's convention): it
+    multiplies the case's loss term, so the MAP problem (4.10) becomes
+    ``min_f 1/2 f^T Sigma^-1 f + C sum_i w_i l(y_i - f_i)`` and its dual
+    (4.25) has the box ``|nu_i| <= C_i = C w_i`` and the diagonal term ``2
+    beta eps / C_i``; the stopping rule (4.33) is judged in these boxes. The
+    likelihood in the evidence is ``prod_i P(y_i | f_i)^{w_i}``: ``C sum_i w_i
+    l_i`` and ``(sum_i w_i) ln Z_S`` in (4.38), the curvature ``C w_i / (2
+    beta eps)`` of each off-bound SV in its determinant, the gradients
+    (4.39)-(4.41) with the same weighted sums, and the predictive variance
+    (4.46) from ``Sigma_M + diag(2 beta eps / C_i)``
+    (:mod:`bsvm_scale.inference.evidence_silf`). Weights also enter every
+    statistic the fit takes from the data: the input standardisation
+    (weighted mean and standard deviation), the default ``kappa0`` (the
+    weighted variance of ``y``) and the target scale of the box prior and
+    the starts (its square root); the default ``beta`` counts the cases of
+    positive weight. Hence:
+
+    - integer weights give the fit of the data set with case ``i`` repeated
+      ``w_i`` times: the same MAP function (up to the SMO tolerance ``tol``)
+      and, at the same hyperparameters, the same evidence, with no
+      constant between them (Sylvester's determinant identity); the default
+      ``beta`` may differ, as it counts distinct cases;
+    - a case of weight 0 is a case left out (its ``nu_i`` stays 0; it is
+      never an SV), while ``support_`` and the other indices keep referring
+      to rows of the ``X`` given to ``fit``;
+    - weights all 1 give the unweighted fit, bit for bit; weights are not
+      normalised: multiplying all of them by ``k`` is the data ``k`` times
+      over (at fixed hyperparameters the MAP fit with ``C / k``), not the
+      same fit;
+    - with other weights the evidence is the Laplace approximation of the
+      integral of the weighted likelihood: a pseudo-likelihood, not a
+      probability of the data. It ranks hyperparameters (what the search
+      uses it for) and compares fits with the same weights; values from
+      different weights, or from weighted and unweighted fits, are not
+      comparable. ``noise_variance_`` is that of the unweighted noise model.
     """
 
     _parameter_constraints = {**BAYES_CONSTRAINTS,
