@@ -301,7 +301,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
       to rows of the ``X`` given to ``fit``;
     - weights all 1 give the unweighted fit, bit for bit; weights are not
       normalised: multiplying all of them by ``k`` is the data ``k`` times
-      over (at fixed hyperparameters the MAP fit with ``C / k``), not the
+      over (at fixed hyperparameters the MAP fit of ``k C``), not the
       same fit;
     - with other weights the evidence is the Laplace approximation of the
       integral of the weighted likelihood: a pseudo-likelihood, not a
