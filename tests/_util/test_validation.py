@@ -244,3 +244,45 @@ def test_an_estimator_names_a_boolean_count():
     X = np.linspace(-1.0, 1.0, 20)[:, None]
     with pytest.raises(InvalidParameterError, match="'n_starts'.*Got True"):
         BayesianSVR(n_starts=True).fit(X, X[:, 0])
+
+
+# -- check_sample_weight ----------------------------------------------------------------
+def test_check_sample_weight_returns_a_float_copy_or_none():
+    import pandas as pd
+
+    from bsvm_scale import BayesianSVR
+    from bsvm_scale._util.validation import check_sample_weight
+
+    est = BayesianSVR()
+    assert check_sample_weight(est, None, 4) is None
+    w = np.array([1, 0, 2, 3])
+    out = check_sample_weight(est, w, 4)
+    assert out.dtype == np.float64 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, w)
+    out[0] = 9.0
+    assert w[0] == 1  # a copy
+    for value in ([0.5, 1, 2, 0], pd.Series([0.5, 1.0, 2.0, 0.0]), (1, 1, 1, 1),
+                  np.array([1.5, 2, 0, 1], dtype=object), [True, False, True, True]):
+        np.testing.assert_array_equal(check_sample_weight(est, value, 4),
+                                      np.asarray(value, dtype=float))
+
+
+@pytest.mark.parametrize("value, match", [
+    ([1.0, -1.0, 1.0], r"BayesianSVR.fit: sample_weight must be >= 0; got -1.0 at index 1"),
+    ([1.0, np.nan, 1.0], r"must be finite; got nan at index 1"),
+    ([np.inf, 1.0, 1.0], r"must be finite; got inf at index 0"),
+    ([0, 0, 0], r"sample_weight is zero for every case"),
+    ([1.0, 1.0], r"one weight per training case, shape \(3,\); got shape \(2,\)"),
+    (2.0, r"shape \(3,\); got shape \(\)"),
+    ([[1.0, 1.0, 1.0]], r"got shape \(1, 3\)"),
+    (["a", "b", "c"], r"sample_weight must hold numbers"),
+    (np.array(["1", "2", "3"]), r"sample_weight must hold numbers"),
+    ([1.0, None, 2.0], r"sample_weight must hold numbers"),
+    ([1 + 1j, 1, 1], r"sample_weight must hold numbers"),
+])
+def test_check_sample_weight_names_the_problem(value, match):
+    from bsvm_scale import BayesianSVR
+    from bsvm_scale._util.validation import check_sample_weight
+
+    with pytest.raises(ValueError, match=match):
+        check_sample_weight(BayesianSVR(), value, 3)
