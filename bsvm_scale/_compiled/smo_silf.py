@@ -119,9 +119,9 @@ class SilfParams(NamedTuple):
     eps1: float       #: ``eps' = (1 - beta) epsilon``, weight of ``|nu|_1``
     kappa_b: float    #: bias variance of the outer equation on ``s = sum(nu)``
     #: box ``|nu_i| <= C_i``: ``C``, or the array ``C_i = C w_i``
-    box: float
+    box: float | np.ndarray
     #: ``2 beta epsilon / C_i`` added to the diagonal of ``Sigma~`` (0 where ``C_i = 0``)
-    dadd: float
+    dadd: float | np.ndarray
     s_max: float      #: ``sum_i C_i``, the largest ``|sum(nu)|`` (``n C`` without weights)
 
 
