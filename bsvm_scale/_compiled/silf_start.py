@@ -3,7 +3,8 @@ quadratic term of the evidence gradient from the same kernel values.
 
 After a change of hyperparameters the solver of (4.25) needs ``g = Q~ nu - y``
 and LIBSVM's ``G_bar`` (the part of ``Sigma~ nu`` due to the points at a
-bound) for the new kernel, at the start ``nu``: one parallel pass over the
+bound ``|nu_i| = C_i > 0``; a case of weight 0 has ``nu_i = 0`` and is none)
+for the new kernel, at the start ``nu``: one parallel pass over the
 ``n x s`` cross-covariance with the ``s`` support vectors of the start
 (:func:`start_dual`). The evidence gradient (4.39)-(4.41) needs
 ``nu^T (dSigma~/d ln theta_p) nu`` over the support vectors of the solution,
@@ -64,9 +65,9 @@ def _start(kern, y, nu, par, quad):
         if a.shape != (n,):
             raise ValueError(f"{name} must hold one value per training input, shape ({n},); "
                              f"got shape {a.shape}.")
-    C, diag_add = par.C, par.diag_add
-    bound = np.flatnonzero(np.abs(nu) >= C)
-    free = np.flatnonzero((nu != 0.0) & (np.abs(nu) < C))
+    box = par.box
+    bound = np.flatnonzero((np.abs(nu) >= box) & (nu != 0.0))
+    free = np.flatnonzero((nu != 0.0) & (np.abs(nu) < box))
     rows = np.full(n, -1, dtype=np.int64)
     support = np.flatnonzero(nu != 0.0)
     if quad:
@@ -77,7 +78,7 @@ def _start(kern, y, nu, par, quad):
                                  np.ascontiguousarray(nu[bound]), nu, rows, part)
     g = gbar + cov_cross_matvec_dcov(kern, np.ascontiguousarray(kern.X[free]),
                                      np.ascontiguousarray(nu[free]), nu, rows, part)
-    g += diag_add * nu - y
+    g += par.dadd * nu - y
     return SilfDual(y, nu, g, gbar), part.sum(axis=0), nu0
 
 

@@ -5,9 +5,16 @@ constraint ``alpha_i alpha*_i = 0`` holds at every optimum, so one signed
 variable per point suffices)::
 
     min_nu  1/2 nu^T Q nu - y^T nu + eps' * ||nu||_1
-    s.t.    -C <= nu_i <= C
+    s.t.    -C_i <= nu_i <= C_i
 
-with ``Q = Sigma + (2 beta epsilon / C) I`` (4.29) and ``eps' = (1 - beta) epsilon``.
+with ``Q = Sigma + diag(2 beta epsilon / C_i)`` (4.29) and ``eps' = (1 - beta)
+epsilon``. Without case weights every box is ``C_i = C``; a case weight
+``w_i`` multiplies the case's loss term ``C l(y_i - f_i)`` of the primal
+(4.10), which gives the box ``C_i = C w_i`` and the diagonal term ``2 beta
+epsilon / C_i`` of its dual (the conjugate of ``C w_i`` times the soft
+insensitive loss). A case of weight 0 has the box ``[0, 0]``: ``nu_i = 0``
+throughout, it is never selected and never reported as a KKT violation, and
+its diagonal term is stored as 0 (it only ever multiplies ``nu_i = 0``).
 There is no equality constraint: the bias is carried by ``kappa_b`` inside
 ``Sigma = Sigma~ + kappa_b 1 1^T``.
 
@@ -15,10 +22,10 @@ Optimality (4.31)-(4.33). With ``g = Q nu - y = -F`` (4.30) the KKT
 conditions per point are::
 
     nu_i = 0        |g_i| <= eps'              (I_1)
-    0 < nu_i < C    g_i = -eps'                (I_0a)
-    -C < nu_i < 0   g_i = +eps'                (I_0b)
-    nu_i = C        g_i <= -eps'               (I_3)
-    nu_i = -C       g_i >= +eps'               (I_2)
+    0 < nu_i < C_i  g_i = -eps'                (I_0a)
+    -C_i < nu_i < 0 g_i = +eps'                (I_0b)
+    nu_i = C_i      g_i <= -eps'               (I_3)
+    nu_i = -C_i     g_i >= +eps'               (I_2)
 
 and the stopping rule ``b_up >= -tau, b_low <= tau`` (4.33) is the statement
 that no point violates its condition by more than ``tau``; :func:`violation`
@@ -32,9 +39,9 @@ remedy is the equality constraint of LIBSVM, whose pair moves
 ``s = sum(nu)``,
 
     min_nu F(nu) = min_s [ P(s) + kappa_b s^2 / 2 ],
-    P(s) = min { 1/2 nu^T Q~ nu - y^T nu + eps' |nu|_1 : sum(nu) = s, |nu_i| <= C }
+    P(s) = min { 1/2 nu^T Q~ nu - y^T nu + eps' |nu|_1 : sum(nu) = s, |nu_i| <= C_i }
 
-with ``Q~ = Sigma~ + (2 beta eps / C) I``. The inner problem :func:`smo_inner`
+with ``Q~ = Sigma~ + diag(2 beta eps / C_i)``. The inner problem :func:`smo_inner`
 is an SVR-type dual with one equality constraint, solved by SMO with the
 second-order working-set selection of Fan, Chen & Lin (2005); its threshold
 ``theta = P'(s)`` lies between the largest "down" and smallest "up"
@@ -82,6 +89,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from . import jit
 from .covariance import _wsqdist
@@ -98,23 +107,67 @@ class SilfDual(NamedTuple):
 
 
 class SilfParams(NamedTuple):
-    """The constants of (4.25) at fixed hyperparameters (:func:`silf_params`)."""
+    """The constants of (4.25) at fixed hyperparameters (:func:`silf_params`).
 
-    C: float         #: box ``|nu_i| <= C``
-    eps1: float      #: ``eps' = (1 - beta) epsilon``, weight of ``|nu|_1``
-    diag_add: float  #: ``2 beta epsilon / C``, added to the diagonal of ``Sigma~``
-    kappa_b: float   #: bias variance of the outer equation on ``s = sum(nu)``
+    ``box`` and ``dadd`` are one float shared by every case (no case
+    weights) or a float64 array with one value per case; the kernels read
+    them through :func:`case_value`, so that each layout compiles to its
+    own code and the unweighted solver reads no per-case array.
+    """
+
+    C: float          #: scale of the boxes: ``C`` (times the mean case weight with weights)
+    eps1: float       #: ``eps' = (1 - beta) epsilon``, weight of ``|nu|_1``
+    kappa_b: float    #: bias variance of the outer equation on ``s = sum(nu)``
+    #: box ``|nu_i| <= C_i``: ``C``, or the array ``C_i = C w_i``
+    box: float | np.ndarray
+    #: ``2 beta epsilon / C_i`` added to the diagonal of ``Sigma~`` (0 where ``C_i = 0``)
+    dadd: float | np.ndarray
+    s_max: float      #: ``sum_i C_i``, the largest ``|sum(nu)|`` (``n C`` without weights)
 
 
-def silf_params(C, epsilon, beta, kappa_b):
-    """:class:`SilfParams` of (4.25) for ``C``, ``epsilon``, ``beta``, ``kappa_b``."""
-    return SilfParams(float(C), (1.0 - beta) * epsilon, 2.0 * beta * epsilon / C,
-                      float(kappa_b))
+def case_value(v, k):
+    """``v[k]`` for a per-case array ``v``, ``v`` itself for one value shared
+    by every case (compiled: :func:`_case_value`)."""
+    return v if np.ndim(v) == 0 else v[k]
+
+
+@overload(case_value, inline="always")
+def _case_value(v, k):
+    """Compiled :func:`case_value`, resolved on the type of ``v``."""
+    if isinstance(v, types.Float):
+        return lambda v, k: v
+    return lambda v, k: v[k]
+
+
+def silf_params(C, epsilon, beta, kappa_b, n, weights=None):
+    """:class:`SilfParams` of (4.25) for ``C``, ``epsilon``, ``beta``, ``kappa_b``
+    and ``n`` cases, with the case weights ``weights`` (length ``n``, finite,
+    ``>= 0``; per-case arrays) or without (every ``C_i = C``; shared floats).
+
+    With weights that are all 1 every value equals, bit for bit, the one
+    without weights (``C * 1.0 = C``, ``sum(1, ..., 1) = n``), so the
+    solver's iterates are the same.
+    """
+    C = float(C)
+    add = 2.0 * beta * epsilon / C
+    if weights is None:
+        return SilfParams(C, (1.0 - beta) * epsilon, float(kappa_b), C, add, n * C)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"weights must hold one value per case, shape ({n},); got {w.shape}.")
+    box = C * w
+    dadd = np.zeros(n)
+    np.divide(add, w, out=dadd, where=w > 0.0)  # 2 beta eps / (C w_i) as (2 beta eps / C) / w_i
+    return SilfParams(C * float(np.mean(w)), (1.0 - beta) * epsilon, float(kappa_b), box, dadd,
+                      C * float(np.sum(w)))
 
 
 @jit(inline="always")
 def violation(g_i, nu_i, C, eps1):
-    """KKT violation of point ``i`` (0 when its condition in (4.31) holds)."""
+    """KKT violation of point ``i`` with box ``C`` (0 when its condition in
+    (4.31) holds; always 0 for a box of width 0, a case of weight 0)."""
+    if C == 0.0:
+        return 0.0
     if nu_i == 0.0:
         v = abs(g_i) - eps1
     elif nu_i >= C:
@@ -129,11 +182,11 @@ def violation(g_i, nu_i, C, eps1):
 
 
 @jit()
-def max_violation(g, nu, C, eps1):
-    """Largest KKT violation (4.31) over all points."""
+def max_violation(g, nu, box, eps1):
+    """Largest KKT violation (4.31) over all points (``box``: the ``C_i``, or one ``C``)."""
     vmax = 0.0
     for k in range(g.shape[0]):
-        v = violation(g[k], nu[k], C, eps1)
+        v = violation(g[k], nu[k], case_value(box, k), eps1)
         if v > vmax:
             vmax = v
     return vmax
@@ -155,12 +208,13 @@ def low_derivative(g_k, nu_k, eps1):
 def thresholds(dual, par, act):
     """``(i, m_up, M_low)``: the index of the smallest up derivative, its
     value and the largest low derivative, over the active points ``act``."""
-    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
+    g, nu, box, eps1 = dual.g, dual.nu, par.box, par.eps1
     i = -1
     m_up = np.inf
     M_low = -np.inf
     for a in range(act.shape[0]):
         k = act[a]
+        C = case_value(box, k)
         if nu[k] < C:
             u = up_derivative(g[k], nu[k], eps1)
             if u < m_up:
@@ -173,22 +227,29 @@ def thresholds(dual, par, act):
     return i, m_up, M_low
 
 
+@jit(inline="always")
+def pair_curvature(kappa0, dadd, i, j, row_i_j):
+    """``a_ij = Q~_ii + Q~_jj - 2 Q~_ij`` (``row_i_j = Sigma~_ij``, ``kappa0 =
+    Sigma~_ii``); with equal diagonal terms it is ``2 Q~_ii - 2 Q~_ij`` to the bit."""
+    return (kappa0 + case_value(dadd, i)) + (kappa0 + case_value(dadd, j)) - 2.0 * row_i_j
+
+
 @jit()
-def select_pair(i, m_up, row_i, dual, par, qdiag, act):
+def select_pair(i, m_up, row_i, dual, par, kappa0, act):
     """Second-order choice of ``j`` (WSS2): maximise
     ``(low_j - m_up)^2 / a_ij`` over the violating down moves of the active
-    points ``act`` (``qdiag``: the diagonal of ``Q~``)."""
-    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
+    points ``act`` (``kappa0``: the diagonal of ``Sigma~``)."""
+    g, nu, box, eps1 = dual.g, dual.nu, par.box, par.eps1
     best = -1
     gmax = 0.0
     for a in range(act.shape[0]):
         k = act[a]
-        if k == i or nu[k] <= -C:
+        if k == i or nu[k] <= -case_value(box, k):
             continue
         b = low_derivative(g[k], nu[k], eps1) - m_up
         if b <= 0.0:
             continue
-        curv = 2.0 * qdiag - 2.0 * row_i[k]
+        curv = pair_curvature(kappa0, par.dadd, i, k, row_i[k])
         if curv < 1e-12:
             curv = 1e-12
         gain = b * b / curv
@@ -199,16 +260,16 @@ def select_pair(i, m_up, row_i, dual, par, qdiag, act):
 
 
 @jit()
-def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
+def pair_step(nu_i, nu_j, g_i, g_j, curv, C_i, C_j, eps1):
     """Exact minimiser ``t >= 0`` of the inner objective along ``e_i - e_j``.
 
     ``phi(t) = (g_i - g_j) t + curv t^2 / 2 + eps' (|nu_i + t| + |nu_j - t|)``
-    on ``[0, T]``, ``T = min(C - nu_i, C + nu_j)``, is convex and piecewise
+    on ``[0, T]``, ``T = min(C_i - nu_i, C_j + nu_j)``, is convex and piecewise
     quadratic with kinks where ``nu_i + t`` or ``nu_j - t`` change sign. The
     minimiser lies in the first segment whose right end has a non-negative
     derivative.
     """
-    T = min(C - nu_i, C + nu_j)
+    T = min(C_i - nu_i, C_j + nu_j)
     if T <= 0.0:
         return 0.0
     k1 = -nu_i if (nu_i < 0.0 and -nu_i < T) else T
@@ -234,13 +295,14 @@ def pair_step(nu_i, nu_j, g_i, g_j, curv, C, eps1):
 
 
 @jit()
-def update_gradient(g, row_i, row_j, t, i, j, diag_add, act):
-    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points ``act``."""
+def update_gradient(g, row_i, row_j, t, i, j, dadd, act):
+    """``g += t (Q~[:, i] - Q~[:, j])`` on the active points ``act`` (``dadd``:
+    the diagonal terms ``2 beta eps / C_k``, or one shared value)."""
     for a in range(act.shape[0]):
         k = act[a]
         g[k] += t * (row_i[k] - row_j[k])
-    g[i] += diag_add * t
-    g[j] -= diag_add * t
+    g[i] += case_value(dadd, i) * t
+    g[j] -= case_value(dadd, j) * t
 
 
 @jit()
@@ -253,12 +315,13 @@ def shrink(dual, par, m_up, M_low, act):
     Only active points are examined: the gradient of a shrunk point is stale
     until :func:`reconstruct`, so it must not be judged (or re-admitted) on
     it. Returns the new count (the kept points first in ``act``)."""
-    g, nu, C, eps1 = dual.g, dual.nu, par.C, par.eps1
+    g, nu, box, eps1 = dual.g, dual.nu, par.box, par.eps1
     kept = 0
     for a in range(act.shape[0]):
         k = act[a]
         nk = nu[k]
         gk = g[k]
+        C = case_value(box, k)
         if nk >= C:
             keep = low_derivative(gk, nk, eps1) >= m_up
         elif nk <= -C:
@@ -307,9 +370,9 @@ def reconstruct(kern, cache, dual, par, act):
         mark[act[a]] = True
     for k in range(n):
         if not mark[k]:
-            g[k] = -y[k] + par.diag_add * nu[k] + gbar[k]
+            g[k] = -y[k] + case_value(par.dadd, k) * nu[k] + gbar[k]
     for j in range(n):
-        if nu[j] != 0.0 and bound_part(nu[j], par.C) == 0.0:
+        if nu[j] != 0.0 and bound_part(nu[j], case_value(par.box, j)) == 0.0:
             row = get_row(kern, cache, j)
             for k in range(n):
                 if not mark[k]:
@@ -367,9 +430,8 @@ def smo_inner(kern, cache, dual, par, tau, max_iter):
     ``g`` is complete.
     """
     nu, g = dual.nu, dual.g
-    C, eps1 = par.C, par.eps1
+    box, eps1 = par.box, par.eps1
     n = g.shape[0]
-    qdiag = kern.kappa0 + par.diag_add
     scratch_i = np.empty(n)
     scratch_j = np.empty(n)
     active = np.arange(n)
@@ -395,36 +457,38 @@ def smo_inner(kern, cache, dual, par, tau, max_iter):
                 continue
         act = active[:n_active]
         row_i = fetch_row(kern, cache, i, act, scratch_i)
-        j = select_pair(i, m_up, row_i, dual, par, qdiag, act)
+        j = select_pair(i, m_up, row_i, dual, par, kern.kappa0, act)
         t = 0.0
         if j >= 0:
             row_j = fetch_row(kern, cache, j, act, scratch_j)
             # row i evicted by row j (tiny cache)
             if not has_row(cache, i) and row_i is not scratch_i:
                 row_i = fetch_row(kern, cache, i, act, scratch_i)
-            curv = 2.0 * qdiag - 2.0 * row_i[j]
-            t = pair_step(nu[i], nu[j], g[i], g[j], curv, C, eps1)
+            curv = pair_curvature(kern.kappa0, par.dadd, i, j, row_i[j])
+            t = pair_step(nu[i], nu[j], g[i], g[j], curv, case_value(box, i),
+                          case_value(box, j), eps1)
         if t <= 0.0:  # no partner or a numerical stall: report, never loop forever
             if n_active < n:
                 n_active = unshrink(kern, cache, dual, par, active, n_active)
                 i, m_up, M_low = thresholds(dual, par, active[:n_active])
             return it, m_up, M_low
         old_i, old_j = nu[i], nu[j]
-        nu[i] = snap(old_i + t, C)
-        nu[j] = snap(old_j - t, C)
-        update_gradient(g, row_i, row_j, t, i, j, par.diag_add, act)
-        update_gbar(kern, cache, dual.gbar, i, old_i, nu[i], C)
-        update_gbar(kern, cache, dual.gbar, j, old_j, nu[j], C)
+        C_i, C_j = case_value(box, i), case_value(box, j)
+        nu[i] = snap(old_i + t, C_i)
+        nu[j] = snap(old_j - t, C_j)
+        update_gradient(g, row_i, row_j, t, i, j, par.dadd, act)
+        update_gbar(kern, cache, dual.gbar, i, old_i, nu[i], C_i)
+        update_gbar(kern, cache, dual.gbar, j, old_j, nu[j], C_j)
         it += 1
 
 
 @jit()
 def move_sum(kern, cache, dual, par, delta):
-    """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C``: the change is
+    """Change ``sum(nu)`` by ``delta`` keeping ``|nu_i| <= C_i``: the change is
     put on the points with the most room, one row update per point moved.
     Returns the change actually made (less than ``delta`` only when the box
     is full)."""
-    nu, C = dual.nu, par.C
+    nu, box = dual.nu, par.box
     n = nu.shape[0]
     done = 0.0
     while abs(delta - done) > 0.0:
@@ -432,6 +496,7 @@ def move_sum(kern, cache, dual, par, delta):
         best = -1
         room = 0.0
         for k in range(n):
+            C = case_value(box, k)
             r = (C - nu[k]) if rest > 0.0 else (C + nu[k])
             if r > room:
                 room = r
@@ -439,6 +504,7 @@ def move_sum(kern, cache, dual, par, delta):
         if best < 0 or room <= 0.0:
             break
         old = nu[best]
+        C = case_value(box, best)
         if abs(rest) <= room:
             step = rest
             nu[best] = snap(old + step, C)
@@ -458,8 +524,8 @@ def moved_point(kern, cache, dual, par, k, old, step):
     row = get_row(kern, cache, k)
     for a in range(g.shape[0]):
         g[a] += row[a] * step
-    g[k] += par.diag_add * step
-    update_gbar(kern, cache, dual.gbar, k, old, dual.nu[k], par.C)
+    g[k] += case_value(par.dadd, k) * step
+    update_gbar(kern, cache, dual.gbar, k, old, dual.nu[k], case_value(par.box, k))
 
 
 @jit()
@@ -495,17 +561,18 @@ def inner_psi(kern, cache, dual, par, tol, max_iter):
 
 @jit()
 def polish(kern, cache, dual, par, width):
-    """Move every free ``nu_k`` within ``width`` of ``0`` or of ``+-C`` onto it
+    """Move every free ``nu_k`` within ``width`` of ``0`` or of ``+-C_k`` onto it
     (``g`` and ``G_bar`` updated). When the root of ``psi`` sits on a jump of
     ``theta``, regula falsi closes in on it from both sides and leaves the
     distance to the jump as remnants of that size on free points; putting
     them on the kink or bound lands ``s`` exactly on the jump. Returns the
     number of points moved."""
-    nu, C = dual.nu, par.C
+    nu, box = dual.nu, par.box
     n = nu.shape[0]
     moved = 0
     for k in range(n):
         old = nu[k]
+        C = case_value(box, k)
         if old == 0.0 or old >= C or old <= -C:
             continue
         if abs(old) <= width:
@@ -521,10 +588,11 @@ def polish(kern, cache, dual, par, width):
 
 
 @jit()
-def count_free(nu, C):
-    """Number of free points ``0 < |nu_i| < C``."""
+def count_free(nu, box):
+    """Number of free points ``0 < |nu_i| < C_i`` (``box``: the ``C_i``, or one ``C``)."""
     m = 0
     for k in range(nu.shape[0]):
+        C = case_value(box, k)
         if nu[k] != 0.0 and -C < nu[k] < C:
             m += 1
     return m
@@ -545,7 +613,7 @@ def capped_step(s, psi, slope, cap):
 
 @jit()
 def smo_silf(kern, cache, dual, par, tau, max_iter, slope0):
-    """Solve (4.25) in place in ``dual.nu`` (any point with ``|nu_i| <= C`` is
+    """Solve (4.25) in place in ``dual.nu`` (any point with ``|nu_i| <= C_i`` is
     a valid warm start; its sum is the first guess of ``s``).
 
     ``kern`` is the covariance without its bias term (rows of ``Sigma~``);
@@ -568,7 +636,7 @@ def smo_silf(kern, cache, dual, par, tau, max_iter, slope0):
     total, s, psi, off = inner_psi(kern, cache, dual, par, tol_in, max_iter)
     s_a, psi_a, s_b, psi_b = s, psi, s, psi
     bracket = False
-    cap = C * max(16.0, count_free(nu, C))
+    cap = C * max(16.0, count_free(nu, par.box))
     outer = 0
     while (off > half or tol_in > half) and total < max_iter and outer < 100:
         outer += 1
@@ -588,7 +656,7 @@ def smo_silf(kern, cache, dual, par, tau, max_iter, slope0):
                 s_new = s_b - psi_b * (s_b - s_a) / (psi_b - psi_a)
             else:
                 s_new, cap = capped_step(s, psi, slope, cap)
-            s_new = min(max(s_new, -n * C), n * C)
+            s_new = min(max(s_new, -par.s_max), par.s_max)
             if move_sum(kern, cache, dual, par, s_new - s) == 0.0:
                 if not bracket:
                     break  # the box is full in that direction
@@ -621,7 +689,7 @@ def smo_silf(kern, cache, dual, par, tau, max_iter, slope0):
     shift = kappa_b * np.sum(nu)
     for k in range(n):
         g[k] += shift
-    return slope, total, max_violation(g, nu, C, par.eps1)
+    return slope, total, max_violation(g, nu, par.box, par.eps1)
 
 
 @jit()

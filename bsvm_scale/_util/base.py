@@ -25,12 +25,21 @@ class Standardizer:
         self.scale = np.ascontiguousarray(scale, dtype=np.float64)
 
     @classmethod
-    def fit(cls, X, fixed=None):
-        """Training mean and standard deviation of every column; a column with
-        a finite entry in ``fixed`` keeps mean 0 and that scale instead (the
-        coded columns of a table, :func:`standardizer_for`)."""
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+    def fit(cls, X, sample_weight=None, fixed=None):
+        """Mean and standard deviation of every column of ``X``; with case
+        weights ``sample_weight`` (finite, ``>= 0``, not all zero) the
+        weighted ones, ``sum_i w_i x_i / sum_i w_i`` and the square root of
+        ``sum_i w_i (x_i - mean)^2 / sum_i w_i``: those of the data set with
+        case ``i`` repeated ``w_i`` times for integer weights (cases of
+        weight 0 do not count). A column with a finite entry in ``fixed``
+        keeps mean 0 and that scale instead (the coded columns of a table,
+        :func:`standardizer_for`)."""
+        if sample_weight is None:
+            mean = X.mean(axis=0)
+            scale = X.std(axis=0)
+        else:
+            mean = np.average(X, axis=0, weights=sample_weight)
+            scale = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sample_weight))
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         if fixed is not None:
             keep = np.isfinite(fixed)
@@ -42,13 +51,13 @@ class Standardizer:
         return np.ascontiguousarray((X - self.mean) / self.scale)
 
 
-def standardizer_for(est, X):
+def standardizer_for(est, X, sample_weight=None):
     """The input standardisation of ``est`` on its training design matrix
-    ``X``: every column standardised, except the coded columns of a model
-    fitted on a table, which keep the fixed scales of its coding
-    (:attr:`bsvm_scale.tables.TableEncoder.kernel_scales`)."""
+    ``X`` (weighted by ``sample_weight``): every column standardised, except
+    the coded columns of a model fitted on a table, which keep the fixed
+    scales of its coding (:attr:`bsvm_scale.tables.TableEncoder.kernel_scales`)."""
     encoder = getattr(est, "encoder_", None)
-    return Standardizer.fit(X, None if encoder is None else encoder.kernel_scales)
+    return Standardizer.fit(X, sample_weight, None if encoder is None else encoder.kernel_scales)
 
 
 def resolve_rng(random_state):

@@ -26,6 +26,36 @@ O(m^3 + s^2 d) time and O(m^2 + n d) memory.
 The SV sets are treated as fixed under differentiation (the thesis' assumption
 that they do not change near the optimum); the first-order optimality of
 ``f_MP`` removes every implicit term.
+
+Case weights
+------------
+A case weight ``w_i >= 0`` raises the case's likelihood to the power ``w_i``:
+``P(D | f) = prod_i P(y_i | f_i)^{w_i}``, so ``C l_i`` becomes ``C w_i l_i``
+(the box ``C_i = C w_i`` of the dual, :mod:`bsvm_scale._compiled.smo_silf`) and
+the normaliser ``n ln Z_S`` becomes ``W ln Z_S`` with ``W = sum_i w_i``. The
+Laplace approximation then has the likelihood curvature ``Lambda_i = C w_i /
+(2 beta eps)`` on the off-bound SVs ``0 < |nu_i| < C_i``, and with ``r = 2 beta
+eps / C``::
+
+    -ln P(D|theta) = 1/2 nu^T Sigma nu + C sum_i w_i l_i
+                     + 1/2 (ln|B_w| + m ln(1/r) + sum_{i in M} ln w_i) + W ln Z_S,
+    B_w = Sigma_M + diag(r / w_M),   tr(B_s^-1 Sigma_M) = m - r sum_M (B_w^-1)_ii / w_i
+
+(``ln|I + Lambda Sigma_M| = ln|B_w| + sum_M ln(C w_i / 2 beta eps)``); the
+gradients (4.39)-(4.41) keep their form with the weighted sums, ``W`` for
+``n`` and this trace.
+For integer weights this is exactly the evidence of the data set with case
+``i`` repeated ``w_i`` times (no constant between them): the MAP function is
+the same, the repeated cases share one value of ``f``, and by Sylvester's
+identity ``|I_N + Lambda_D E Sigma E^T| = |I_n + E^T Lambda_D E Sigma|`` with
+``E`` the ``N x n`` repetition matrix and ``E^T Lambda_D E = diag(w) Lambda``.
+For other weights it is the Laplace evidence of the weighted likelihood,
+a pseudo-likelihood that is not a normalised density of the data (it is the
+integral of ``prod_i P(y_i|f_i)^{w_i}`` over ``f``, not a probability of ``D``):
+evidences of fits with the same weights can be compared, those with
+different weights cannot. A case of weight 0 contributes nothing (its
+``nu_i = 0``; it is never an SV). Without weights every expression is the
+unweighted one, computed as before.
 """
 
 from __future__ import annotations
@@ -113,7 +143,8 @@ def stable_cholesky(A):
 
 
 def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
-                  settings=EvidenceSettings(), kappa0_grad=False, quad=None):
+                  settings=EvidenceSettings(), kappa0_grad=False, quad=None,
+                  sample_weight=None):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
@@ -143,6 +174,9 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         ln w_1..d, ln kappa_b]`` of the bias-free covariance, when the MAP
         solve already has it (:func:`bsvm_scale._compiled.smo_silf.quad_after_smo`);
         otherwise it is contracted here over the support vectors.
+    sample_weight : ndarray (n,), optional
+        Case weights (finite, ``>= 0``; see the module docstring); None is
+        the unweighted evidence (4.38).
 
     Returns
     -------
@@ -151,42 +185,57 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``); with
         ``kappa0_grad`` as ``[ln C, ln eps, *cov.theta]``.
     """
-    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad)
+    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad,
+                        sample_weight)
     if ev.grad is not None and not kappa0_grad:
         ev.grad = np.delete(ev.grad, 2)
     return ev
 
 
-def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad=None):
+def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad=None,
+                   w=None):
     """:func:`silf_evidence` with the gradient over ``[ln C, ln eps, *cov.theta]``."""
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
-    off = np.flatnonzero((absnu > 0.0) & (absnu < C))
+    off = np.flatnonzero((absnu > 0.0) & (absnu < (C if w is None else C * w)))
     method, max_rank = settings.plan(off.size, dense_arrays=3)
     if method == "matrix_free":
         return _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off,
-                            settings.tol, max_rank, quad)
+                            settings.tol, max_rank, quad, w)
     # multithreaded BLAS only pays on large blocks; on small ones its thread
     # start-up dominates and oversubscribes cores shared with other workers
     with blas_threads(off.size < 1500):
-        value, L, jitter, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off)
+        value, L, jitter, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off, w)
         grad = None
         if need_grad:
             grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, L, resid, loss,
-                             quad)
+                             quad, w)
     return EvidenceResult(value, grad, L, jitter, off, support, f)
 
 
-def _value(X, y, nu, f, cov, C, epsilon, beta, off):
-    """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``."""
-    n, m = y.shape[0], off.shape[0]
+def _weighted_sum(a, w):
+    """``sum_i w_i a_i`` (``sum_i a_i`` without weights; bit for bit the same for unit weights)."""
+    return float(a.sum()) if w is None else float(np.sum(w * a))
+
+
+def _n_cases(n, w):
+    """The multiplier ``n`` of ``ln Z_S``, or ``W = sum_i w_i`` with case weights."""
+    return n if w is None else float(np.sum(w))
+
+
+def _value(X, y, nu, f, cov, C, epsilon, beta, off, w=None):
+    """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``
+    (case weights: the module docstring)."""
+    n, m = _n_cases(y.shape[0], w), off.shape[0]
     resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
     ratio = 2.0 * beta * epsilon / C
     B = cov.subset(X, off)
-    B[np.diag_indices_from(B)] += ratio
+    B[np.diag_indices_from(B)] += ratio if w is None else ratio / w[off]
     L, jitter = stable_cholesky(B)
     logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(1.0 / ratio)
-    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * logdet + n * lnZ
+    if w is not None:
+        logdet += float(np.sum(np.log(w[off])))
+    value = 0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * logdet + n * lnZ
     return value, L, jitter, resid, loss
 
 
@@ -197,36 +246,44 @@ def _loss_terms(y, f, C, epsilon, beta):
         losses.silf_log_normalizer(C, epsilon, beta))
 
 
+def _block_scale(C, epsilon, beta, off, w=None):
+    """``Lambda^1/2`` of the off-bound block: ``sqrt(C w_i / (2 beta eps))``
+    (``w_i = 1`` without weights)."""
+    lam = C / (2.0 * beta * epsilon)
+    return np.full(off.shape[0], np.sqrt(lam)) if w is None else np.sqrt(lam * w[off])
+
+
 def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank,
-                 quad=None):
+                 quad=None, w=None):
     """(4.38)-(4.42) through :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`
-    with ``Lambda = C / (2 beta eps)``: ``ln|I + C/(2 beta eps) Sigma_M| =
+    with ``Lambda_i = C w_i / (2 beta eps)``: ``ln|I + Lambda Sigma_M| =
     ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
-    d ln|B|`` for ``B_s = Sigma_M + (2 beta eps / C) I``."""
-    n, m = y.shape[0], off.shape[0]
+    d ln|B|`` for ``B_s = Sigma_M + Lambda^-1`` (any diagonal ``Lambda``)."""
+    n, m = _n_cases(y.shape[0], w), off.shape[0]
     resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
-    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    sl = _block_scale(C, epsilon, beta, off, w)
     block = BlockEvidence(cov, X[off], sl, tol, max_rank)
-    value = 0.5 * float(nu @ f) + C * float(loss.sum()) + 0.5 * block.logdet + n * lnZ
+    value = 0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * block.logdet + n * lnZ
     grad = None
     if need_grad:
         tr_BS = m - float(np.sum(block.diag_inv()))
         g_trace = block.dlogdet() if m else np.zeros(cov.theta.shape[0])
         grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
-                              quad)
+                              quad, w)
     return EvidenceResult(value, grad, None, 0.0, off, support, f, "matrix_free",
                           0.5 * block.error, block)
 
 
 def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
-                   quad=None):
+                   quad=None, w=None):
     """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)``, ``tr(B_s^-1 dSigma_p)`` and
-    ``nu^T dSigma_p nu`` (``quad``, see :func:`silf_evidence`, or contracted here)."""
-    n = nu.shape[0]
+    ``nu^T dSigma_p nu`` (``quad``, see :func:`silf_evidence`, or contracted here);
+    with case weights ``w`` the sums over cases are weighted."""
+    n = _n_cases(nu.shape[0], w)
     dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
-    g_lnC = C * float(loss.sum()) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
+    g_lnC = C * _weighted_sum(loss, w) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
     dl_deps = losses.silf_d_epsilon(resid, epsilon, beta)
-    g_lneps = C * epsilon * float(dl_deps.sum()) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
+    g_lneps = C * epsilon * _weighted_sum(dl_deps, w) - 0.5 * tr_BS + n * float(dlnZ_dlneps)
     p = cov.theta.shape[0]
     if quad is not None:
         q = np.array(quad, dtype=np.float64)
@@ -238,28 +295,35 @@ def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_
     return np.concatenate(([g_lnC, g_lneps], g_cov))
 
 
-def _gradient(X, nu, cov, C, epsilon, beta, off, support, L, resid, loss, quad=None):
-    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``."""
+def _gradient(X, nu, cov, C, epsilon, beta, off, support, L, resid, loss, quad=None, w=None):
+    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``, with
+    case weights ``m - (2 beta eps / C) sum_M (B^-1)_ii / w_i``."""
     m = off.shape[0]
     Binv = inverse_lower(L)  # B^-1 from the Cholesky factor L of B, lower triangle only
-    tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
+    if w is None:
+        tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
+    else:
+        tr_BS = m - 2.0 * beta * epsilon / C * float(np.sum(np.diag(Binv) / w[off]))
     g_trace = cov.trace_grad(X, off, Binv, lower=True) if m else np.zeros(cov.theta.shape[0])
     return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
-                          quad)
+                          quad, w)
 
 
-def prediction_factor(X, ev, cov, C, epsilon, beta, settings):
+def prediction_factor(X, ev, cov, C, epsilon, beta, settings, sample_weight=None):
     """The :class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor` of a
-    matrix-free evaluation ``ev``, computed to ``PREDICT_TOL_RATIO`` of the
-    evidence tolerance."""
+    matrix-free evaluation ``ev`` (with the case weights ``sample_weight`` of
+    the fit, if any), computed to ``PREDICT_TOL_RATIO`` of the evidence
+    tolerance."""
     m = ev.off_bound.size
-    sl = np.full(m, np.sqrt(C / (2.0 * beta * epsilon)))
+    sl = _block_scale(C, epsilon, beta, ev.off_bound, sample_weight)
     return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
                      settings.predict_rank(m)).predictor()
 
 
 def predictive_variance_chunk(cov, Xtest, Xoff, L):
-    """``sigma_t^2 = Cov(x, x) - k_M^T B^-1 k_M`` (4.46) for a chunk of test points."""
+    """``sigma_t^2 = Cov(x, x) - k_M^T B^-1 k_M`` (4.46) for a chunk of test points
+    (``L``: the Cholesky factor of ``B = Sigma_M + diag(2 beta eps / C_i)``, with
+    ``C_i = C w_i`` under case weights)."""
     prior = cov.kappa0 + cov.kappa_b
     if Xoff.shape[0] == 0:
         return np.full(Xtest.shape[0], prior)

@@ -143,11 +143,17 @@ def trig_start(cov, X, y, max_rank=MAX_RANK, require_exact=False):
     return _start(cov, X, loss, lambda f: -trig_loss_grad(y * f), max_rank, require_exact)
 
 
-def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=False):
+def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=False,
+               weights=None):
     """:class:`LowRankStart` of the BSVR dual (4.25): ``nu_i = C SILF'(y_i -
     f_i)`` (2.29), in ``[-C, C]``, with ``f`` the low-rank MAP latent function
     of ``C sum SILF(y - f)`` (``Sigma`` includes ``kappa_b``); None when
-    ``require_exact`` and the factor is not exact."""
+    ``require_exact`` and the factor is not exact. With case ``weights`` the
+    loss is ``C sum w_i SILF(y_i - f_i)`` and ``nu_i = C w_i SILF'(y_i - f_i)``
+    in ``[-C w_i, C w_i]`` (:func:`_weighted_silf_start`)."""
+    if weights is not None:
+        return _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact,
+                                    weights)
     y = np.asarray(y, dtype=np.float64)
 
     def loss(f, order):
@@ -158,6 +164,26 @@ def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=Fal
         return C * silf_hess(y - f, epsilon, beta)
 
     return _start(cov, X, loss, lambda f: np.clip(C * silf_grad(y - f, epsilon, beta), -C, C),
+                  max_rank, require_exact)
+
+
+def _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact, weights):
+    """:func:`silf_start` with the per-case ``C_i = C w_i`` (a case of weight 0
+    adds nothing to the loss and gets ``nu_i = 0``; weights of 1 give the
+    unweighted start bit for bit)."""
+    y = np.asarray(y, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    box = C * w
+
+    def loss(f, order):
+        if order == 0:
+            return C * float(np.sum(w * silf(y - f, epsilon, beta)))
+        if order == 1:
+            return -C * (w * silf_grad(y - f, epsilon, beta))
+        return C * (w * silf_hess(y - f, epsilon, beta))
+
+    return _start(cov, X, loss,
+                  lambda f: np.clip(C * (w * silf_grad(y - f, epsilon, beta)), -box, box),
                   max_rank, require_exact)
 
 

@@ -31,12 +31,16 @@ class _Problem:
     ``theta = [ln C, ln eps, (ln kappa0,) ln kappa | ln kappa_1..d, ln kappa_b]``
     (``ln kappa0`` when ``kappa0`` is None: inferred, not fixed). Keeps the
     row cache and the last dual solution, so each evaluation warm-starts SMO
-    from the previous one (clipped to the new box).
+    from the previous one (clipped to the new box). ``sample_weight``: the
+    case weights (float64, finite, ``>= 0``, validated by the caller) or None;
+    they give the per-case boxes ``C w_i`` of the dual and the weighted
+    evidence (:mod:`bsvm_scale.inference.evidence_silf`).
     """
 
     def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter,
-                 evidence=EvidenceSettings()):
+                 evidence=EvidenceSettings(), sample_weight=None):
         self.X, self.y = X, y
+        self.sample_weight = sample_weight
         self.evidence = evidence
         self.kappa0, self.beta, self.ard = kappa0, beta, ard
         self.lead = 3 if kappa0 is None else 2  # log hyperparameters before ln kappa
@@ -65,16 +69,23 @@ class _Problem:
         self.reset(nu)
         self.best = best
 
+    def box(self, C):
+        """The boxes ``|nu_i| <= C_i`` of (4.25): ``C`` itself without case
+        weights, else the array ``C w``."""
+        return C if self.sample_weight is None else C * self.sample_weight
+
     def _warm_start(self, C):
         """The previous dual vector in the new box: points that sat at a bound
         stay at the (moved) bound, the others are clipped. Bound SVs are the
         bulk of the support set and rarely leave the bound when ``C`` moves a
         little, so this saves SMO the walk of every one of them to the new
-        bound."""
-        nu = np.clip(self.nu, -C, C)
+        bound. (A case of weight 0 has ``nu_i = 0`` in either box.)"""
+        box = self.box(C)
+        nu = np.clip(self.nu, -box, box)
         if self.nu_C is not None:
-            at_bound = np.abs(self.nu) >= self.nu_C
-            nu[at_bound] = np.sign(self.nu[at_bound]) * C
+            at_bound = np.abs(self.nu) >= self.box(self.nu_C)
+            nu[at_bound] = np.sign(self.nu[at_bound]) * (box if np.ndim(box) == 0
+                                                         else box[at_bound])
         return nu
 
     def _start(self, C, eps, cov):
@@ -83,11 +94,12 @@ class _Problem:
         (:func:`bsvm_scale.inference.map_lowrank.choose_start`; no more attempts after
         a truncated factor)."""
         nu0, how, self.lowrank_ok = next_start(
-            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex),
+            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
+                                     self.sample_weight),
             self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
         return nu0, how
 
-    _NOT_STATE = ("X", "y", "cache", "last", "evidence", "pinned", "quad")
+    _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -130,7 +142,7 @@ class _Problem:
         self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
         nu, how = self._start(C, eps, cov)
         self.pinned = False
-        par = silf_params(C, eps, self.beta, cov.kappa_b)
+        par = silf_params(C, eps, self.beta, cov.kappa_b, self.y.shape[0], self.sample_weight)
         dual, q0, nu0 = start_dual_quad(self.cache.kernel, self.y, nu, par)
         slope, n_iter, vmax = smo_silf(self.cache.kernel, self.cache.state, dual, par,
                                        self.tol, self.max_iter, self.slope)
@@ -140,7 +152,7 @@ class _Problem:
         self.nu_C = C
         nu = dual.nu
         bias = cov.kappa_b * float(nu.sum())
-        f = dual.g + self.y - par.diag_add * nu
+        f = dual.g + self.y - par.dadd * nu
         self.nu = nu
         return nu, f, float(bias), int(n_iter), float(vmax), how
 
@@ -155,7 +167,8 @@ class _Problem:
         t1 = time.perf_counter()
         try:
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
-                               self.evidence, kappa0_grad=self.lead == 3, quad=self.quad)
+                               self.evidence, kappa0_grad=self.lead == 3, quad=self.quad,
+                               sample_weight=self.sample_weight)
         except EvidenceBudgetError as err:
             if not need_grad:  # a final evaluation: the fit cannot be made
                 raise
@@ -164,13 +177,15 @@ class _Problem:
             return np.inf, np.zeros(np.size(theta)), {"rejected": str(err), "smo_iter": n_iter,
                                                       "smo_violation": vmax}
         t2 = time.perf_counter()
+        box = self.box(C)
         info = {**ev.info(), "n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
                 "n_on_bound": int(ev.support.size - ev.off_bound.size),
-                # the index sets of (4.32)
-                "n_I0a": int(np.count_nonzero((nu > 0) & (nu < C))),
-                "n_I0b": int(np.count_nonzero((nu < 0) & (nu > -C))),
-                "n_I1": int(np.count_nonzero(nu == 0)), "n_I2": int(np.count_nonzero(nu <= -C)),
-                "n_I3": int(np.count_nonzero(nu >= C)),
+                # the index sets of (4.32) (a case of weight 0 is in I_1)
+                "n_I0a": int(np.count_nonzero((nu > 0) & (nu < box))),
+                "n_I0b": int(np.count_nonzero((nu < 0) & (nu > -box))),
+                "n_I1": int(np.count_nonzero(nu == 0)),
+                "n_I2": int(np.count_nonzero((nu <= -box) & (nu != 0))),
+                "n_I3": int(np.count_nonzero((nu >= box) & (nu != 0))),
                 "smo_iter": n_iter, "smo_violation": vmax, "smo_start": how,
                 "jitter": ev.jitter, "bias": bias,
                 # wall time of the MAP solve and of the evidence (+ gradient)
@@ -203,7 +218,7 @@ class _Problem:
             nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence,
-                               kappa0_grad=self.lead == 3)
+                               kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
             self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
             return self.last
         self.reset(None if best is None else best.dual)

@@ -10,6 +10,9 @@ A thin public estimator over the shared engines:
 - prediction with error bars (4.46) and the SILF noise variance (2.33).
 
 Inputs are standardised with training statistics; targets are used as given.
+Case weights (``fit(..., sample_weight=...)``) scale each case's loss term
+(per-case box ``C w_i`` of the dual) and likelihood term (class docstring,
+Notes).
 The default box prior and starting values of ``C`` and ``epsilon`` are the
 thesis' values (docs/protocols.md, Conventions) expressed in units of the
 standard deviation ``s`` of the training targets (``C`` in units of ``1/s``,
@@ -20,6 +23,7 @@ of any scale; for targets of unit spread they coincide with the thesis' values.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -30,7 +34,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..inference import losses
 from .._util.base import Standardizer, resolve_rng
 from .._util.validation import (POSITIVE, check_nonconstant, check_positive, check_predict_X,
-                                check_regression_data, store_params, warn_target_offset)
+                                check_regression_data, check_sample_weight, store_params,
+                                warn_target_offset)
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
@@ -72,6 +77,24 @@ def default_beta(n):
     if n <= 6000:
         return 0.05
     return 300.0 / n
+
+
+def _target_var(y, sample_weight=None):
+    """``var(y)``; with case weights ``sum_i w_i (y_i - ybar)^2 / sum_i w_i``
+    around the weighted mean (that of the data set with case ``i`` repeated
+    ``w_i`` times for integer weights)."""
+    if sample_weight is None:
+        return float(np.var(y))
+    mean = np.average(y, weights=sample_weight)
+    return float(np.average((y - mean) ** 2, weights=sample_weight))
+
+
+def _target_scale(y, sample_weight=None):
+    """Target scale ``s`` of the box prior and the starts: the (weighted)
+    standard deviation of ``y``, 1 for constant targets."""
+    if sample_weight is None:
+        return float(np.std(y)) or 1.0
+    return float(np.sqrt(_target_var(y, sample_weight))) or 1.0
 
 
 def _ard_theta(theta, d, lead=2):
@@ -204,12 +227,18 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         The log hyperparameters searched: ``[ln C, ln epsilon, (ln kappa0,)
         ln kappa or ln kappa_1..d, ln kappa_b]``.
     log_evidence_ : float
-        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters.
+        ``ln P(D | theta)`` (4.38) at the fitted hyperparameters (with case
+        weights that of the weighted likelihood; see Notes).
     noise_variance_ : float
-        ``sigma_n^2`` of the fitted SILF noise model (2.33).
+        ``sigma_n^2`` of the fitted SILF noise model (2.33): that of a case of
+        weight 1 (with case weights, ``P(y_i|f_i)^{w_i}`` is no longer a
+        density of ``y_i``; ``include_noise=True`` in :meth:`predict` adds
+        this value).
     support_, off_bound_, on_bound_ : ndarray of int
-        Training indices of all SVs, off-bound SVs (``0 < |nu| < C``) and
-        on-bound SVs (``|nu| = C``).
+        Training indices (rows of the ``X`` given to ``fit``) of all SVs,
+        off-bound SVs (``0 < |nu_i| < C_i``) and on-bound SVs (``|nu_i| =
+        C_i``), with ``C_i = C w_i`` under case weights (a case of weight 0
+        is never an SV).
     dual_coef_ : ndarray
         ``alpha - alpha*`` of the support vectors.
     support_case_ids_ : ndarray
@@ -227,7 +256,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Error estimate of ``log_evidence_`` (nats; 0 for dense).
     cholesky_, predictor_ : ndarray or None, dict or None
         What the predictive variance (4.46) reads: the dense Cholesky factor
-        of ``Sigma_M + 2 beta eps / C I``, or (matrix-free) the pivot inputs
+        of ``Sigma_M + diag(2 beta eps / C_i)``, or (matrix-free) the pivot inputs
         ``X_S``, their weights ``sl_S`` and the triangles ``L_S``, ``L_C``
         (:class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor`), O(r^2).
     starts_ : list of dict
@@ -241,6 +270,45 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         from the best isotropic optimum, with ``isotropic``, that fit's start
         record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
         starts that were not refined (subsample phase only).
+
+    Notes
+    -----
+    **Case weights.** ``fit(X, y, sample_weight=w)`` gives case ``i`` the
+    weight ``w_i >= 0`` (scikit-learn's and LIBSVM's convention): it
+    multiplies the case's loss term, so the MAP problem (4.10) becomes
+    ``min_f 1/2 f^T Sigma^-1 f + C sum_i w_i l(y_i - f_i)`` and its dual
+    (4.25) has the box ``|nu_i| <= C_i = C w_i`` and the diagonal term ``2
+    beta eps / C_i``; the stopping rule (4.33) is judged in these boxes. The
+    likelihood in the evidence is ``prod_i P(y_i | f_i)^{w_i}``: ``C sum_i w_i
+    l_i`` and ``(sum_i w_i) ln Z_S`` in (4.38), the curvature ``C w_i / (2
+    beta eps)`` of each off-bound SV in its determinant, the gradients
+    (4.39)-(4.41) with the same weighted sums, and the predictive variance
+    (4.46) from ``Sigma_M + diag(2 beta eps / C_i)``
+    (:mod:`bsvm_scale.inference.evidence_silf`). Weights also enter every
+    statistic the fit takes from the data: the input standardisation
+    (weighted mean and standard deviation), the default ``kappa0`` (the
+    weighted variance of ``y``) and the target scale of the box prior and
+    the starts (its square root); the default ``beta`` counts the cases of
+    positive weight. Hence:
+
+    - integer weights give the fit of the data set with case ``i`` repeated
+      ``w_i`` times: the same MAP function (up to the SMO tolerance ``tol``)
+      and, at the same hyperparameters, the same evidence, with no
+      constant between them (Sylvester's determinant identity); the default
+      ``beta`` may differ, as it counts distinct cases;
+    - a case of weight 0 is a case left out (its ``nu_i`` stays 0; it is
+      never an SV), while ``support_`` and the other indices keep referring
+      to rows of the ``X`` given to ``fit``;
+    - weights all 1 give the unweighted fit, bit for bit; weights are not
+      normalised: multiplying all of them by ``k`` is the data ``k`` times
+      over (at fixed hyperparameters the MAP fit of ``k C``), not the
+      same fit;
+    - with other weights the evidence is the Laplace approximation of the
+      integral of the weighted likelihood: a pseudo-likelihood, not a
+      probability of the data. It ranks hyperparameters (what the search
+      uses it for) and compares fits with the same weights; values from
+      different weights, or from weighted and unweighted fits, are not
+      comparable. ``noise_variance_`` is that of the unweighted noise model.
     """
 
     _parameter_constraints = {**BAYES_CONSTRAINTS,
@@ -330,8 +398,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             thetas.append(rng.uniform(lo, hi))
         return thetas
 
-    def start_points(self, X, y):
-        """The optimiser's starting points ``theta0`` for training data ``(X, y)``.
+    def start_points(self, X, y, sample_weight=None):
+        """The optimiser's starting points ``theta0`` for training data ``(X, y)``
+        (and case weights ``sample_weight``, which change the target scale).
 
         The list :meth:`fit` would start from (``[ln C, ln epsilon, (ln kappa0
         with kappa0="evidence",) ln kappa (or ln kappa_l), ln kappa_b]``, box and starts scaled by the
@@ -343,18 +412,23 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             raise ValueError(f"X must be 2-D and y hold one target per row of X; got shapes "
                              f"{X.shape} and {y.shape}.")
         n, d = X.shape
+        sw = check_sample_weight(self, sample_weight, n)
         self._check_params(n, d)
-        s = float(np.std(y)) or 1.0
+        s = _target_scale(y, sw)
         return self._start_points(s, d, self._box(s, d))
 
     # ------------------------------------------------------------------
-    def fit(self, X, y, callback=None, init=None, case_ids=None):
+    def fit(self, X, y, sample_weight=None, callback=None, init=None, case_ids=None):
         """Fit the MAP solution and, with ``optimize=True``, maximise the evidence.
 
         Parameters
         ----------
         X : array-like (n_samples, n_features)
         y : array-like (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            Case weights: one finite number ``>= 0`` per case, not all zero
+            (see "Case weights" in the class docstring). None: every case
+            has weight 1.
         callback : callable, optional
             ``callback(run_index, record, state)`` after every full-data
             evidence evaluation (used by pipelines for checkpoints; ``run_index``
@@ -380,16 +454,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         """
         X, y = check_regression_data(self, X, y)
         n, d = X.shape
-        case_ids, beta = check_case_ids(case_ids, n), self._check_params(n, d)
-        self._scaler = Standardizer.fit(X)
-        Xs, kappa0 = self._scaler.transform(X), self._kappa0(y)
-        s = float(np.std(y)) or 1.0  # target scale of the box and starts; 1 for constant y
+        sw = check_sample_weight(self, sample_weight, n)
+        case_ids = check_case_ids(case_ids, n)
+        beta = self._check_params(n if sw is None else int(np.count_nonzero(sw)), d)
+        self._scaler = Standardizer.fit(X, sw)
+        Xs, kappa0 = self._scaler.transform(X), self._kappa0(y, sw)
+        s = _target_scale(y, sw)
         bounds = self._box(s, d)
-        warn_target_offset(y, np.exp(0.5 * bounds[-1][1]), "BayesianSVR",
+        warn_target_offset(y if sw is None else y[sw > 0], np.exp(0.5 * bounds[-1][1]),
+                           "BayesianSVR",
                            "Subtract the mean of y before fitting (add it back to predictions).")
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
-                           float(self.cache_mb), self._max_iter, self._evidence_settings())
+                           float(self.cache_mb), self._max_iter, self._evidence_settings(), sw)
         thetas = self._start_points(s, d, bounds)
         prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
         if prev is not None:
@@ -400,23 +477,26 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         if self.optimize:
             final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
                                    (kappa0, beta), retrain=None if prev is None
-                                   else (previous_hessians(prev),))
+                                   else (previous_hessians(prev),), sample_weight=sw)
         else:
             value, _, info = problem(thetas[0], need_grad=False)
             final = problem.last
             self.starts_ = [fixed_record(thetas[0], value, info)]
-        self._set_fitted(final, beta, Xs, problem.evidence)
+        self._set_fitted(final, beta, Xs, problem.evidence, sw)
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(problem.slope)
         return self
 
-    def _kappa0(self, y):
-        """``kappa0`` of the objective: ``var(y)`` by default, the given value,
-        or None when it is inferred (``kappa0="evidence"``: it is in ``theta``)."""
+    def _kappa0(self, y, sample_weight=None):
+        """``kappa0`` of the objective: ``var(y)`` by default (weighted with case
+        weights), the given value, or None when it is inferred
+        (``kappa0="evidence"``: it is in ``theta``)."""
         if self.kappa0 is None:
-            check_nonconstant(y, "BayesianSVR", "the default kappa0 = var(y) would be 0; pass "
-                              "kappa0 explicitly or check y.")
-            return float(np.var(y))
+            check_nonconstant(y if sample_weight is None else y[sample_weight > 0], "BayesianSVR",
+                              "the default kappa0 = var(y) would be 0; pass kappa0 explicitly "
+                              "or check y" + ("." if sample_weight is None else
+                                              " (the cases of positive weight)."))
+            return _target_var(y, sample_weight)
         return None if self._lead == 3 else float(self.kappa0)
 
     def _resume(self, init, bounds, problem):
@@ -452,7 +532,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return [np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])]
 
     def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
-                  retrain=None):
+                  retrain=None, sample_weight=None):
         """Evidence maximisation from ``thetas``; the final evaluation.
 
         The plan of optimiser runs: every start (or, coarse-to-fine, the best
@@ -461,13 +541,15 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         of the starts, warm-started from its dual solution. ``retrain``: a
         retraining (``(hessian,)``, the earlier search's final model Hessian or
         None): one run from ``thetas[0]`` (an earlier fit's optimum) within the
-        trust radius.
+        trust radius. ``sample_weight``: the case weights of the fit (the
+        subsample phase and the isotropic first stage use them too).
         """
         replay = None if init is None else init.get("evaluations")
         if retrain is not None:  # retraining from an earlier optimum (warm_start_from)
             return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP, *retrain)],
                                            bounds, callback, replay, retrain_options(*retrain))
-        coarse, best, nu0, slope = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds)
+        coarse, best, nu0, slope = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds,
+                                                       sample_weight)
         if coarse:  # refine the best subsample start on the full data
             if init is None or init.get("state") is None:
                 problem.reset(nu0)
@@ -477,7 +559,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             origins = thetas
         n, d = Xs.shape
         mode = self.ard_init if bool(self.ard) and d > 1 else "start"
-        direct, _, best_iso = ard_runs(self._isotropic_fit, X, y, thetas, origins, mode,
+        fit_iso = self._isotropic_fit if sample_weight is None else \
+            partial(self._isotropic_fit, sample_weight=sample_weight)
+        direct, _, best_iso = ard_runs(fit_iso, X, y, thetas, origins, mode,
                                        refined=bool(coarse), n_jobs=self.n_jobs)
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
                 for theta, run in zip(thetas, direct) if run]
@@ -493,11 +577,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             self.starts_ += [unrefined_record(r) for k, r in enumerate(coarse) if k != best]
         return final
 
-    def _isotropic_fit(self, X, y, theta0):
+    def _isotropic_fit(self, X, y, theta0, sample_weight=None):
         """The isotropic model fitted from the ARD start ``theta0``
         (:func:`bsvm_scale.models._common.isotropic_fit`)."""
         lead = ("C", "epsilon", "kappa0")[:self._lead]
-        return isotropic_fit(self, X, y, theta0, lead, keep=("kappa0",))
+        return isotropic_fit(self, X, y, theta0, lead, keep=("kappa0",),
+                             sample_weight=sample_weight)
 
     @staticmethod
     def _full_dual(model, n):
@@ -506,27 +591,29 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         nu[model.support_] = model.dual_coef_
         return nu
 
-    def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds):
+    def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds, sample_weight=None):
         """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
         full-data warm start is the best subsample solution ``nu`` on its own
         cases and 0 elsewhere. (Predicting bound SVs from the residuals
         instead overshoots: with ``n / init_subsample`` times as many points at
         the bound, ``f`` would be as many times too large.) Also returned: the
         last outer secant slope of the best subsample objective, the first
-        slope of the full-data solves (the slope does not scale with ``n``)."""
+        slope of the full-data solves (the slope does not scale with ``n``).
+        With case weights the subsample keeps its cases' weights."""
         m = self.init_subsample
 
-        def objective(Xm, ym):
+        def objective(Xm, ym, wm=None):
             return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
                             float(self.cache_mb), max(10**6, 100 * int(m)),
-                            self._evidence_settings())
+                            self._evidence_settings(), wm)
 
         def run(obj, theta0, bounds):
             opts = search_options(COARSE_OPTIONS, self.optimizer_options)
             return run_start(obj, theta0, bounds, opts, precondition=True)
 
         records, best, nu0, chosen = coarse_starts(objective, X, y, thetas, bounds, m,
-                                                   self.random_state, run, self.n_jobs)
+                                                   self.random_state, run, self.n_jobs,
+                                                   sample_weight)
         return records, best, nu0, None if chosen is None else chosen.slope
 
     def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
@@ -548,7 +635,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         best = best_start(results)
         return problem.evaluation_at(results[best].theta, problem.best)
 
-    def _set_fitted(self, final, beta, X, settings):
+    def _set_fitted(self, final, beta, X, settings, sample_weight=None):
         theta, C, eps, cov, nu, ev, info = final[:7]
         if info["smo_violation"] > self.tol:
             hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
@@ -573,7 +660,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         absnu = np.abs(nu)
         self.support_ = ev.support
         self.off_bound_ = ev.off_bound
-        self.on_bound_ = np.flatnonzero(absnu >= C)
+        self.on_bound_ = np.flatnonzero(absnu >= C) if sample_weight is None else \
+            np.flatnonzero((absnu >= C * sample_weight) & (absnu > 0.0))
         self.dual_coef_ = nu[ev.support].copy()
         self.intercept_ = float(info["bias"])
         self.support_vectors_ = X[ev.support].copy()
@@ -581,7 +669,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         for name in ("cholesky_", "predictor_"):  # from an earlier fit
             self.__dict__.pop(name, None)
         if ev.method == "matrix_free":
-            p = prediction_factor(X, ev, cov, C, eps, beta, settings)
+            p = prediction_factor(X, ev, cov, C, eps, beta, settings, sample_weight)
             self.predictor_ = p.as_dict()
         else:
             self.cholesky_ = ev.L

@@ -269,14 +269,14 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
 def test_shrink_never_readmits_a_shrunk_point():
     # a shrunk point's gradient is stale: a later shrink must not judge it on
     # that value and bring it back without a reconstruction
-    from bsvm_scale._compiled.smo_silf import SilfDual, SilfParams, shrink
+    from bsvm_scale._compiled.smo_silf import SilfDual, shrink, silf_params
 
     C, eps1 = 1.0, 0.1
     nu = np.array([0.5, 0.0, 0.0, C])
     g = np.array([-0.1, 0.0, 0.0, -0.5])   # point 2 (shrunk) looks violating
     active = np.array([0, 1, 3, -1])       # point 2 is not active
     dual = SilfDual(np.zeros(4), nu, g, np.zeros(4))
-    kept = shrink(dual, SilfParams(C, eps1, 0.0, 0.0), -0.2, 0.2, active[:3])
+    kept = shrink(dual, silf_params(C, eps1, 0.0, 0.0, 4), -0.2, 0.2, active[:3])
     assert 2 not in active[:kept]
     assert set(active[:kept]) == {0, 1}    # 3 sits firmly at its bound
 
@@ -295,7 +295,7 @@ def test_gradient_quadratic_term_from_the_start_pass(ard):
     rng = np.random.default_rng(3)
     cov = GaussianCovariance(2.0, np.array([0.7, 0.3]) if ard else 0.5, 0.0)
     kern = cov.kernel(X)
-    par = silf_params(1.5, 0.1, 0.3, 4.0)
+    par = silf_params(1.5, 0.1, 0.3, 4.0, 150)
     nu0 = np.where(rng.random(150) < 0.6, rng.uniform(-1.5, 1.5, 150), 0.0)
     nu0[:10] = 1.5  # at the bound
     plain = start_dual(kern, y, nu0.copy(), par)
@@ -314,3 +314,175 @@ def test_gradient_quadratic_term_from_the_start_pass(ard):
     np.testing.assert_allclose(cov._collapse(q)[:-1], direct[:-1], rtol=1e-10)
     assert quad_after_smo(kern, q0, nu0, nu0) is not None
     assert quad_after_smo(kern, q0, nu0, -nu0) is None  # everything changed: contract directly
+
+
+# -- case weights: boxes C_i = C w_i and diagonal terms 2 beta eps / C_i ---------------------
+def _weights(n, seed, zeros=True):
+    """Non-integer weights in [0.2, 3], one tiny and one large, and (``zeros``)
+    an eighth of the cases at weight 0."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.2, 3.0, n)
+    w[:2] = [1e-3, 8.0]
+    if zeros:
+        w[rng.choice(np.arange(2, n), n // 8, replace=False)] = 0.0
+    return w
+
+
+def _wproblem(X, y, beta, w, tol=1e-9, kappa0=None, cache_mb=64.0, method="dense"):
+    from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
+
+    k0 = float(np.var(y)) if kappa0 is None else kappa0
+    return _Problem(X, y, k0, beta, False, tol, cache_mb, 10**7,
+                    EvidenceSettings(method, 1e-8), sample_weight=w)
+
+
+@pytest.mark.parametrize("kb,beta,C", [(1.0, 0.3, 10.0), (100.0, 0.3, 3.0), (20.0, 0.05, 30.0)])
+def test_weighted_smo_matches_a_general_purpose_qp_solver(kb, beta, C):
+    """The SMO of (4.25) with per-case boxes against SLSQP on the split dual
+    (reference.silf_dual_qp): the same solution and objective; the stopping
+    rule (4.33) with per-case C_i holds; and the dual solution is the MAP of
+    the weighted primal C sum w_i l(y_i - f_i) + f^T Sigma^-1 f / 2."""
+    from reference import silf_dual_objective, silf_dual_qp, silf_kkt_violation, silf_map_primal
+
+    X, y = _data(40, seed=31)
+    w = _weights(40, seed=32)
+    eps, kappa = 0.1, 3.0
+    p = _wproblem(X, y, beta, w)
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, GaussianCovariance(p.kappa0, kappa, kb))
+    S = dense_cov(X, X, p.kappa0, kappa, kb)
+    nu_ref = silf_dual_qp(S, y, C, eps, beta, w)
+    np.testing.assert_allclose(nu, nu_ref, atol=2e-5 * C)
+    obj, obj_ref = (silf_dual_objective(v, S, y, C, eps, beta, w) for v in (nu, nu_ref))
+    assert obj == pytest.approx(obj_ref, rel=1e-10)
+    # the box and the stopping rule (4.33) with C_i = C w_i, on the dense gradient
+    assert np.all(np.abs(nu) <= C * w) and np.all(nu[w == 0] == 0.0)
+    assert vmax <= 1e-9
+    g = S @ nu + np.divide(2 * beta * eps, C * w, out=np.zeros(40), where=w > 0) * nu - y
+    assert silf_kkt_violation(nu, g, C, eps, beta, w).max() <= 1e-9 * 1.0001
+    # the cases of each kind are there: on a box, off-bound, outside the tube, and weight 0
+    box = C * w
+    assert np.any(np.abs(nu) == box) and np.any((np.abs(nu) > 0) & (np.abs(nu) < box))
+    assert np.any((nu == 0) & (w > 0))
+    np.testing.assert_allclose(f, S @ nu, atol=1e-9)
+    np.testing.assert_allclose(f, silf_map_primal(S, y, C, eps, beta, w), atol=1e-6)
+
+
+@pytest.mark.parametrize("tol", [1e-3, 1e-6])
+def test_kkt_conditions_with_per_case_boxes_hold_to_tau(tol):
+    from reference import silf_kkt_violation
+
+    X, y = _data(300, d=2, seed=33)
+    w = _weights(300, seed=34)
+    C, eps, beta, kb = 5.0, 0.1, 0.3, 100.0
+    p = _wproblem(X, y, beta, w, tol=tol)
+    nu, f, bias, n_iter, vmax, _ = p.solve(C, eps, GaussianCovariance(p.kappa0, 1.5, kb))
+    box = C * w
+    assert np.all(np.abs(nu) <= box) and np.all(nu[w == 0] == 0.0) and vmax <= tol
+    S = dense_cov(X, X, p.kappa0, 1.5, 0.0)
+    g = S @ nu + bias + np.divide(2 * beta * eps, box, out=np.zeros(300), where=w > 0) * nu - y
+    assert silf_kkt_violation(nu, g, C, eps, beta, w).max() <= tol * 1.0001
+    # the index sets (4.32) partition the cases; a case of weight 0 is in I_1
+    I0a, I0b = (nu > 0) & (nu < box), (nu < 0) & (nu > -box)
+    I1, I2, I3 = nu == 0, (nu == -box) & (w > 0), (nu == box) & (w > 0)
+    assert np.all(I0a.astype(int) + I0b + I1 + I2 + I3 == 1)
+    assert I2.sum() + I3.sum() > 10 and I0a.sum() + I0b.sum() > 10
+
+
+@pytest.mark.parametrize("cache_mb", [64.0, 1e-6])
+def test_unit_weights_give_the_unweighted_iterates_bit_for_bit(cache_mb):
+    """Weights of 1 take the per-case code path with values equal to the
+    shared ones, so every solve of a warm-started sequence (shrinking, G_bar
+    reconstruction, partial rows with a two-row cache) and every evidence
+    value and gradient are the same bits."""
+    X, y = _data(1500, d=2, seed=17)
+    runs = []
+    for w in (None, np.ones(1500)):
+        p = _Problem(X, y, float(np.var(y)), 0.05, False, 1e-5, cache_mb, 10**7,
+                     sample_weight=w)
+        out = []
+        for theta in ([np.log(3.0), np.log(0.02), np.log(2.0), np.log(10.0)],
+                      [np.log(4.5), np.log(0.03), np.log(2.5), np.log(10.0)],
+                      [np.log(2.0), np.log(0.05), np.log(1.5), np.log(50.0)]):
+            value, grad, info = p(np.array(theta))
+            out.append((value, grad.copy(), p.last[4].copy(), p.last[7].copy(), info["smo_iter"]))
+        runs.append(out)
+    for a, b in zip(*runs):
+        assert a[0] == b[0] and a[4] == b[4]
+        for x, z in zip(a[1:4], b[1:4]):
+            np.testing.assert_array_equal(x, z)
+
+
+def test_zero_weights_are_cases_left_out():
+    """Cases of weight 0 keep ``nu_i = 0`` and change nothing: the solution on
+    the other cases, the evidence and its gradient equal those of the data
+    without them; ``f`` at the left-out cases is the MAP function there."""
+    X, y = _data(200, d=2, seed=35)
+    w = _weights(200, seed=36)
+    keep = w > 0
+    theta = np.array([np.log(6.0), np.log(0.1), np.log(1.2), np.log(20.0)])
+    full = _wproblem(X, y, 0.3, w, tol=1e-11, kappa0=1.3)
+    part = _wproblem(np.ascontiguousarray(X[keep]), y[keep], 0.3, w[keep], tol=1e-11,
+                     kappa0=1.3)
+    v_full, g_full, _ = full(theta)
+    v_part, g_part, _ = part(theta)
+    nu = full.last[4]
+    assert np.all(nu[~keep] == 0.0)
+    np.testing.assert_allclose(nu[keep], part.last[4], atol=1e-9)
+    np.testing.assert_allclose(full.last[7][keep], part.last[7], atol=1e-9)
+    S_out = dense_cov(X[~keep], X[keep], 1.3, 1.2, 20.0)
+    np.testing.assert_allclose(full.last[7][~keep], S_out @ part.last[4], atol=1e-9)
+    assert v_full == pytest.approx(v_part, rel=1e-10)
+    np.testing.assert_allclose(g_full, g_part, rtol=1e-8, atol=1e-9)
+
+
+def test_integer_weights_give_the_solution_of_repeated_cases():
+    """Case ``i`` with weight ``k`` is ``k`` copies of it: the MAP function at
+    the training inputs is the same, and the copies' dual values add up to
+    the weighted case's (they share it equally when it is off the bound)."""
+    X, y = _data(60, d=2, seed=37)
+    w = np.random.default_rng(38).integers(0, 4, 60).astype(float)
+    rep = np.repeat(np.arange(60), w.astype(int))
+    C, eps, beta, cov = 4.0, 0.1, 0.3, GaussianCovariance(1.1, 0.8, 5.0)
+    pw = _wproblem(X, y, beta, w, tol=1e-11, kappa0=1.1)
+    pr = _problem(np.ascontiguousarray(X[rep]), y[rep], beta, tol=1e-11, kappa0=1.1)
+    nu_w, f_w, *_ = pw.solve(C, eps, cov)
+    nu_r, f_r, *_ = pr.solve(C, eps, cov)
+    np.testing.assert_allclose(f_w[rep], f_r, atol=1e-9)
+    np.testing.assert_allclose(np.bincount(rep, nu_r, minlength=60), nu_w, atol=1e-9)
+    assert np.all(nu_w[w == 0] == 0.0)
+
+
+def test_weighted_warm_start_moves_bound_cases_to_the_new_boxes():
+    """``_warm_start`` clips the previous ``nu`` to the new boxes ``C w_i`` and
+    keeps the cases that sat on their box on the moved box; the warm solve
+    ends where a cold one does."""
+    X, y = _data(120, seed=39)
+    w = _weights(120, seed=40)
+    p = _wproblem(X, y, 0.3, w, tol=1e-9)
+    nu1, *_ = p.solve(10.0, 0.1, GaussianCovariance(p.kappa0, 2.0, 50.0))
+    on = (np.abs(nu1) >= 10.0 * w) & (w > 0)
+    assert on.sum() > 5
+    for C2 in (6.0, 14.0):
+        nu0 = p._warm_start(C2)
+        np.testing.assert_array_equal(nu0[on], np.sign(nu1[on]) * C2 * w[on])
+        np.testing.assert_array_equal(nu0[~on], np.clip(nu1[~on], -C2 * w[~on], C2 * w[~on]))
+    _, f_warm, *_ = p.solve(12.0, 0.08, GaussianCovariance(p.kappa0, 2.5, 80.0))
+    q = _wproblem(X, y, 0.3, w, tol=1e-9)
+    _, f_cold, *_ = q.solve(12.0, 0.08, GaussianCovariance(q.kappa0, 2.5, 80.0))
+    np.testing.assert_allclose(f_warm, f_cold, atol=1e-7)
+
+
+def test_silf_params_per_case_constants():
+    from bsvm_scale._compiled.smo_silf import silf_params
+
+    w = np.array([1.0, 0.0, 2.5, 1e-3])
+    par = silf_params(4.0, 0.2, 0.3, 7.0, 4, w)
+    np.testing.assert_array_equal(par.box, 4.0 * w)
+    np.testing.assert_allclose(par.dadd, [0.03, 0.0, 0.012, 30.0], rtol=1e-15)
+    assert par.s_max == 4.0 * w.sum() and par.eps1 == pytest.approx(0.14)
+    plain, ones = silf_params(4.0, 0.2, 0.3, 7.0, 4), silf_params(4.0, 0.2, 0.3, 7.0, 4, np.ones(4))
+    assert np.all(ones.box == plain.box) and np.all(ones.dadd == plain.dadd)
+    assert (ones.C, ones.eps1, ones.kappa_b, ones.s_max) == (plain.C, plain.eps1, plain.kappa_b,
+                                                            plain.s_max)
+    with pytest.raises(ValueError, match=r"shape \(4,\)"):
+        silf_params(4.0, 0.2, 0.3, 7.0, 4, np.ones(3))

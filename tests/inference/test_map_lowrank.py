@@ -107,6 +107,42 @@ def test_silf_start_with_an_exact_factor_is_the_bsvr_dual_solution(monkeypatch):
     np.testing.assert_allclose(st.dual, nu, atol=1e-4 * C)
 
 
+@pytest.mark.parametrize("integer", [False, True])
+def test_weighted_silf_start_with_an_exact_factor_is_the_weighted_dual_solution(monkeypatch,
+                                                                              integer):
+    """With case weights the low-rank Newton start minimises ``C sum w_i
+    SILF(y_i - f_i)`` and its dual ``nu_i = C w_i SILF'`` lies in the boxes
+    ``[-C w_i, C w_i]`` (0 for weight 0): the SMO solution of the weighted
+    dual, and for integer weights the start of the repeated cases."""
+    monkeypatch.setattr(map_lowrank, "TRACE_TOL", 1e-14)
+    X, y = _sinc(300, seed=6)
+    rng = np.random.default_rng(7)
+    w = rng.integers(0, 4, 300).astype(float) if integer else rng.uniform(0.0, 3.0, 300)
+    w[:20] = 0.0
+    C, eps, beta = 10.0, 0.1, 0.3
+    cov = GaussianCovariance(1.0, 2.0, 1.0)
+    st = silf_start(cov, X, y, C, eps, beta, max_rank=300, weights=w)
+    assert st.exact and np.all(np.abs(st.dual) <= C * w) and np.all(st.dual[:20] == 0.0)
+    p = _Problem(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7, sample_weight=w)
+    nu, f, *_ = p.solve(C, eps, cov)
+    np.testing.assert_allclose(st.f, f, atol=1e-6)
+    np.testing.assert_allclose(st.dual, nu, atol=1e-4 * C)
+    if integer:
+        rep = np.repeat(np.arange(300), w.astype(int))
+        st_rep = silf_start(cov, np.ascontiguousarray(X[rep]), y[rep], C, eps, beta,
+                            max_rank=300)
+        np.testing.assert_allclose(st_rep.f, st.f[rep], atol=1e-6)
+
+
+def test_unit_weights_give_the_unweighted_silf_start():
+    X, y = _sinc(200, seed=8)
+    cov = GaussianCovariance(1.0, 2.0, 1.0)
+    a = silf_start(cov, X, y, 5.0, 0.1, 0.3, max_rank=50)
+    b = silf_start(cov, X, y, 5.0, 0.1, 0.3, max_rank=50, weights=np.ones(200))
+    np.testing.assert_array_equal(a.f, b.f)
+    np.testing.assert_array_equal(a.dual, b.dual)
+
+
 def test_starts_are_deterministic():
     X, y = _c2(3000, seed=5)
     cov = GaussianCovariance(10.0, 0.5, 100.0)

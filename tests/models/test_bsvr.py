@@ -350,3 +350,342 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
             X, y, init={"theta": fixed.theta_})
     again = BayesianSVR(ard=True, beta=0.3, kappa0="evidence", warm_start_from=free).fit(X, y)
     np.testing.assert_array_equal(again.starts_[0]["theta0"], free.theta_)
+
+
+# -- unweighted fits stay what they were before case weights -----------------------------
+def _bits_data(n, seed, d=1):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-10, 10, (n, d))
+    y = np.sinc(X[:, 0] / np.pi) + (0.05 * X[:, 1] if d > 1 else 0.0) \
+        + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 100)
+    return X, y
+
+
+_FIXED = dict(optimize=False, beta=0.3, C=10.0, epsilon=0.1, kappa=2.0, kappa_b=5.0, tol=1e-6)
+_FEW = {"maxiter": 4}
+#: (n, d, parameters) of the recorded fits: every route of a fit (dense and
+#: matrix-free evidence, search, coarse-to-fine, ARD continuation, inferred kappa0)
+_BITS_CASES = {
+    "fixed_dense": (150, 1, dict(_FIXED)),
+    "fixed_matrix_free": (150, 1, dict(_FIXED, evidence_method="matrix_free", evidence_tol=1e-4)),
+    "search": (120, 1, dict(n_starts=1, optimizer_options=_FEW)),
+    "coarse_to_fine": (300, 1, dict(n_starts=2, init_subsample=100, optimizer_options=_FEW)),
+    "ard_continuation": (100, 2, dict(ard=True, n_starts=1, optimizer_options=_FEW)),
+    "kappa0_evidence": (100, 1, dict(kappa0="evidence", n_starts=1, optimizer_options=_FEW)),
+}
+
+
+def _bits_record(case, unit_weights=False):
+    """``log_evidence_`` (hex), ``n_iter_`` and a digest of the bytes of
+    ``theta_``, ``dual_coef_``, ``support_`` and predictions with error bars
+    (``unit_weights``: fitted with ``sample_weight`` all 1)."""
+    import hashlib
+    import warnings
+
+    if case == "lowrank":
+        return _bits_lowrank(unit_weights)
+    n, d, params = _BITS_CASES[case]
+    X, y = _bits_data(n, 5, d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = BayesianSVR(**params).fit(X, y, sample_weight=np.ones(n) if unit_weights else None)
+    Xt = np.linspace(-11, 11, 7)[:, None].repeat(d, axis=1)
+    mean, std = m.predict(Xt, return_std=True)
+    h = hashlib.sha256()
+    for a in (m.theta_, m.dual_coef_, m.support_, mean, std):
+        h.update(np.ascontiguousarray(a).tobytes())
+    return {"log_evidence": float(m.log_evidence_).hex(), "n_iter": int(m.n_iter_),
+            "digest": h.hexdigest()[:32]}
+
+
+def _bits_lowrank(unit_weights=False):
+    """A MAP solve of 3,000 cases that starts from the low-rank Newton solution."""
+    import hashlib
+
+    from bsvm_scale.inference.covariance import GaussianCovariance
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    rng = np.random.default_rng(3)
+    X = np.ascontiguousarray(np.sort(rng.uniform(-3, 3, (3000, 1)), axis=0))
+    y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(3000)
+    p = _Problem(X, y, 1.0, 0.1, False, 1e-9, 64.0, 10**7,
+                 sample_weight=np.ones(3000) if unit_weights else None)
+    nu, f, bias, it, vmax, how = p.solve(3.0, 0.05, GaussianCovariance(1.0, 0.5, 2.0))
+    return {"how": how, "n_iter": int(it),
+            "digest": hashlib.sha256(nu.tobytes() + f.tobytes()).hexdigest()[:32]}
+
+
+#: bits of unweighted fits recorded at commit 765b418, before case weights (see
+#: test_unweighted_fits_are_bit_for_bit_those_before_case_weights)
+_BITS_BEFORE_WEIGHTS = {
+    'fixed_dense': {'log_evidence': '-0x1.0ffbc66964d40p+1', 'n_iter': 478,
+        'digest': '89912501be29a8dc17e0cbd823bb9a90'},
+    'fixed_matrix_free': {'log_evidence': '-0x1.0ffaa00ac5680p+1', 'n_iter': 478,
+        'digest': '7b7adfdf9a11975816d900052b9f5763'},
+    'search': {'log_evidence': '0x1.f0df1671e8f50p+4', 'n_iter': 261,
+        'digest': '73095344901fa6b008cd2fa04535df00'},
+    'coarse_to_fine': {'log_evidence': '0x1.ea1f64a9efc90p+6', 'n_iter': 489,
+        'digest': '3a885bbdfe0c27a81529df5efcac6cb8'},
+    'ard_continuation': {'log_evidence': '-0x1.a0d700ee7abc0p+3', 'n_iter': 598,
+        'digest': '25737dfa4cc4a466df131b56797670d7'},
+    'kappa0_evidence': {'log_evidence': '0x1.e31fa559051a0p+4', 'n_iter': 321,
+        'digest': '4775e20ba5a2f6e403bf30b1c72a9c73'},
+    'lowrank': {'how': 'lowrank12', 'n_iter': 9872,
+        'digest': '649056226cecb2f47dd88d1ce2a1f1c5'},
+}
+
+
+@pytest.mark.parametrize("case", list(_BITS_BEFORE_WEIGHTS))
+def test_unweighted_fits_are_bit_for_bit_those_before_case_weights(case):
+    """Without ``sample_weight`` every route of a fit reproduces, bit for bit,
+    the fit of the code before case weights were added (records made with
+    :func:`_bits_record` at commit 765b418). The records hold the exact bytes
+    of compiled and LAPACK arithmetic on the development machine: on another
+    CPU or BLAS the last bits may differ; there, regenerate them from that
+    commit with :func:`_bits_record` before judging a change."""
+    assert _bits_record(case) == _BITS_BEFORE_WEIGHTS[case]
+
+
+@pytest.mark.parametrize("case", list(_BITS_BEFORE_WEIGHTS))
+def test_unit_weights_give_the_unweighted_fit_bit_for_bit(case):
+    """``sample_weight`` all 1 runs the per-case code (boxes ``C w_i``, weighted
+    sums of the evidence, weighted statistics of the inputs and targets) with
+    values equal to the unweighted ones: every route of a fit gives the
+    unweighted bits."""
+    assert _bits_record(case, unit_weights=True) == _BITS_BEFORE_WEIGHTS[case]
+
+
+# -- case weights ----------------------------------------------------------------------------
+def _weighted_sinc(n, seed, d=1):
+    """Sinc data with noise of the SILF model and integer weights 0..3."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-10, 10, (n, d))
+    y = np.sinc(X[:, 0] / np.pi) + (0.05 * X[:, 1] if d > 1 else 0.0) \
+        + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 100)
+    return X, y, rng.integers(0, 4, n).astype(float)
+
+
+_FIXED_W = dict(optimize=False, beta=0.3, C=5.0, epsilon=0.1, kappa=2.0, kappa_b=3.0, tol=1e-11)
+
+
+@pytest.mark.parametrize("method", ["dense", "matrix_free"])
+def test_integer_weights_equal_repeated_cases_at_fixed_hyperparameters(method):
+    """A case of weight k is k copies of it (0: left out), with the default
+    kappa0 = var(y) and the input standardisation computed as weighted
+    statistics: the same MAP function (predictions), error bars and evidence
+    (equal: no constant, inference/evidence_silf); ``support_`` and
+    ``dual_coef_`` refer to the rows of the X given to fit."""
+    X, y, w = _weighted_sinc(80, 21, d=2)
+    rep = np.repeat(np.arange(80), w.astype(int))
+    kw = dict(_FIXED_W, evidence_method=method, evidence_tol=1e-9)
+    a = BayesianSVR(**kw).fit(X, y, sample_weight=w)
+    b = BayesianSVR(**kw).fit(X[rep], y[rep])
+    np.testing.assert_allclose(a.x_mean_, b.x_mean_, rtol=1e-13)
+    np.testing.assert_allclose(a.x_scale_, b.x_scale_, rtol=1e-13)
+    assert a.hyperparameters_["kappa0"] == pytest.approx(b.hyperparameters_["kappa0"], rel=1e-13)
+    assert a.log_evidence_ == pytest.approx(b.log_evidence_, rel=1e-11, abs=1e-10)
+    Xt = np.random.default_rng(22).uniform(-11, 11, (50, 2))
+    (ma, sa), (mb, sb) = a.predict(Xt, return_std=True), b.predict(Xt, return_std=True)
+    np.testing.assert_allclose(ma, mb, atol=1e-9)
+    np.testing.assert_allclose(sa, sb, rtol=1e-9, atol=1e-12)
+    assert a.noise_variance_ == b.noise_variance_
+    # SVs as rows of the given X: a weighted case's nu is the sum over its copies
+    nu_b = np.bincount(rep[b.support_], b.dual_coef_, minlength=80)
+    nu_a = np.zeros(80)
+    nu_a[a.support_] = a.dual_coef_
+    np.testing.assert_allclose(nu_a, nu_b, atol=1e-9)
+    np.testing.assert_array_equal(np.unique(rep[b.off_bound_]), a.off_bound_)
+    assert not np.any(np.isin(np.flatnonzero(w == 0), a.support_))
+    assert a.off_bound_.size > 5 and a.on_bound_.size > 5
+
+
+def test_zero_weights_equal_removed_cases_through_the_evidence_search():
+    X, y, _ = _weighted_sinc(90, 23)
+    w = np.ones(90)
+    w[::7] = 0.0
+    kw = dict(beta=0.3, n_starts=1, tol=1e-10)
+    a = BayesianSVR(**kw).fit(X, y, sample_weight=w)
+    b = BayesianSVR(**kw).fit(X[w > 0], y[w > 0])
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=1e-6, atol=1e-6)
+    assert a.log_evidence_ == pytest.approx(b.log_evidence_, abs=1e-6)
+    Xt = np.linspace(-11, 11, 40)[:, None]
+    np.testing.assert_allclose(a.predict(Xt), b.predict(Xt), atol=1e-6)
+
+
+@pytest.mark.parametrize("method", ["dense", "matrix_free"])
+def test_weighted_error_bar_equals_dense_laplace(method):
+    """(4.46) with case weights: the likelihood curvature is ``C w_i / (2 beta
+    eps)`` on the off-bound SVs, so the factor of ``Sigma_M + diag(2 beta eps
+    / C_i)``; against the dense n x n form of Rasmussen & Williams (alg. 3.2)."""
+    X, y, _ = _weighted_sinc(90, 24)
+    w = np.random.default_rng(25).uniform(0.0, 3.0, 90)
+    m = BayesianSVR(optimize=False, beta=0.3, C=10.0, epsilon=0.1, kappa=3.0, kappa_b=5.0,
+                    tol=1e-9, evidence_method=method, evidence_tol=1e-6).fit(X, y, sample_weight=w)
+    assert m.evidence_method_ == method
+    h = m.hyperparameters_
+    Xs = (X - m.x_mean_) / m.x_scale_
+    Xt = np.linspace(-12, 12, 41)[:, None]
+    k = dense_cov(Xs, (Xt - m.x_mean_) / m.x_scale_, h["kappa0"], h["kappa"], h["kappa_b"])
+    S = dense_cov(Xs, Xs, h["kappa0"], h["kappa"], h["kappa_b"])
+    lam = np.zeros(90)
+    lam[m.off_bound_] = h["C"] * w[m.off_bound_] / (2 * h["beta"] * h["epsilon"])
+    sw = np.sqrt(lam)
+    V = np.linalg.solve(np.linalg.cholesky(np.eye(90) + sw[:, None] * S * sw[None, :]),
+                        sw[:, None] * k)
+    var = h["kappa0"] + h["kappa_b"] - np.einsum("ij,ij->j", V, V)
+    _, std = m.predict(Xt, return_std=True)
+    np.testing.assert_allclose(std**2, var, rtol=1e-5, atol=1e-8)
+    # the noise variance is that of the unweighted SILF model (2.33)
+    assert m.noise_variance_ == losses.silf_noise_variance(h["C"], h["epsilon"], h["beta"])
+
+
+@pytest.mark.filterwarnings("ignore:optimiser run")
+@pytest.mark.parametrize("method", ["dense", "matrix_free"])
+def test_weighted_fit_survives_a_model_file(tmp_path, method):
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y, w = _weighted_sinc(120, 26)
+    m = BayesianSVR(n_starts=1, evidence_method=method, optimizer_options={"maxiter": 4}).fit(
+        X, y, sample_weight=w)
+    save_model(m, tmp_path / "m.h5")
+    back = load_model(tmp_path / "m.h5")
+    Xt = np.linspace(-11, 11, 30)[:, None]
+    for a, b in zip(m.predict(Xt, return_std=True), back.predict(Xt, return_std=True)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(back.support_, m.support_)
+
+
+@pytest.mark.parametrize("init_subsample", [None, 100])
+def test_weighted_fit_resumes_exactly(init_subsample):
+    """``fit(init=...)`` with the same weights, from the checkpoint of half the
+    evaluations, ends where the uninterrupted fit did (coarse-to-fine: the
+    subsample phase, with its cases' weights, is repeated)."""
+    X, y, w = _weighted_sinc(300, 27)
+    w[w == 0] = 0.5
+    w[:10] = 0.0
+    est = BayesianSVR(n_starts=1, init_subsample=init_subsample)
+    recs = []
+    full = est.fit(X, y, sample_weight=w, callback=lambda k, rec, st: recs.append((rec, st)))
+    assert len(recs) > 3
+    theta, ev = full.theta_.copy(), full.log_evidence_
+    cut = len(recs) // 2
+    resumed = est.fit(X, y, sample_weight=w,
+                      init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
+                            "evaluations": [r for r, _ in recs[:cut]]})
+    np.testing.assert_array_equal(resumed.theta_, theta)
+    assert resumed.log_evidence_ == ev
+    assert not np.any(np.isin(np.arange(10), resumed.support_))
+
+
+@pytest.mark.filterwarnings("ignore:optimiser run")
+def test_coarse_to_fine_subsample_and_isotropic_stage_take_the_weights(monkeypatch):
+    """The subsample phase optimises on its cases with their weights, and the
+    isotropic first stage of an ARD search is fitted with the weights."""
+    from bsvm_scale.models import bsvr
+    from bsvm_scale.optimization.starts import subsample_indices
+
+    rng = np.random.default_rng(28)
+    X = rng.uniform(-2, 2, size=(300, 2))
+    y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=300)
+    w = rng.uniform(0.0, 2.0, 300)
+    problems, iso_weights = [], []
+    init = bsvr._Problem.__init__
+
+    def spy_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        problems.append(self)
+
+    def spy_iso(*args, sample_weight=None, **kwargs):
+        iso_weights.append(sample_weight)
+        return iso_fit(*args, sample_weight=sample_weight, **kwargs)
+
+    iso_fit = bsvr.isotropic_fit
+    monkeypatch.setattr(bsvr._Problem, "__init__", spy_init)
+    monkeypatch.setattr(bsvr, "isotropic_fit", spy_iso)
+    BayesianSVR(ard=True, init_subsample=100, optimizer_options={"maxiter": 3}).fit(
+        X, y, sample_weight=w)
+    full = [p for p in problems if p.X.shape[0] == 300]
+    sub = [p for p in problems if p.X.shape[0] == 100]
+    assert full and sub and len(iso_weights) == 1
+    np.testing.assert_array_equal(iso_weights[0], w)
+    for p in full:
+        np.testing.assert_array_equal(p.sample_weight, w)
+    idx = subsample_indices(300, 100, None)
+    for p in sub:  # the subsample problems of the ARD fit and of its isotropic stage
+        np.testing.assert_array_equal(p.sample_weight, w[idx])
+
+
+def test_weighted_retraining_starts_from_the_earlier_dual_in_the_new_boxes(monkeypatch):
+    """Retraining (``warm_start_from``, ``case_ids``) with other weights: the
+    earlier dual values are clipped to the new boxes ``C w_i`` (cases now of
+    weight 0 start at 0) and the fit works as usual."""
+    from bsvm_scale.inference.objective_silf import _Problem
+
+    X, y, _ = _weighted_sinc(400, 29)
+    ids = np.arange(400)
+    a = BayesianSVR(n_starts=1).fit(X[:350], y[:350], sample_weight=np.full(350, 2.0),
+                                    case_ids=ids[:350])
+    w = np.random.default_rng(30).uniform(0.0, 1.0, 350)
+    w[:20] = 0.0
+    starts = []
+    warm_start = _Problem._warm_start
+
+    def spy(self, C):
+        nu = warm_start(self, C)
+        starts.append((C, nu.copy()))
+        return nu
+
+    monkeypatch.setattr(_Problem, "_warm_start", spy)
+    b = BayesianSVR(warm_start_from=a).fit(X[50:], y[50:], sample_weight=w, case_ids=ids[50:])
+    C0, nu0 = starts[0]
+    assert np.all(np.abs(nu0) <= C0 * w) and np.all(nu0[:20] == 0.0) and np.any(nu0)
+    assert b.starts_[0]["trajectory"][0]["info"]["smo_start"] == "warm"
+    np.testing.assert_array_equal(b.starts_[0]["theta0"], a.theta_)
+    assert not np.any(np.isin(np.arange(20), b.support_))
+    assert b.fit_info_["smo_violation"] <= b.tol
+
+
+@pytest.mark.parametrize("sample_weight,match", [
+    (np.r_[1.0, -0.5, np.ones(28)], r"sample_weight must be non-negative; sample_weight\[1\] = "
+                                    r"-0.5"),
+    (np.r_[np.nan, np.ones(29)], r"sample_weight contains NaN or infinite values \(first at "
+                                 r"index 0\)"),
+    (np.r_[np.ones(29), np.inf], r"NaN or infinite values \(first at index 29\)"),
+    (np.zeros(30), r"sample_weight is zero for every case"),
+    (np.ones(29), r"sample_weight has shape \(29,\) but X has 30 rows"),
+    (np.ones((30, 1)), r"sample_weight has shape \(30, 1\) but X has 30 rows"),
+    (["a"] * 30, r"sample_weight must be numeric"),
+    (["1.0"] * 30, r"sample_weight must be numeric"),
+    (np.array([1.0, None] * 15, dtype=object), r"sample_weight must be numeric"),
+])
+def test_bad_sample_weight_is_named_with_the_fix(sample_weight, match):
+    X, y, _ = _weighted_sinc(30, 31)
+    with pytest.raises(ValueError, match=match):
+        BayesianSVR(n_starts=1).fit(X, y, sample_weight=sample_weight)
+
+
+def test_sample_weight_is_not_changed_and_lists_work():
+    X, y, _ = _weighted_sinc(40, 32)
+    w = np.linspace(0.0, 2.0, 40)
+    kept = w.copy()
+    a = BayesianSVR(**_FIXED_W).fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(w, kept)
+    b = BayesianSVR(**_FIXED_W).fit(X, y, sample_weight=w.tolist())
+    assert a.log_evidence_ == b.log_evidence_
+    # weights scale the boxes: C with weights 2 is the fit of 2 C (without the
+    # evidence, whose normaliser carries sum(w) Z_S(C) instead of n Z_S(2C))
+    c = BayesianSVR(**_FIXED_W).fit(X, y, sample_weight=np.full(40, 2.0))
+    d = BayesianSVR(**dict(_FIXED_W, C=10.0)).fit(X, y)
+    np.testing.assert_allclose(c.predict(X), d.predict(X), atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore:optimiser run")
+def test_start_points_follow_the_weighted_target_scale():
+    X, y, w = _weighted_sinc(60, 33)
+    y = y * np.where(w > 1, 10.0, 1.0)  # heavily weighted cases spread wider
+    est = BayesianSVR(n_starts=2, optimizer_options={"maxiter": 1})
+    pts = est.start_points(X, y, sample_weight=w)
+    assert not np.allclose(pts[0], est.start_points(X, y)[0])
+    m = est.fit(X, y, sample_weight=w)
+    for p, rec in zip(pts, m.starts_):
+        np.testing.assert_array_equal(p, rec["theta0"])
