@@ -110,7 +110,9 @@ def test_csv_to_data_set_to_model_to_raw_predictions_equals_the_hand_coding(tmp_
     new.to_csv(tmp_path / "new.csv", index=False)
     predict_file(tmp_path / "m.h5", tmp_path / "new.csv", tmp_path / "p.h5", progress=False,
                  chunk_size=256)
-    by_hand = BayesianSVR(**FIXED_BSVR).fit(_by_hand(frame), frame["price"].to_numpy())
+    # the same design matrix coded by hand, fitted with the coding's kernel scales
+    by_hand = BayesianSVR(**FIXED_BSVR).fit(EncodedTable(_by_hand(frame), ds.encoder),
+                                            frame["price"].to_numpy())
     save_model(by_hand, tmp_path / "hand.h5")
     np.save(tmp_path / "new.npy", _by_hand(new))
     predict_file(tmp_path / "hand.h5", tmp_path / "new.npy", tmp_path / "q.h5", progress=False)

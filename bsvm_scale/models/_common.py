@@ -12,6 +12,7 @@ from sklearn.utils._param_validation import StrOptions
 from .._util.validation import N_JOBS, POSITIVE, POSITIVE_INT, SEED
 from ..inference.evidence_lowrank import METHODS
 from ..optimization.starts import ARD_INIT
+from ..tables import EncodedTable
 
 __all__ = ["BAYES_CONSTRAINTS", "isotropic_fit"]
 
@@ -77,6 +78,9 @@ def isotropic_fit(est, X, y, theta0, leading, keep=(), sample_weight=None):
     start["kappa_b"] = float(np.exp(theta0[-1]))
     iso = clone(est).set_params(ard=False, starts=[start], n_starts=1, warm_start_from=None,
                                 **dict.fromkeys(k for k in start if k not in keep))
+    encoder = getattr(est, "encoder_", None)
+    if encoder is not None:  # the design matrix of a table: keep its coding's scales
+        X = EncodedTable(X, encoder)
     if sample_weight is None:
         return iso.fit(X, y)
     return iso.fit(X, y, sample_weight=sample_weight)

@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference import losses
-from .._util.base import Standardizer, resolve_rng
+from .._util.base import resolve_rng, standardizer_for
 from .._util.validation import (POSITIVE, check_nonconstant, check_positive, check_predict_X,
                                 check_regression_data, check_sample_weight, store_params,
                                 warn_target_offset)
@@ -457,7 +457,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         sw = check_sample_weight(self, sample_weight, n)
         case_ids = check_case_ids(case_ids, n)
         beta = self._check_params(n if sw is None else int(np.count_nonzero(sw)), d)
-        self._scaler = Standardizer.fit(X, sw)
+        self._scaler = standardizer_for(self, X, sw)
         Xs, kappa0 = self._scaler.transform(X), self._kappa0(y, sw)
         s = _target_scale(y, sw)
         bounds = self._box(s, d)
@@ -714,6 +714,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         mean : ndarray (n_samples,)
         std : ndarray (n_samples,), only with ``return_std=True``
         """
+        if not return_std:
+            return self._moments(X, variance=False)[0]
+        mean, var_f, var_y = self._moments(X)
+        return mean, np.sqrt(var_y if include_noise else var_f)
+
+    def predictive_moments(self, X):
+        """``(mean, var_f, var_y)`` at ``X`` in one pass: the predictive mean,
+        the variance ``sigma_t^2`` of ``f(x)`` (4.46) and that of the target,
+        ``sigma_t^2 + sigma_n^2`` (what :meth:`predict` returns the roots of;
+        batch scoring takes all three at once)."""
+        return self._moments(X)
+
+    def _moments(self, X, variance=True):
         X = check_predict_X(self, X, "dual_coef_")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         cov = self._covariance()
@@ -722,9 +735,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         mean = kern.cross_matvec(Xs, self.support_vectors_, self.dual_coef_) \
             if self.dual_coef_.size else np.zeros(Xs.shape[0])
         mean = mean + self.intercept_
-        if not return_std:
-            return mean
+        if not variance:
+            return mean, None, None
         var = self._latent_variance(cov, Xs)
-        if include_noise:
-            var = var + self.noise_variance_
-        return mean, np.sqrt(var)
+        return mean, var, var + self.noise_variance_
