@@ -165,6 +165,11 @@ class GaussianCovariance:
         return cls(float(np.exp(theta[0])), kappa, float(np.exp(theta[-1])),
                    groups if ard else None)
 
+    def with_bias(self, kappa_b):
+        """This covariance with the bias variance ``kappa_b`` (0: the kernel
+        without its bias term), groups kept."""
+        return GaussianCovariance(self.kappa0, self.kappa, kappa_b, self.groups)
+
     def theta_names(self):
         """Names of the entries of :attr:`theta`."""
         if self.ard:

@@ -34,11 +34,13 @@ class _Problem:
     from the previous one (clipped to the new box). ``sample_weight``: the
     case weights (float64, finite, ``>= 0``, validated by the caller) or None;
     they give the per-case boxes ``C w_i`` of the dual and the weighted
-    evidence (:mod:`bsvm_scale.inference.evidence_silf`).
+    evidence (:mod:`bsvm_scale.inference.evidence_silf`). ``groups`` (ARD):
+    tied relevance weights, one ``ln kappa_g`` per group of inputs in
+    ``theta`` (:class:`~bsvm_scale.inference.covariance.GaussianCovariance`).
     """
 
     def __init__(self, X, y, kappa0, beta, ard, tol, cache_mb, max_iter,
-                 evidence=EvidenceSettings(), sample_weight=None):
+                 evidence=EvidenceSettings(), sample_weight=None, groups=None):
         self.X, self.y = X, y
         self.sample_weight = sample_weight
         self.evidence = evidence
@@ -46,8 +48,10 @@ class _Problem:
         self.lead = 3 if kappa0 is None else 2  # log hyperparameters before ln kappa
         self.tol, self.max_iter = tol, max_iter
         d = X.shape[1]
-        init = GaussianCovariance(1.0 if kappa0 is None else kappa0, np.ones(d) if ard else 1.0,
-                                  0.0)
+        n_kappa = d if groups is None else int(groups.max()) + 1
+        self.groups = groups if ard else None
+        init = GaussianCovariance(1.0 if kappa0 is None else kappa0,
+                                  np.ones(n_kappa) if ard else 1.0, 0.0, self.groups)
         self.cache = RowCache(X, init, cache_mb)
         self.last = None
         self.quad = None  # nu^T dSigma~/d ln theta nu of the last solve (None: not known)
@@ -133,13 +137,13 @@ class _Problem:
         k = self.lead
         kappa0 = float(np.exp(theta[2])) if k == 3 else self.kappa0
         kappa = np.exp(theta[k:-1]) if self.ard else float(np.exp(theta[k]))
-        return C, eps, GaussianCovariance(kappa0, kappa, float(np.exp(theta[-1])))
+        return C, eps, GaussianCovariance(kappa0, kappa, float(np.exp(theta[-1])), self.groups)
 
     def solve(self, C, eps, cov):
         """MAP solution of (4.25) at the given hyperparameters: ``(nu, f,
         bias, n_iter, max_violation, start)`` (``start`` says where SMO began)."""
         # the cache holds rows without the bias term; SMO handles kappa_b exactly
-        self.cache.set_covariance(GaussianCovariance(cov.kappa0, cov.kappa, 0.0))
+        self.cache.set_covariance(cov.with_bias(0.0))
         nu, how = self._start(C, eps, cov)
         self.pinned = False
         par = silf_params(C, eps, self.beta, cov.kappa_b, self.y.shape[0], self.sample_weight)

@@ -14,7 +14,7 @@ from ..inference.evidence_lowrank import METHODS
 from ..optimization.starts import ARD_INIT
 from ..tables import EncodedTable
 
-__all__ = ["BAYES_CONSTRAINTS", "isotropic_fit"]
+__all__ = ["BAYES_CONSTRAINTS", "isotropic_fit", "ard_groups", "table_groups"]
 
 #: scikit-learn ``_parameter_constraints`` of the parameters BSVR and BTSVC share
 #: (what they cannot express, e.g. an array ``kappa`` of the wrong length, is
@@ -40,6 +40,31 @@ BAYES_CONSTRAINTS = {
     "warm_start_from": [BaseEstimator, str, os.PathLike, None],
     "n_jobs": N_JOBS,
 }
+
+
+def ard_groups(est):
+    """Tied ARD groups of a fit on a table (``est.encoder_``): the one-hot
+    columns of each input column share one relevance weight
+    (:attr:`bsvm_scale.tables.TableEncoder.groups`); None for arrays, for
+    tables without multi-column inputs, and without ``ard``."""
+    encoder = getattr(est, "encoder_", None)
+    if not est.ard or encoder is None or not encoder.tied:
+        return None
+    return encoder.groups
+
+
+def table_groups(est, X):
+    """``(groups, design matrix)`` of the inputs ``X`` given to ``start_points``:
+    a table is coded (an :class:`~bsvm_scale.tables.EncodedTable` as it is)
+    and its tied ARD groups returned, as :meth:`fit` would."""
+    from ..tables.frame import fit_encoder, is_table
+
+    if not is_table(X):
+        return None, X
+    encoder, design = fit_encoder(X, "X")
+    if not est.ard or not encoder.tied:
+        return None, design
+    return encoder.groups, design
 
 
 def isotropic_fit(est, X, y, theta0, leading, keep=(), sample_weight=None):

@@ -40,7 +40,7 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
 from ..inference.objective_silf import _Problem
-from ._common import BAYES_CONSTRAINTS, isotropic_fit
+from ._common import BAYES_CONSTRAINTS, ard_groups, isotropic_fit, table_groups
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
@@ -336,10 +336,17 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self._validate_params()
         if self.kappa is not None:
             k = np.atleast_1d(check_positive("kappa", self.kappa))
+            d = self._n_kappa(d)
             if k.size not in (1, d) or (k.size == d and d > 1 and not self.ard):
-                raise ValueError(f"kappa must be a float, or an array of length n_features={d} "
-                                 f"with ard=True; got {self.kappa!r}.")
+                raise ValueError(f"kappa must be a float, or an array of {d} relevance weights "
+                                 f"(one per input column) with ard=True; got {self.kappa!r}.")
         return default_beta(n) if self.beta is None else float(self.beta)
+
+    def _n_kappa(self, d):
+        """Relevance weights of an ARD model on ``d`` inputs: ``d``, or one per
+        input column of a table (its one-hot columns tied, :func:`ard_groups`)."""
+        groups = getattr(self, "_groups", None)
+        return d if groups is None else int(groups.max()) + 1
 
     @property
     def _lead(self):
@@ -361,7 +368,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                 raise ValueError("bounds['ln_kappa0'] applies only with kappa0='evidence'; "
                                  f"kappa0 is {self.kappa0!r}.")
             box.update({k: tuple(map(float, v)) for k, v in self.bounds.items()})
-        k = d if self.ard else 1
+        k = self._n_kappa(d) if self.ard else 1
         lead = [box["ln_C"], box["ln_epsilon"]] + ([box["ln_kappa0"]] if self._lead == 3 else [])
         return lead + [box["ln_kappa"]] * k + [box["ln_kappa_b"]]
 
@@ -375,7 +382,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         C = check_positive("C", start.get("C", 1.0 / s))
         eps = check_positive("epsilon", start.get("epsilon", 0.05 * s))
         kappa = np.atleast_1d(check_positive("kappa", start.get("kappa", 0.5)))
-        kappa = np.broadcast_to(kappa, (d,)) if self.ard else kappa[:1]
+        kappa = np.broadcast_to(kappa, (self._n_kappa(d),)) if self.ard else kappa[:1]
         kb = check_positive("kappa_b", start.get("kappa_b", 100.0))
         k0 = [np.log(check_positive("kappa0", start.get("kappa0", s * s)))] if self._lead == 3 else []
         return np.concatenate(([np.log(C), np.log(eps)], k0, np.log(kappa), [np.log(kb)]))
@@ -407,6 +414,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         standard deviation of ``y``); pipelines run start ``k`` as its own
         task with ``fit(init={"theta": start_points(X, y)[k], ...})``.
         """
+        self._groups, X = table_groups(self, X)
         X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
         if X.ndim != 2 or y.shape != (X.shape[0],):
             raise ValueError(f"X must be 2-D and y hold one target per row of X; got shapes "
@@ -454,6 +462,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         """
         X, y = check_regression_data(self, X, y)
         n, d = X.shape
+        self._groups = ard_groups(self)
         sw = check_sample_weight(self, sample_weight, n)
         case_ids = check_case_ids(case_ids, n)
         beta = self._check_params(n if sw is None else int(np.count_nonzero(sw)), d)
@@ -466,9 +475,11 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                            "Subtract the mean of y before fitting (add it back to predictions).")
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
-                           float(self.cache_mb), self._max_iter, self._evidence_settings(), sw)
+                           float(self.cache_mb), self._max_iter, self._evidence_settings(), sw,
+                           self._groups)
         thetas = self._start_points(s, d, bounds)
-        prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard))
+        prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard),
+                              self._groups)
         if prev is not None:
             thetas = self._retrain_start(prev, bounds, problem, case_ids)
         if init is not None:
@@ -558,7 +569,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         else:
             origins = thetas
         n, d = Xs.shape
-        mode = self.ard_init if bool(self.ard) and d > 1 else "start"
+        mode = self.ard_init if bool(self.ard) and self._n_kappa(d) > 1 else "start"
         fit_iso = self._isotropic_fit if sample_weight is None else \
             partial(self._isotropic_fit, sample_weight=sample_weight)
         direct, _, best_iso = ard_runs(fit_iso, X, y, thetas, origins, mode,
@@ -566,7 +577,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         plan = [(theta, None, FINE_MAX_STEP if coarse else None)
                 for theta, run in zip(thetas, direct) if run]
         stage = [] if best_iso is None else [best_iso]
-        plan += [(_ard_theta(iso.theta_, d, self._lead), self._full_dual(iso, n), FINE_MAX_STEP)
+        plan += [(_ard_theta(iso.theta_, self._n_kappa(d), self._lead), self._full_dual(iso, n),
+                  FINE_MAX_STEP)
                  for iso in stage]
         final = self._maximise_evidence(problem, plan, bounds, callback, replay)
         n_direct = len(plan) - len(stage)
@@ -605,7 +617,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         def objective(Xm, ym, wm=None):
             return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
                             float(self.cache_mb), max(10**6, 100 * int(m)),
-                            self._evidence_settings(), wm)
+                            self._evidence_settings(), wm, self._groups)
 
         def run(obj, theta0, bounds):
             opts = search_options(COARSE_OPTIONS, self.optimizer_options)
@@ -678,7 +690,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.jitter_ = float(ev.jitter)
         self.n_iter_ = int(info["smo_iter"])
         self.fit_info_ = dict(info)
-        del self._scaler
+        self.ard_groups_ = self._groups
+        del self._scaler, self._groups
 
     # ------------------------------------------------------------------
     def _latent_variance(self, cov, Xs):
@@ -695,7 +708,8 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
 
     def _covariance(self):
         h = self.hyperparameters_
-        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"],
+                                  getattr(self, "ard_groups_", None))
 
     def predict(self, X, return_std=False, include_noise=False):
         """Predictive mean (and standard deviation) at ``X``.
@@ -731,7 +745,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         cov = self._covariance()
         # f(x) = sum_i nu_i Cov~(x, x_i) + b, with b = kappa_b sum(nu) at the optimum
-        kern = GaussianCovariance(cov.kappa0, cov.kappa, 0.0)
+        kern = cov.with_bias(0.0)
         mean = kern.cross_matvec(Xs, self.support_vectors_, self.dual_coef_) \
             if self.dual_coef_.size else np.zeros(Xs.shape[0])
         mean = mean + self.intercept_

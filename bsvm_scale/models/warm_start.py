@@ -38,11 +38,13 @@ import os
 
 import numpy as np
 
+from .._util.validation import design_width
+
 __all__ = ["previous_model", "previous_thetas", "previous_hessians", "run_model_file",
            "check_case_ids", "carried_dual", "keep_support_case_ids"]
 
 
-def previous_model(value, cls, n_features, ard):
+def previous_model(value, cls, n_features, ard, groups=None):
     """The fitted model ``warm_start_from`` names, checked against this fit.
 
     Parameters
@@ -51,9 +53,12 @@ def previous_model(value, cls, n_features, ard):
         (:func:`bsvm_scale.storage.save_model`).
     cls : the estimator class being fitted.
     n_features : int
-        Inputs of the training data.
+        Columns of the training design matrix (a table's coded columns).
     ard : bool
         The ``ard`` setting of this fit (the layouts of ``theta`` must match).
+    groups : ndarray, optional
+        The tied ARD groups of this fit (a table's one-hot columns), which
+        the earlier model must share.
 
     Returns
     -------
@@ -72,12 +77,18 @@ def previous_model(value, cls, n_features, ard):
                          f"model file; got {type(model).__name__}.")
     if not hasattr(model, "n_features_in_"):
         raise ValueError(f"warm_start_from: the {cls.__name__} given is not fitted.")
-    if int(model.n_features_in_) != int(n_features):
-        raise ValueError(f"warm_start_from: the earlier model takes {model.n_features_in_} "
+    if design_width(model) != int(n_features):
+        raise ValueError(f"warm_start_from: the earlier model takes {design_width(model)} "
                          f"inputs; the data has {n_features}.")
     if bool(model.ard) != bool(ard):
         raise ValueError(f"warm_start_from: the earlier model has ard={model.ard}, this fit "
                          f"ard={ard}; their hyperparameters do not correspond.")
+    before = getattr(model, "ard_groups_", None)
+    if (before is None) != (groups is None) or (groups is not None
+                                               and not np.array_equal(before, groups)):
+        raise ValueError("warm_start_from: the earlier model's inputs were coded with other "
+                         "columns or categories; retrain from a model fitted on the same "
+                         "table columns.")
     return model
 
 

@@ -333,7 +333,7 @@ def _record(evals, record):
                           if isinstance(v, (int, float, bool, np.integer, np.floating))})
 
 
-def _start_theta(kind, params, k, n_starts, Xtr, ytr):
+def _start_theta(kind, params, k, n_starts, Xtr, ytr, coding=None, weights=None):
     """Start point ``k`` of ``n_starts`` exactly as the estimator itself would
     choose it from the partition's training data; a retraining's
     (``warm_start_from``) is the earlier model's optimum (one per class for
@@ -345,8 +345,12 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr):
         if hasattr(prev, "estimators_"):
             return [np.asarray(e.theta_, dtype=float) for e in prev.estimators_]
         return np.asarray(prev.theta_, dtype=float)
+    import inspect
+
     full = make_estimator(kind, {**params, "n_starts": n_starts})
-    return np.asarray(full.start_points(Xtr, ytr)[k], dtype=float)
+    kw = {} if weights is None or "sample_weight" not in inspect.signature(
+        full.start_points).parameters else {"sample_weight": weights}
+    return np.asarray(full.start_points(_inputs(Xtr, coding), ytr, **kw)[k], dtype=float)
 
 
 def _trajectory_of(model, theta0):
@@ -374,7 +378,8 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     and resumes every class the same way.
     """
     kind, params = spec["kind"], dict(spec["params"])
-    start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr)
+    start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr,
+                         coding, weights)
     n_classes = np.unique(ytr).size
     n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
     thetas = start if isinstance(start, list) else [start] * n_models
