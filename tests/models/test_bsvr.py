@@ -656,7 +656,7 @@ def test_weighted_retraining_starts_from_the_earlier_dual_in_the_new_boxes(monke
     (np.ones((30, 1)), r"sample_weight has shape \(30, 1\) but X has 30 rows"),
     (["a"] * 30, r"sample_weight must be numeric"),
     (["1.0"] * 30, r"sample_weight must be numeric"),
-    (np.array([1.0, None] * 15, dtype=object), r"sample_weight must be numeric"),
+    (np.array([1.0, None] * 15, dtype=object), r"sample_weight contains NaN or infinite"),
 ])
 def test_bad_sample_weight_is_named_with_the_fix(sample_weight, match):
     X, y, _ = _weighted_sinc(30, 31)
