@@ -10,7 +10,8 @@ was before weights existed (commit 765b418); the test recomputes them with the
 current code and demands equality. The numbers are those of this project's
 machine kind (x86-64, the pinned numpy / numba / BLAS); after a change of
 platform they are regenerated from that commit with
-``python3 tests/models/test_btsvc_bitwise.py`` run in a checkout of it.
+``PYTHONPATH=. python3 tests/models/test_btsvc_bitwise.py`` run at the root
+of a checkout of it.
 """
 
 import hashlib
