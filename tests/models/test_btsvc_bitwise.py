@@ -50,8 +50,9 @@ def _kernel_prints(out):
     cache = RowCache(X, cov, 64.0)
     alpha = np.zeros(y.size)
     g = np.empty(y.size)
-    smo.gradient_from_f(y, alpha, np.zeros(y.size), g)
-    it, vmax, status = smo.smo_loop(cache.kernel, cache.state, y, alpha, g, 1e-8, 10 ** 6, 1)
+    dual = smo.TrigDual(y, np.ones(y.size), alpha, g)  # the arrays of one solve (no weights)
+    smo.gradient_from_f(dual, np.zeros(y.size))
+    it, vmax, status = smo.smo_loop(cache.kernel, cache.state, dual, 1e-8, 10 ** 6, 1)
     out["smo_loop"] = (_h(alpha), _h(g), int(it), _x(vmax), int(status))
     cold = solve_dual(RowCache(X, cov, 64.0), y, None, 1e-6, 10 ** 6)
     warm = solve_dual(RowCache(X, GaussianCovariance(3.0, 0.5, 50.0), 1e-3), y, cold["alpha"],
