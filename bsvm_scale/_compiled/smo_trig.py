@@ -477,9 +477,9 @@ def smo_loop(kern, cache, dual, tau, max_iter, n_threads=1):
     :class:`~bsvm_scale._compiled.covariance.Kernel`, bias term included) and
     its row cache (a :class:`~bsvm_scale._compiled.row_cache.CacheState`).
     ``dual.g`` must hold the dual gradient for the starting ``alpha`` (warm
-    start allowed; ``alpha = 0`` wherever ``w = 0``). ``n_threads`` is the number of chunks of the partner search
-    and of the fused gradient update + violation scan (:func:`chunks_for`);
-    any value gives the same iterates.
+    start allowed; ``alpha = 0`` wherever ``w = 0``). ``n_threads`` is the
+    number of chunks of the partner search and of the fused gradient update +
+    violation scan (:func:`chunks_for`); any value gives the same iterates.
 
     Returns
     -------

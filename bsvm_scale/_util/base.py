@@ -24,9 +24,18 @@ class Standardizer:
         self.scale = np.ascontiguousarray(scale, dtype=np.float64)
 
     @classmethod
-    def fit(cls, X):
-        mean = X.mean(axis=0)
-        scale = X.std(axis=0)
+    def fit(cls, X, weights=None):
+        """Mean and standard deviation of every column; with case ``weights``
+        (>= 0, not all 0) the weighted ones, so that a case of weight 0 has
+        no say and integer weights give the statistics of the data with each
+        case repeated that often. Equal weights (e.g. all ones) give the
+        unweighted statistics exactly."""
+        if weights is not None and not np.all(weights == weights[0]):
+            mean = np.average(X, axis=0, weights=weights)
+            scale = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=weights))
+        else:
+            mean = X.mean(axis=0)
+            scale = X.std(axis=0)
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         return cls(mean, scale)
 

@@ -29,7 +29,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
            "warn_target_offset", "store_params", "POSITIVE", "NON_NEGATIVE", "POSITIVE_INT",
-           "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
+           "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval", "check_sample_weight"]
 
 #: a finite number > 0 (NaN and infinity are refused)
 POSITIVE = Interval(numbers.Real, 0, None, closed="neither")
@@ -286,3 +286,63 @@ def warn_target_offset(y, bias_sd, name, fix):
         warnings.warn(f"y has mean {mean:.4g}, {abs(mean) / bias_sd:.3g} times the largest prior "
                       f"standard deviation {bias_sd:.3g} of the {name} bias; the fit will be "
                       f"poor. {fix}", RuntimeWarning, stacklevel=3)
+
+
+# -- case weights (sample_weight) ------------------------------------------------------
+def check_sample_weight(est, sample_weight, n):
+    """``sample_weight`` of ``fit`` as a contiguous float64 array of ``n`` weights.
+
+    A case weight multiplies that case's loss in the MAP problem and its
+    likelihood term in the evidence (scikit-learn's and LIBSVM's convention).
+
+    Parameters
+    ----------
+    est : BaseEstimator
+        The estimator being fitted (named in the messages).
+    sample_weight : array-like of shape (n,) or None
+        Finite, non-negative numbers, not all zero.
+    n : int
+        Number of training cases.
+
+    Returns
+    -------
+    ndarray of shape (n,) or None
+        None when ``sample_weight`` is None.
+
+    Raises
+    ------
+    ValueError
+        Naming ``sample_weight``: text or other non-numeric values, another
+        shape than ``(n,)``, NaN or infinite values, negative values, or
+        every weight zero.
+    """
+    if sample_weight is None:
+        return None
+    name = type(est).__name__
+    raw = np.asarray(sample_weight)
+    if raw.dtype.kind not in "biuf":
+        try:
+            raw = raw.astype(np.float64) if raw.dtype.kind == "O" else None
+        except (TypeError, ValueError):
+            raw = None
+        if raw is None:
+            raise ValueError(f"sample_weight of {name} must hold numbers; got values of dtype "
+                             f"{np.asarray(sample_weight).dtype} (e.g. text). Pass one "
+                             "non-negative number per training case.")
+    w = np.ascontiguousarray(raw, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"sample_weight of {name} must have shape ({n},), one weight per "
+                         f"training case; got shape {w.shape}.")
+    bad = np.flatnonzero(~np.isfinite(w))
+    if bad.size:
+        raise ValueError(f"sample_weight of {name} must be finite; got {w[bad[0]]!r} at case "
+                         f"{bad[0]} ({bad.size} non-finite). Pass finite weights >= 0.")
+    bad = np.flatnonzero(w < 0)
+    if bad.size:
+        raise ValueError(f"sample_weight of {name} must be non-negative; got {w[bad[0]]!r} at "
+                         f"case {bad[0]} ({bad.size} negative). Pass weights >= 0 (0 leaves a "
+                         "case out).")
+    if not np.any(w > 0):
+        raise ValueError(f"sample_weight of {name} is zero for every case, which leaves nothing "
+                         "to fit; give at least one case a positive weight.")
+    return w

@@ -325,8 +325,9 @@ def predictive_moments(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, chunk_bytes=32 
     ``mu = k_M^T v_M`` and ``sigma^2 = Cov(x, x) - k_M^T (Lambda^-1 +
     Sigma_M)^-1 k_M = Cov(x, x) - || L^-1 Lambda^1/2 k_M ||^2`` with ``L`` the
     Cholesky factor of ``B`` kept from training (``Lambda`` the curvature of
-    the weighted loss when the fit had case weights: ``lam_sqrt`` carries them); processed in chunks of test
-    points so that no block exceeds ``chunk_bytes``.
+    the weighted loss when the fit had case weights: ``lam_sqrt`` carries
+    them); processed in chunks of test points so that no block exceeds
+    ``chunk_bytes``.
     """
     nt = Xt.shape[0]
     m = X_sv.shape[0]

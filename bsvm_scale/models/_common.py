@@ -41,7 +41,7 @@ BAYES_CONSTRAINTS = {
 }
 
 
-def isotropic_fit(est, X, y, theta0, leading, keep=()):
+def isotropic_fit(est, X, y, theta0, leading, keep=(), sample_weight=None):
     """The isotropic model fitted from the ARD start ``theta0``.
 
     A clone of ``est`` with ``ard=False``, no ``warm_start_from`` and one
@@ -63,6 +63,8 @@ def isotropic_fit(est, X, y, theta0, leading, keep=()):
     keep : tuple of str
         Parameters of ``est`` the clone keeps although they name a start
         value (BSVR's ``kappa0="evidence"`` says what is inferred).
+    sample_weight : ndarray of shape (n,), optional
+        Case weights of the fit, passed on to the clone's ``fit``.
 
     Returns
     -------
@@ -75,4 +77,4 @@ def isotropic_fit(est, X, y, theta0, leading, keep=()):
     start["kappa_b"] = float(np.exp(theta0[-1]))
     iso = clone(est).set_params(ard=False, starts=[start], n_starts=1, warm_start_from=None,
                                 **dict.fromkeys(k for k in start if k not in keep))
-    return iso.fit(X, y)
+    return iso.fit(X, y) if sample_weight is None else iso.fit(X, y, sample_weight=sample_weight)

@@ -28,11 +28,12 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import StrOptions
 
 from .._util.base import Standardizer, resolve_rng
 from .._util.threads import thread_map
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
-                                store_params)
+                                check_sample_weight, store_params)
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
@@ -222,13 +223,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         One-versus-rest binary models (more than two classes only).
     """
 
-    _parameter_constraints = BAYES_CONSTRAINTS
+    _parameter_constraints = {**BAYES_CONSTRAINTS,
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None):
+                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None,
+                 class_weight=None):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------
@@ -311,7 +314,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return self._start_thetas(d)
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, X, y, callback=None, init=None, case_ids=None):
+    def fit(self, X, y, sample_weight=None, callback=None, init=None, case_ids=None):
         """Fit the BTSVC (one-versus-rest for more than two classes).
 
         Parameters
@@ -320,6 +323,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             Training inputs (finite).
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
+        sample_weight : array-like of shape (n_samples,), optional
+            Case weights (finite, >= 0, not all 0), multiplied by the class
+            weights of ``class_weight``; see the class docstring, "Case and
+            class weights". None: every case counts once.
         callback : callable, optional
             ``callback(start_index, record, state)`` after every evidence
             evaluation (used by pipelines for checkpoints): ``record`` is the
@@ -351,18 +358,61 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         -------
         self : BayesianSVC
         """
-        X, y, classes, _ = check_classification_data(self, X, y)
+        X, y, classes, codes = check_classification_data(self, X, y)
         self._check_params(X.shape[1])
+        sample_weight = check_sample_weight(self, sample_weight, X.shape[0])
+        self.class_weight_ = self._class_weights(classes, codes)
+        weights = self._case_weights(sample_weight, codes)
         self.classes_ = classes
         case_ids = check_case_ids(case_ids, X.shape[0])
         prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard)
         warm = None if prev is None else self._retrain_starts(prev, classes, case_ids)
         if classes.size == 2:
             self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
-                             case_ids)
+                             case_ids, weights)
         else:
-            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids)
+            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
         return self
+
+    def _class_weights(self, classes, codes):
+        """``class_weight`` as one multiplier per class of ``classes`` (the
+        fitted ``class_weight_``): ones for None, ``n / (n_classes count_k)``
+        for ``"balanced"`` (:func:`sklearn.utils.class_weight.compute_class_weight`),
+        else the dict's values (classes it does not name keep 1)."""
+        cw = self.class_weight
+        out = np.ones(classes.size)
+        if cw is None:
+            return out
+        if isinstance(cw, str):  # "balanced" (the constraints admit no other string)
+            return codes.size / (classes.size * np.bincount(codes, minlength=classes.size))
+        index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
+        unknown = [k for k in cw if k not in index]
+        if unknown:
+            raise ValueError(f"class_weight names {unknown!r}, not among the classes of y "
+                             f"({classes.tolist()!r}); use the labels of y as keys.")
+        for key, value in cw.items():
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                v = np.nan
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0; got "
+                                 f"{value!r}.")
+            out[index[key]] = v
+        return out
+
+    def _case_weights(self, sample_weight, codes):
+        """The per-case weights of the fit, ``sample_weight_i * class_weight_[y_i]``
+        (computed on the labels given to ``fit``), or None when neither is given."""
+        if sample_weight is None and self.class_weight is None:
+            return None
+        w = self.class_weight_[codes]
+        if sample_weight is not None:
+            w = sample_weight * w
+        if not np.any(w > 0):
+            raise ValueError("sample_weight times class_weight is zero for every case, which "
+                             "leaves nothing to fit; give some class and case a positive weight.")
+        return np.ascontiguousarray(w, dtype=np.float64)
 
     @staticmethod
     def _retrain_starts(prev, classes, case_ids):
@@ -377,10 +427,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return [(t, carried_dual(e, case_ids, magnitude=True), h)
                 for t, e, h in zip(thetas, prev.estimators_, hessians)]
 
-    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None):
+    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None, weights=None):
         """One binary model per class of ``classes_`` (``estimators_``), each
-        with its own entry of ``init`` and ``warm``; the per-class fitted
-        attributes are gathered."""
+        with its own entry of ``init`` and ``warm`` and the same case weights
+        ``weights`` (from the labels given to ``fit``; the binary models have
+        ``class_weight=None``); the per-class fitted attributes are gathered."""
         classes = self.classes_
         if init is None:
             init = [None] * classes.size
@@ -396,9 +447,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         def fit_class(i):
             cb = None if callback is None else \
                 (lambda k, rec, state: callback((i, k), rec, state))
-            est = clone(self).set_params(warm_start_from=None, n_jobs=inner)
+            est = clone(self).set_params(warm_start_from=None, n_jobs=inner, class_weight=None)
             est._fit_binary_labels(X, (y == classes[i]).astype(np.int64), cb, init[i],
-                                   None if warm is None else warm[i], case_ids)
+                                   None if warm is None else warm[i], case_ids, weights)
             return est
 
         self.estimators_ = thread_map(fit_class, range(classes.size), outer)
@@ -416,13 +467,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         with one (a pipeline's checkpoints, one writer) a single thread."""
         return self.n_jobs if callback is None else None
 
-    def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None):
-        """One-versus-rest member: a binary fit on 0/1 labels, warm-started
-        from ``warm`` (or None; see :meth:`_retrain_starts`)."""
+    def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
+        """One-versus-rest member: a binary fit on 0/1 labels with the case
+        weights ``weights`` (or None), warm-started from ``warm`` (or None; see
+        :meth:`_retrain_starts`)."""
         X, y01, classes, _ = check_classification_data(self, X, y01)
         self.classes_ = classes
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
-                         case_ids)
+                         case_ids, weights)
 
     def _options(self, phase=None):
         """The driver's options: defaults, a phase's (a retraining's, see
@@ -463,10 +515,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         obj.release()  # one row cache alive at a time
         return results
 
-    def _isotropic_fit(self, X, y, theta0):
+    def _isotropic_fit(self, X, y, theta0, weights=None):
         """The isotropic model fitted from the ARD start ``theta0``
-        (:func:`bsvm_scale.models._common.isotropic_fit`)."""
-        return isotropic_fit(self, X, y, theta0, ("kappa0",))
+        (:func:`bsvm_scale.models._common.isotropic_fit`) with the case
+        weights ``weights`` (class weights included: the clone has none)."""
+        est = self if self.class_weight is None else clone(self).set_params(class_weight=None)
+        return isotropic_fit(est, X, y, theta0, ("kappa0",), sample_weight=weights)
 
     @staticmethod
     def _continuation(iso, y, d):
@@ -478,18 +532,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         alpha[iso.support_] = y[iso.support_] * iso.dual_coef_
         return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
 
-    def _coarse_starts(self, X, y, thetas, bounds):
-        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
-        full-data SMO warm start is the best subsample solution ``alpha`` on
-        its own cases and 0 elsewhere, whose ``f = Sigma Y alpha`` (5.32) is
-        exactly the subsample's MAP function."""
+    def _coarse_starts(self, X, y, thetas, bounds, weights=None):
+        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`,
+        the subsample with its cases' weights): the full-data SMO warm start
+        is the best subsample solution ``alpha`` on its own cases and 0
+        elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
+        subsample's MAP function."""
         m = self.init_subsample
 
-        def objective(Xm, ym):
-            return self._objective(Xm, ym, max(10**6, 100 * int(m)))
+        def objective(Xm, ym, wm=None):
+            return self._objective(Xm, ym, max(10**6, 100 * int(m)), wm)
 
         return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
-                             self._run_start, self.n_jobs)[:3]
+                             self._run_start, self.n_jobs, weights)[:3]
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -504,14 +559,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
-    def _objective(self, Xs, yb, max_iter):
+    def _objective(self, Xs, yb, max_iter, weights=None):
         return EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
-                                 **self._evidence_settings())
+                                 weights=weights, **self._evidence_settings())
 
-    def _plans(self, X, Xs, yb, init, warm):
+    def _plans(self, X, Xs, yb, init, warm, weights=None):
         """The start points and, per start, the plan of optimiser runs
         ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase
-        (coarse-to-fine) and the isotropic first stage (``ard_init``)."""
+        (coarse-to-fine) and the isotropic first stage (``ard_init``), both
+        with the case weights ``weights``."""
         d = Xs.shape[1]
         bounds = self._bounds(d)
         thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
@@ -520,14 +576,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             thetas, max_step = ([warm[0]] if init is None else thetas), FINE_MAX_STEP
             hessian = warm[2]
         else:
-            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds, weights)
         origins = thetas
         if coarse:  # refine the best subsample start on the full data
             thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
             max_step = FINE_MAX_STEP
         mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
-        direct, stage, best_iso = ard_runs(self._isotropic_fit, X, yb, thetas, origins, mode,
-                                           refined=bool(coarse), n_jobs=self.n_jobs)
+        direct, stage, best_iso = ard_runs(
+            lambda X_, y_, theta0: self._isotropic_fit(X_, y_, theta0, weights), X, yb, thetas,
+            origins, mode, refined=bool(coarse), n_jobs=self.n_jobs)
         plans = []
         for theta0, run, iso in zip(thetas, direct, stage):
             plan = [(theta0, None, max_step, hessian)] if run else []
@@ -537,10 +594,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                 plans.append((plan, iso))
         return bounds, plans, (coarse, sub_best, alpha0)
 
-    def _search(self, X, Xs, yb, callback, init, warm, max_iter):
+    def _search(self, X, Xs, yb, callback, init, warm, max_iter, weights=None):
         """Evidence maximisation: every start's runs, the records (``starts_``),
         and the objective restored at the best point."""
-        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm)
+        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm, weights)
         if coarse:
             init = dict(init or {})
             if init.get("state") is None:
@@ -552,7 +609,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         retrain = None if warm is None else retrain_options(warm[2])
 
         def run(k):  # the runs of start k, on an objective of its own
-            obj = self._objective(Xs, yb, max_iter)
+            obj = self._objective(Xs, yb, max_iter, weights)
             return obj, self._run_plan(obj, k, plans[k][0], bounds, callback, init, retrain)
 
         done = thread_map(run, range(len(plans)), self._task_jobs(callback))  # independent
@@ -575,22 +632,24 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                        for r in results[best].trajectory)
         return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
 
-    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None):
+    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None,
+                    weights=None):
         d = X.shape[1]
-        scaler = Standardizer.fit(X)
+        scaler = Standardizer.fit(X, weights)
         Xs = scaler.transform(X)
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
         if self.optimize:
             theta, obj, records, best, n_iter, smo_iter = self._search(
-                X, Xs, yb, callback, init, warm, max_iter)
+                X, Xs, yb, callback, init, warm, max_iter, weights)
             cov = GaussianCovariance.from_theta(theta, self.ard)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj, records, best, n_iter, smo_iter = self._objective(Xs, yb, max_iter), [], 0, 0, 0
+            obj, records, best, n_iter, smo_iter = (self._objective(Xs, yb, max_iter, weights),
+                                                    [], 0, 0, 0)
             cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)  # the user's values
         value, _, info = obj(theta, keep_factor=True, with_grad=False)
         if obj.smo_limit_hits:

@@ -128,7 +128,8 @@ def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None):
     return stage
 
 
-def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_jobs=None):
+def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_jobs=None,
+                  weights=None):
     """The subsample phase of coarse-to-fine starts (``init_subsample``).
 
     Every start is optimised on the same seeded subsample of ``m`` of the
@@ -141,7 +142,9 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_
     index of the best one, the full-data dual warm start (the best subsample
     solution on its own cases and 0 elsewhere, so that the MAP function it
     implies is exactly the subsample's) and the best start's objective.
-    ``([], None, None, None)`` when ``m`` is None or ``n <= 2 m``.
+    ``([], None, None, None)`` when ``m`` is None or ``n <= 2 m``. With case
+    ``weights`` (one per case) the subsample keeps its cases' weights:
+    ``make_objective(X_m, y_m, w_m)``.
     """
     n = X.shape[0]
     if m is None or n <= 2 * int(m):
@@ -149,9 +152,10 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_
     m = int(m)
     idx = subsample_indices(n, m, random_state)
     Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
+    extra = () if weights is None else (np.ascontiguousarray(weights[idx]),)
 
     def one(theta0):
-        obj = make_objective(Xm, ym)
+        obj = make_objective(Xm, ym, *extra)
         record = start_record(run(obj, theta0, bounds), n_samples=m)
         return record, obj
 

@@ -65,7 +65,8 @@ def _kernel_prints(out):
 
 def _objective_prints(out):
     X, y = _data(n=140, d=3, seed=2, shift=0.7)
-    for ard, theta in ((False, np.log([3.0, 0.4, 2.0])), (True, np.log([3.0, 0.3, 0.5, 0.8, 2.0]))):
+    for ard, theta in ((False, np.log([3.0, 0.4, 2.0])),
+                       (True, np.log([3.0, 0.3, 0.5, 0.8, 2.0]))):
         obj = EvidenceObjective(X, y, ard=ard, tol=1e-6)
         v, g, info = obj(theta)
         out[f"evidence_dense_{ard}"] = (_x(v), _h(g), _h(obj.alpha), info["n_sv"])
