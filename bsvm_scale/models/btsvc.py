@@ -19,6 +19,10 @@ fixed-order Gauss-Legendre rule vectorised over test points. More than two
 classes are handled one-versus-rest (Appendix H / experiment C4): one binary
 model per class with its own hyperparameters, probabilities normalised
 across classes and the class with the highest output chosen.
+
+Case weights (``fit(sample_weight=...)``, ``class_weight``) multiply the
+cases' losses in every step: the dual, the evidence and the predictive
+variance (see :class:`BayesianSVC`, "Case and class weights").
 """
 
 from __future__ import annotations
@@ -164,6 +168,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``callback``, for the starts' optimiser runs (each with its own row
         cache of ``cache_mb``) or, with more than two classes, for the
         one-versus-rest models instead.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of the cases of each class, multiplying ``sample_weight``: a
+        dict ``{label: weight}`` (labels of ``y``; a label that is not a
+        class of ``y`` is an error; classes not named keep weight 1),
+        ``"balanced"`` (``n_samples / (n_classes * count(class))``, as
+        :func:`sklearn.utils.class_weight.compute_class_weight`) or None (all
+        1). See "Case and class weights" below.
 
     Attributes
     ----------
@@ -221,6 +232,42 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Jitter that the final factorisation needed (normally 0.0).
     estimators_ : list of BayesianSVC
         One-versus-rest binary models (more than two classes only).
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class of ``classes_`` that ``class_weight`` gave
+        (ones without it).
+
+    Notes
+    -----
+    **Case and class weights.** Case ``i`` of ``fit`` gets the weight ``c_i =
+    sample_weight_i * class_weight_[y_i]``, computed on the labels given to
+    ``fit``: with more than two classes every one-versus-rest model is fitted
+    with these same weights (``"balanced"`` counts all the classes, a dict
+    names the original labels; the binary models have ``class_weight=None``).
+    A weight multiplies the case's loss in the MAP problem, ``min_f 1/2 f^T
+    Sigma^-1 f + sum_i c_i l_t(y_i f_i)`` (as LIBSVM's per-case ``C_i = C
+    c_i``): the likelihood (5.8) of the case enters as ``P(y_i | f_i)^c_i``.
+    In the dual (5.29) ``phi(alpha_i)`` becomes ``c_i phi(alpha_i / c_i)``
+    (:mod:`bsvm_scale._compiled.smo_trig`); in the evidence (5.35)-(5.37),
+    the predictive variance (5.41) and so the class probability (5.42) the
+    curvature ``Lambda_m`` (5.10) of an SV becomes ``c_m Lambda_m``
+    (:mod:`bsvm_scale.inference.evidence_trig`). Inputs are standardised
+    with the weighted mean and standard deviation, and the subsample phase
+    (``init_subsample``) draws cases uniformly, each with its weight.
+
+    Integer weights are repeated cases: at given hyperparameters
+    (``optimize=False``) weight ``k`` gives the MAP function, predictions and
+    evidence of the data with the case repeated ``k`` times, the evidence
+    equal with no constant between them (Sylvester's determinant identity);
+    with the evidence search the two fits agree up to the SMO tolerance
+    ``tol``. A case of weight 0 is left out in effect: it is held at
+    ``alpha = 0``, is never a support vector and has no say in the
+    standardisation; ``support_`` (and every other index) still refers to the
+    rows of the ``X`` given to ``fit``. With other weights ``log_evidence_``
+    is the Laplace approximation of ``ln int prod_i P(y_i | f_i)^c_i p(f)
+    df``, the evidence of data in which case ``i`` counts ``c_i`` times (not
+    a normalised distribution over labels): it ranks hyperparameters fitted
+    with the same weights, but evidences of fits with different weights
+    (e.g. all weights doubled) are not comparable.
     """
 
     _parameter_constraints = {**BAYES_CONSTRAINTS,
