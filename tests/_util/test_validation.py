@@ -244,3 +244,24 @@ def test_an_estimator_names_a_boolean_count():
     X = np.linspace(-1.0, 1.0, 20)[:, None]
     with pytest.raises(InvalidParameterError, match="'n_starts'.*Got True"):
         BayesianSVR(n_starts=True).fit(X, X[:, 0])
+
+
+# -- check_sample_weight ---------------------------------------------------------------
+def test_check_sample_weight_accepts_numbers_and_names_every_problem():
+    from sklearn.base import BaseEstimator
+
+    from bsvm_scale._util.validation import check_sample_weight
+
+    est = BaseEstimator()
+    assert check_sample_weight(est, None, 3) is None
+    w = check_sample_weight(est, [1, 0, 2.5], 3)
+    assert w.dtype == np.float64 and w.flags.c_contiguous and w.tolist() == [1.0, 0.0, 2.5]
+    assert check_sample_weight(est, np.array([True, False, True]), 3).tolist() == [1, 0, 1]
+    assert check_sample_weight(est, np.array([1, 2, 3], dtype=object), 3).tolist() == [1, 2, 3]
+    for bad, match in (([1.0, 2.0], r"shape \(3,\)"), (np.ones((3, 1)), r"shape \(3,\)"),
+                       (5.0, r"shape \(3,\)"), ([1.0, np.inf, 1.0], "finite.*case 1"),
+                       ([1.0, np.nan, 1.0], "finite"), ([1.0, -0.5, 1.0], "non-negative"),
+                       ([0, 0, 0], "zero for every case"), (["a", "b", "c"], "numbers"),
+                       (np.array([1, "b", 3], dtype=object), "numbers")):
+        with pytest.raises(ValueError, match=f"^sample_weight of BaseEstimator .*{match}"):
+            check_sample_weight(est, bad, 3)
