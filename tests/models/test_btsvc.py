@@ -680,3 +680,29 @@ def test_class_weight_dicts_with_string_and_int_labels_survive_a_model_file(tmp_
         assert back.class_weight == cw
         np.testing.assert_array_equal(back.predict_proba(X), m.predict_proba(X))
         np.testing.assert_array_equal(back.class_weight_, m.class_weight_)
+
+
+def test_model_files_from_before_class_weight_load_unweighted(tmp_path, monkeypatch):
+    """A file written before ``class_weight`` existed (no such parameter, no
+    ``class_weight_``) loads with ``class_weight=None``, how it was fitted."""
+    import copy
+    import json
+
+    import h5py
+
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y, _ = _weighted_data(n=60)
+    model = BayesianSVC(**FIXED).fit(X, y)
+    names = [k for k in BayesianSVC._get_param_names() if k != "class_weight"]
+    monkeypatch.setattr(BayesianSVC, "get_params",
+                        lambda self, deep=True: {k: getattr(self, k) for k in names})
+    old = copy.copy(model)
+    del old.class_weight, old.class_weight_
+    path = save_model(old, tmp_path / "old.h5")
+    monkeypatch.undo()
+    with h5py.File(path, "r") as f:
+        assert "class_weight" not in json.loads(f.attrs["params_json"])
+    back = load_model(path)
+    assert back.class_weight is None and not hasattr(back, "class_weight_")
+    np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
