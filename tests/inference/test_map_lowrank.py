@@ -182,25 +182,31 @@ def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
     assert info2["smo_start"] == "restored" and info2["smo_iter"] == 0 and v2 == v1
 
 
-@pytest.mark.parametrize("model", ["svc", "svr"])
+@pytest.mark.parametrize("model", ["svc", "svc_weighted", "svr"])
 def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
     from bsvm_scale import BayesianSVC, BayesianSVR
 
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
-    if model == "svc":
+    fit_kw = {}
+    if model.startswith("svc"):
         X, y = _c2(700, seed=7)
         est = BayesianSVC(n_starts=1)
+        if model == "svc_weighted":  # case weights, some 0, and class weights
+            w = np.random.default_rng(7).uniform(0.0, 3.0, y.size)
+            w[::9] = 0.0
+            est.set_params(class_weight={1.0: 1.5})
+            fit_kw = {"sample_weight": w}
     else:
         X, y = _sinc(700, seed=7)
         est = BayesianSVR(n_starts=1)
     recs = []
-    full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)))
+    full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)), **fit_kw)
     starts = [r[0]["info"].get("smo_start", "") for r in recs]
     assert any(s.startswith("lowrank") for s in starts)
     theta_full, ev_full = full.theta_.copy(), full.log_evidence_
     cut = len(recs) // 2
     resumed = est.fit(X, y, init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
-                                  "evaluations": [r for r, _ in recs[:cut]]})
+                                  "evaluations": [r for r, _ in recs[:cut]]}, **fit_kw)
     assert np.array_equal(resumed.theta_, theta_full)
     assert resumed.log_evidence_ == ev_full
 
