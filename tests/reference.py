@@ -232,3 +232,111 @@ def silf_kkt_violation(nu, g, C, epsilon, beta, weights=None):
     neg = (nu < 0) & (nu > -Ci)
     v[neg] = np.abs(g[neg] - eps1)
     return v
+
+
+# BTSVC with case weights (thesis 5.21-5.42)
+# ---------------------------------------------------------------------------
+def _trig_phi(a):
+    """``phi(a) = 4/pi a arctan(2a/pi) - ln(1 + (2a/pi)^2)`` of (5.29) and its
+    first two derivatives."""
+    t = 2.0 * a / np.pi
+    return (4.0 / np.pi * a * np.arctan(t) - np.log1p(t * t), 4.0 / np.pi * np.arctan(t),
+            8.0 / (np.pi ** 2 + 4.0 * a * a))
+
+
+def trig_weighted_dual(alpha, y, S, w):
+    """Value and gradient of the weighted BTSVC dual::
+
+        1/2 v^T S v - sum alpha + sum_i w_i phi(alpha_i / w_i),   v = y alpha,
+
+    (5.29) with the perspective of ``phi``; a case with ``w_i = 0`` must have
+    ``alpha_i = 0`` and adds nothing (its gradient has no ``phi'`` term)."""
+    on = w > 0
+    a = np.where(on, alpha / np.where(on, w, 1.0), 0.0)
+    phi, dphi, _ = _trig_phi(a)
+    v = y * alpha
+    Sv = S @ v
+    val = 0.5 * v @ Sv - alpha.sum() + np.sum(np.where(on, w * phi, 0.0))
+    return val, y * Sv - 1.0 + np.where(on, dphi, 0.0)
+
+
+def trig_weighted_violation(alpha, y, S, w):
+    """KKT violation (5.30)/(5.31) of every case (0 for a case of weight 0)."""
+    _, g = trig_weighted_dual(alpha, y, S, w)
+    viol = np.where(alpha > 0, np.abs(g), np.maximum(0.0, -g))
+    return np.where(w > 0, viol, 0.0)
+
+
+def trig_weighted_dual_solve(y, S, w, n_newton=100):
+    """A general-purpose solve of :func:`trig_weighted_dual`: SciPy's
+    L-BFGS-B (bounds ``alpha >= 0``, ``alpha = 0`` where ``w = 0``), finished
+    by a dense projected Newton method to full accuracy."""
+    from scipy.optimize import minimize
+
+    n = y.size
+    on = w > 0
+    bounds = [(0.0, None) if o else (0.0, 0.0) for o in on]
+    res = minimize(trig_weighted_dual, np.zeros(n), args=(y, S, w), jac=True, method="L-BFGS-B",
+                   bounds=bounds, options={"ftol": 1e-15, "gtol": 1e-12, "maxiter": 5000,
+                                           "maxcor": 30})
+    a = res.x.copy()
+    Q = (y[:, None] * y[None, :]) * S
+    for _ in range(n_newton):
+        val, g = trig_weighted_dual(a, y, S, w)
+        free = on & ((a > 1e-14) | (g < 0))
+        a[~free] = 0.0
+        if np.max(np.where(free, np.abs(g), 0.0)) < 1e-13:
+            break
+        u = a[free] / w[free]
+        H = Q[np.ix_(free, free)] + np.diag(_trig_phi(u)[2] / w[free])
+        p = np.zeros(n)
+        p[free] = -np.linalg.solve(H, g[free])
+        t = 1.0
+        while t > 1e-12:
+            cand = np.maximum(a + t * p, 0.0)
+            if trig_weighted_dual(cand, y, S, w)[0] <= val:
+                break
+            t *= 0.5
+        a = cand
+    return a
+
+
+def trig_loss_terms(z):
+    """Trigonometric loss (5.7), ``-dl/dz`` and ``d2l/dz2`` (5.9)/(5.10) of the
+    margin ``z = y f > -1`` (all 0 for ``z >= 1``)."""
+    inside = z < 1.0
+    c = np.cos(np.pi / 4 * (1.0 - np.minimum(z, 1.0)))
+    loss = np.where(inside, -2.0 * np.log(c), 0.0)
+    slope = np.where(inside, np.pi / 2 * np.tan(np.pi / 4 * (1.0 - np.minimum(z, 1.0))), 0.0)
+    curv = np.where(inside, np.pi ** 2 / 8 / c ** 2, 0.0)
+    return loss, slope, curv
+
+
+def trig_weighted_loss_terms(f, y, w):
+    """``w l``, ``w l'`` and ``w l''`` of every case (:func:`trig_loss_terms`);
+    a case of weight 0 has none, wherever its ``f``."""
+    loss, slope, curv = trig_loss_terms(np.where(w > 0, y * f, 1.0))
+    return w * loss, w * slope, w * curv
+
+
+def trig_weighted_primal_v(f, y, w):
+    """``v = -d/df sum_i w_i l(y_i f_i) = w y l'``: at the minimiser of the
+    weighted primal ``1/2 f^T S^-1 f + sum_i w_i l(y_i f_i)``, ``f = S v``."""
+    return y * trig_weighted_loss_terms(f, y, w)[1]
+
+
+def trig_weighted_laplace_neg_log_evidence(f, y, S, w):
+    """``-ln`` of the Laplace evidence ``exp(-S(f)) |I + S Lambda|^(-1/2)``
+    over all ``n`` cases at ``f = f_MP``, ``S(f) = 1/2 f^T S^-1 f + sum_i w_i
+    l(y_i f_i)`` and ``Lambda = diag(w_i l''(y_i f_i))`` (5.33)-(5.35)."""
+    loss, _, curv = trig_weighted_loss_terms(f, y, w)
+    sign, logdet = np.linalg.slogdet(np.eye(f.size) + S * curv[None, :])
+    assert sign > 0
+    return 0.5 * f @ np.linalg.solve(S, f) + np.sum(loss) + 0.5 * logdet
+
+
+def trig_predictive_moments(S_tM, s_tt, S_M, v_M, lam_M):
+    """Predictive mean and variance (5.41): ``k_M^T v_M`` and ``Cov(x, x) -
+    k_M^T (Lambda_M^-1 + Sigma_M)^-1 k_M`` (dense)."""
+    A = np.linalg.inv(np.diag(1.0 / lam_M) + S_M)
+    return S_tM @ v_M, s_tt - np.einsum("ij,jk,ik->i", S_tM, A, S_tM)

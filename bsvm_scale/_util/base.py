@@ -31,15 +31,17 @@ class Standardizer:
         weighted ones, ``sum_i w_i x_i / sum_i w_i`` and the square root of
         ``sum_i w_i (x_i - mean)^2 / sum_i w_i``: those of the data set with
         case ``i`` repeated ``w_i`` times for integer weights (cases of
-        weight 0 do not count). A column with a finite entry in ``fixed``
-        keeps mean 0 and that scale instead (the coded columns of a table,
-        :func:`standardizer_for`)."""
-        if sample_weight is None:
+        weight 0 do not count); equal weights (e.g. all ones) give the
+        unweighted statistics exactly. A column with a finite entry in
+        ``fixed`` keeps mean 0 and that scale instead (the coded columns of a
+        table, :func:`standardizer_for`)."""
+        w = sample_weight
+        if w is not None and not np.all(w == w[0]):
+            mean = np.average(X, axis=0, weights=w)
+            scale = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=w))
+        else:
             mean = X.mean(axis=0)
             scale = X.std(axis=0)
-        else:
-            mean = np.average(X, axis=0, weights=sample_weight)
-            scale = np.sqrt(np.average((X - mean) ** 2, axis=0, weights=sample_weight))
         scale[~(scale > 1e-12 * np.maximum(1.0, np.abs(mean)))] = 1.0
         if fixed is not None:
             keep = np.isfinite(fixed)

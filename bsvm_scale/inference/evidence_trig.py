@@ -37,6 +37,34 @@ which :meth:`GaussianCovariance.matvec_grad` gives for all ``p`` at once.
 
 Cost: ``O(m^3)`` for the factorisation and inverse plus ``O(m^2 d)`` for the
 covariance contractions; only ``m x m`` arrays over the SV block exist.
+
+Case weights. With weights ``c_i >= 0`` the likelihood is ``prod_i P(y_i |
+f_i)^{c_i}``, the loss of case ``i`` is ``c_i l(xi_i)`` and the MAP solution
+that of the weighted dual (:mod:`bsvm_scale._compiled.smo_trig`), at which
+``alpha_m = c_m pi/2 tan(pi/4 xi_m)``. Everything above holds with the
+curvature of the weighted loss, ``Lambda_m = c_m pi^2/8 sec^2(pi/4 xi_m)``::
+
+    -ln P(D | theta) = 1/2 v_M^T Sigma_M v_M + sum_m c_m 2 ln sec(pi/4 xi_m)
+                       + 1/2 ln |I + Sigma_M Lambda_M|,
+
+and in the gradient only ``d Lambda_m / d f_m`` changes: it is ``-c_m y_m
+Lambda_m^(1) pi/2 tan(pi/4 xi_m) = -v_m Lambda_m / c_m`` (``Lambda^(1)`` the
+unweighted curvature), so ``w_m = (v_m / c_m) (1 - A_mm / Lambda_m) /
+Lambda_m``. With all weights 1 these are the formulas above in the same
+floating-point operations. Cases of weight 0 are never SVs and do not enter.
+
+Integer weights are duplicated cases: ``k_i`` copies of case ``i`` give the
+same ``f_MP`` (the copies' ``v`` add up to the weighted one) and the same
+``-ln P(D | theta)``: the quadratic and loss terms agree term by term and, with
+``P`` the ``N x n`` matrix that copies rows, Sylvester's determinant identity
+gives ``|I_N + P Sigma P^T Lambda_dup| = |I_n + Sigma P^T Lambda_dup P| = |I_n
++ Sigma diag(k) Lambda^(1)|``. There is no extra constant: the evidence of the
+weighted data set equals the evidence of the duplicated one. With other
+weights ``-ln P(D | theta)`` is the Laplace approximation of ``-ln int
+prod_i P(y_i | f_i)^{c_i} p(f) df``, the evidence of a data set in which case
+``i`` counts ``c_i`` times (a tempered likelihood, not a normalised
+distribution over labels); it compares hyperparameters for the same weights,
+not data sets with different total weight.
 """
 
 from __future__ import annotations
@@ -124,7 +152,7 @@ def chol_with_jitter(make_B):
 
 def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method="dense",
                      f=None, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
-                     predict_rank=None):
+                     predict_rank=None, weights=None):
     """Negative log evidence (5.35) and gradient (5.36).
 
     ``method="dense"`` factorises the SV block (:func:`_neg_log_evidence`);
@@ -132,39 +160,51 @@ def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method
     (:func:`_neg_log_evidence_lowrank`, which also takes ``f``, the MAP
     function at the training points, ``tol``, the rank caps ``max_rank`` of
     the evidence factor and ``predict_rank`` of the one kept with
-    ``keep_factor``, and ``n_probes``).
+    ``keep_factor``, and ``n_probes``). ``weights``: the case weights of the
+    MAP problem ``alpha`` solves (None: all ones; see the module docstring).
     """
     m = int(np.count_nonzero(alpha > 0.0))
+    w = np.ones(np.shape(alpha)[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     with _blas_limit(m):
         if method == "dense":
-            return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor)
+            return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor, w)
         if f is None:
             f = cov.cross_matvec(X, X[alpha > 0.0], (y * alpha)[alpha > 0.0])
         return _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor,
                                          tol, max_rank, n_probes,
-                                         max_rank if predict_rank is None else predict_rank)
+                                         max_rank if predict_rank is None else predict_rank, w)
 
 
-def _sv_terms(X, y, alpha, f):
-    """SV indices, ``v_M``, inputs, ``f_MP`` on the SVs, loss and ``Lambda``."""
+def _weighted_slack_terms(xi, c):
+    """Weighted loss ``c 2 ln sec(pi/4 xi)`` and curvature ``c pi^2/8
+    sec^2(pi/4 xi)`` of the SVs (weights ``c > 0``; :func:`trig_slack_terms`)."""
+    loss, lam = trig_slack_terms(xi)
+    return c * loss, c * lam
+
+
+def _sv_terms(X, y, alpha, f, w):
+    """SV indices, ``v_M``, inputs, ``f_MP`` on the SVs, weighted loss,
+    ``Lambda`` and the SVs' weights."""
     idx = np.flatnonzero(alpha > 0.0)
     v = y[idx] * alpha[idx]
     fM = f[idx]
-    loss, lam = trig_slack_terms(1.0 - y[idx] * fM)
-    return idx, v, np.ascontiguousarray(X[idx]), fM, loss, lam
+    c = w[idx]
+    loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
+    return idx, v, np.ascontiguousarray(X[idx]), fM, loss, lam, c
 
 
 def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, max_rank,
-                              n_probes, predict_rank):
+                              n_probes, predict_rank, w):
     """(5.35)-(5.37) through the pivoted-Cholesky factor of ``B``.
 
     ``ln|B|`` is replaced by ``ln|P|`` (error in ``[0, bound]``, reported as
     ``info["error"] = bound / 2`` nats of ``-ln evidence``); the trace term
     is ``d ln|P|`` and ``A`` in ``w`` and ``u = A w`` is
-    ``Lambda^1/2 P^-1 Lambda^1/2`` (see the module docstring for ``w``).
+    ``Lambda^1/2 P^-1 Lambda^1/2`` (see the module docstring for ``w``;
+    case weights ``w`` as there).
     """
     y = np.asarray(y, dtype=np.float64)
-    idx, v, XM, fM, loss, lam = _sv_terms(X, y, alpha, np.asarray(f, dtype=np.float64))
+    idx, v, XM, fM, loss, lam, c = _sv_terms(X, y, alpha, np.asarray(f, dtype=np.float64), w)
     m = idx.size
     n_theta = cov.theta.size
     info = {"n_sv": int(m), "jitter": 0.0, "method": "matrix_free", "rank": 0, "error": 0.0,
@@ -186,13 +226,13 @@ def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, 
     if not with_grad:
         return value, None, info
     diag_a = lam * E.diag_inv()
-    w = v * (1.0 - diag_a / lam) / lam
+    w = (v / c) * (1.0 - diag_a / lam) / lam
     u = sl * E.solve(sl * w)
     G = cov.matvec_grad(X, idx, v)
     return value, 0.5 * E.dlogdet() - 0.5 * ((v + u) @ G), info
 
 
-def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
+def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, weights=None):
     """Negative log evidence (5.35) at a MAP solution and its gradient (5.36).
 
     Parameters
@@ -210,6 +250,9 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
     keep_factor : bool, default=False
         Add the prediction factor (``support``, ``dual_coef`` = ``v_M``,
         ``chol`` = lower Cholesky factor of ``B``, ``lam_sqrt``) to ``info``.
+    weights : ndarray of shape (n,), optional
+        Case weights of the MAP problem (None: all ones); ``Lambda`` and the
+        loss are the weighted ones (module docstring).
 
     Returns
     -------
@@ -230,9 +273,10 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
                         lam_sqrt=np.zeros(0))
         return 0.0, (np.zeros(cov.theta.size) if with_grad else None), info
     v = y[idx] * alpha[idx]
+    c = np.ones(idx.size) if weights is None else np.asarray(weights, dtype=np.float64)[idx]
     state = {"S": cov.subset(X, idx)}            # Sigma_M
     f = state["S"] @ v                           # f_MP on the SVs (5.32)
-    loss, lam = trig_slack_terms(1.0 - y[idx] * f)
+    loss, lam = _weighted_slack_terms(1.0 - y[idx] * f, c)
     sl = np.sqrt(lam)
     L, info["jitter"] = chol_with_jitter(lambda: _scaled_block(state, cov, X, idx, sl))
     logdet = 2.0 * np.sum(np.log(np.diag(L)))
@@ -241,7 +285,7 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False):
         info.update(support=idx, dual_coef=v, chol=L, lam_sqrt=sl)
     if not with_grad:
         return value, None, info
-    return value, _gradient(cov, X, idx, v, lam, sl, L.copy() if keep_factor else L), info
+    return value, _gradient(cov, X, idx, v, lam, sl, L.copy() if keep_factor else L, c), info
 
 
 def _scaled_block(state, cov, X, idx, sl):
@@ -257,9 +301,9 @@ def _scaled_block(state, cov, X, idx, sl):
     return B
 
 
-def _gradient(cov, X, idx, v, lam, sl, L):
+def _gradient(cov, X, idx, v, lam, sl, L, c):
     """Gradient (5.36)/(5.37) from the Cholesky factor ``L`` of ``B``, which
-    is overwritten: one ``m x m`` array in all.
+    is overwritten: one ``m x m`` array in all (``c``: the SVs' case weights).
 
     ``A = Lambda^1/2 B^-1 Lambda^1/2 = (Lambda^-1 + Sigma_M)^-1`` is formed in
     place in the lower triangle of ``L`` (LAPACK ``dpotri``); the trace term
@@ -269,7 +313,7 @@ def _gradient(cov, X, idx, v, lam, sl, L):
     A *= sl[:, None]
     A *= sl[None, :]
     tr = cov.trace_grad(X, idx, A, lower=True)
-    w = v * (1.0 - np.diag(A) / lam) / lam
+    w = (v / c) * (1.0 - np.diag(A) / lam) / lam
     u = dsymv(1.0, A.T, w, lower=0)              # A w from the triangle
     G = cov.matvec_grad(X, idx, v)               # column p: dSigma_p v
     return 0.5 * tr - 0.5 * ((v + u) @ G)
@@ -280,8 +324,10 @@ def predictive_moments(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, chunk_bytes=32 
 
     ``mu = k_M^T v_M`` and ``sigma^2 = Cov(x, x) - k_M^T (Lambda^-1 +
     Sigma_M)^-1 k_M = Cov(x, x) - || L^-1 Lambda^1/2 k_M ||^2`` with ``L`` the
-    Cholesky factor of ``B`` kept from training; processed in chunks of test
-    points so that no block exceeds ``chunk_bytes``.
+    Cholesky factor of ``B`` kept from training (``Lambda`` the curvature of
+    the weighted loss when the fit had case weights: ``lam_sqrt`` carries
+    them); processed in chunks of test points so that no block exceeds
+    ``chunk_bytes``.
     """
     nt = Xt.shape[0]
     m = X_sv.shape[0]

@@ -127,20 +127,30 @@ def _backtrack(G, loss, w, f, value, step, decrement):
     return w, f, value
 
 
-def trig_start(cov, X, y, max_rank=MAX_RANK, require_exact=False):
-    """:class:`LowRankStart` of the BTSVC dual (5.29): ``alpha_i = -L'(y_i
-    f_i)`` with ``L`` the trigonometric loss (5.7) and ``f`` the low-rank MAP
-    latent function (``Sigma`` includes ``kappa_b``); None when
-    ``require_exact`` and the factor is not exact."""
+def trig_start(cov, X, y, max_rank=MAX_RANK, require_exact=False, weights=None):
+    """:class:`LowRankStart` of the BTSVC dual (5.29): ``alpha_i = -w_i L'(y_i
+    f_i)`` with ``L`` the trigonometric loss (5.7), ``w`` the case weights
+    (None: all ones) and ``f`` the low-rank MAP latent function of ``sum_i w_i
+    L(y_i f_i)`` (``Sigma`` includes ``kappa_b``); None when ``require_exact``
+    and the factor is not exact. Cases of weight 0 have no loss (whatever
+    their ``f``) and ``alpha = 0``."""
     y = np.asarray(y, dtype=np.float64)
+    w = np.ones(y.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    on = w > 0.0
+
+    def margin(f):
+        """``y f``, and 1 (where ``L = L' = L'' = 0``) for the cases of weight
+        0, so that an infinite loss never meets a zero weight."""
+        return np.where(on, y * f, 1.0)
 
     def loss(f, order):
-        z = y * f
+        z = margin(f)
         if order == 0:
-            return float(np.sum(trig_loss(z)))
-        return y * trig_loss_grad(z) if order == 1 else trig_loss_hess(z)
+            return float(np.sum(w * trig_loss(z)))
+        return (w * y) * trig_loss_grad(z) if order == 1 else w * trig_loss_hess(z)
 
-    return _start(cov, X, loss, lambda f: -trig_loss_grad(y * f), max_rank, require_exact)
+    return _start(cov, X, loss, lambda f: -(w * trig_loss_grad(margin(f))), max_rank,
+                  require_exact)
 
 
 def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=False,

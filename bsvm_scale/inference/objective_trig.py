@@ -18,14 +18,14 @@ import warnings
 
 import numpy as np
 
-from .._compiled.smo_trig import chunks_for, f_from_gradient, gradient_from_f, smo_loop
+from .._compiled.smo_trig import TrigDual, chunks_for, f_from_gradient, gradient_from_f, smo_loop
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
 from .map_lowrank import next_start, trig_start
 from ..optimization.driver import BestPoint
 
-__all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB"]
+__all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB", "case_weights"]
 
 
 # -- MAP solve ---------------------------------------------------------------------
@@ -38,60 +38,76 @@ SHRINK_MIN_FRACTION = 0.05
 SHRINK_ROUNDS = 8
 
 
-def _gradient_pass(cov, X, y, alpha, idx):
-    """Dual gradient ``g_i = y_i f_i - 1 + phi'(alpha_i)`` (5.23) at the cases
-    ``idx``, ``f = Sigma v`` summed over the SVs by the parallel cross-covariance
-    pass (O(|idx| m d), outside the row cache)."""
+def _gradient_pass(cov, X, y, alpha, idx, w):
+    """Dual gradient ``g_i = y_i f_i - 1 + phi'(alpha_i / w_i)`` (5.23) at the
+    cases ``idx``, ``f = Sigma v`` summed over the SVs by the parallel
+    cross-covariance pass (O(|idx| m d), outside the row cache)."""
     sv = np.flatnonzero(alpha > 0.0)
     f = (cov.cross_matvec(np.ascontiguousarray(X[idx]), np.ascontiguousarray(X[sv]),
                           y[sv] * alpha[sv]) if sv.size else np.zeros(idx.size))
     g = np.empty(idx.size)
-    gradient_from_f(y[idx], np.ascontiguousarray(alpha[idx]), f, g)
+    gradient_from_f(TrigDual(y[idx], w[idx], np.ascontiguousarray(alpha[idx]), g), f)
     return g
 
 
-def _working_set(alpha, g):
+def _working_set(alpha, g, w):
     """Cases of the working problem: every SV and every case at ``alpha = 0``
-    whose gradient is within :data:`SHRINK_MARGIN` of violating."""
-    return np.flatnonzero((alpha > 0.0) | (g < SHRINK_MARGIN))
+    whose gradient is within :data:`SHRINK_MARGIN` of violating (cases of
+    weight 0 only when they are SVs, which they never are)."""
+    return np.flatnonzero((alpha > 0.0) | ((g < SHRINK_MARGIN) & (w > 0.0)))
 
 
-def _round_cases(alpha, g):
+def _round_cases(alpha, g, w):
     """Cases of a shrunk round's working problem (:func:`_working_set`), or
     None (every case) when fewer than :data:`SHRINK_MIN_FRACTION` are left out."""
-    idx = _working_set(alpha, g)
+    idx = _working_set(alpha, g, w)
     n = alpha.shape[0]
     return None if n - idx.size < SHRINK_MIN_FRACTION * n else idx
 
 
-def _recheck_left_out(cache, y, alpha, g, idx, tol):
+def _recheck_left_out(cache, dual, idx, tol):
     """Rebuild the gradient of the cases outside ``idx`` (one parallel pass
-    over the SVs) in ``g``; True when one of them violates (5.31) by more
-    than ``tol``."""
+    over the SVs) in ``dual.g``; True when one of them (of positive weight)
+    violates (5.31) by more than ``tol``."""
+    y, w, alpha, g = dual
     out = np.ones(y.shape[0], dtype=bool)
     out[idx] = False
     out = np.flatnonzero(out)
-    g[out] = _gradient_pass(cache.covariance, cache.X, y, alpha, out)
-    return bool(np.any(g[out] < -tol))
+    g[out] = _gradient_pass(cache.covariance, cache.X, y, alpha, out, w)
+    return bool(np.any((g[out] < -tol) & (w[out] > 0.0)))
 
 
-def _smo_on(cache, y, alpha, g, idx, tol, max_iter):
+def _smo_on(cache, dual, idx, tol, max_iter):
     """SMO on the cases ``idx`` (every case when ``idx`` is None), in place on
-    ``alpha`` and ``g``; a sub-problem gets its own row cache over its cases,
-    so rows have the working problem's length."""
+    ``dual.alpha`` and ``dual.g``; a sub-problem gets its own row cache over
+    its cases, so rows have the working problem's length."""
     if idx is None:
-        return smo_loop(cache.kernel, cache.state, y, alpha, g, float(tol), int(max_iter),
-                        chunks_for(y.shape[0]))
+        return smo_loop(cache.kernel, cache.state, dual, float(tol), int(max_iter),
+                        chunks_for(dual.y.shape[0]))
     sub = RowCache(np.ascontiguousarray(cache.X[idx]), cache.covariance, cache.cache_mb)
-    a, gs = np.ascontiguousarray(alpha[idx]), np.ascontiguousarray(g[idx])
-    out = smo_loop(sub.kernel, sub.state, np.ascontiguousarray(y[idx]), a, gs, float(tol),
-                   int(max_iter), chunks_for(idx.size))
-    alpha[idx], g[idx] = a, gs
+    part = TrigDual(*(np.ascontiguousarray(a[idx]) for a in dual))
+    out = smo_loop(sub.kernel, sub.state, part, float(tol), int(max_iter), chunks_for(idx.size))
+    dual.alpha[idx], dual.g[idx] = part.alpha, part.g
     return out
 
 
-def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True):
-    """Solve the BTSVC dual (5.29) by SMO with shrinking.
+def case_weights(weights, n):
+    """The case weights of a solve as a contiguous float64 array: all ones
+    (the unweighted dual (5.29), in the same floating-point operations) when
+    ``weights`` is None. Validation (:func:`bsvm_scale._util.validation.check_sample_weight`)
+    is the estimator's."""
+    if weights is None:
+        return np.ones(n)
+    w = np.ascontiguousarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ValueError(f"the case weights must hold one value per case ({n}); got shape "
+                         f"{w.shape}.")
+    return w
+
+
+def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True, weights=None):
+    """Solve the BTSVC dual (5.29) by SMO with shrinking (case weights: the
+    weighted dual of :mod:`bsvm_scale._compiled.smo_trig`).
 
     The dual has no upper bound: a shrunk case sits at ``alpha = 0`` and
     adds nothing to ``f = Sigma v``, so no LIBSVM-style ``G_bar`` is needed.
@@ -115,6 +131,10 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
         SMO iteration limit (over all rounds).
     shrink : bool, default=True
         Use the working problem; False runs SMO on every case.
+    weights : ndarray of shape (n,), optional
+        Case weights ``w_i >= 0`` (the loss of case ``i`` counts ``w_i``
+        times); None: all ones. A case of weight 0 is held at ``alpha = 0``
+        (also when ``alpha0`` says otherwise).
 
     Returns
     -------
@@ -125,17 +145,20 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
     """
     y = np.ascontiguousarray(y, dtype=np.float64)
     n = y.shape[0]
+    w = case_weights(weights, n)
     alpha = np.zeros(n) if alpha0 is None else np.maximum(np.array(alpha0, dtype=np.float64), 0.0)
-    g = _gradient_pass(cache.covariance, cache.X, y, alpha, np.arange(n))
+    alpha[w <= 0.0] = 0.0
+    g = _gradient_pass(cache.covariance, cache.X, y, alpha, np.arange(n), w)
+    dual = TrigDual(y, w, alpha, g)
     n_iter, vmax, status, n_active = 0, 0.0, 1, n
     for rnd in range(SHRINK_ROUNDS + 1):
         last = not shrink or rnd == SHRINK_ROUNDS
-        idx = None if last else _round_cases(alpha, g)
+        idx = None if last else _round_cases(alpha, g, w)
         n_active = n if idx is None else idx.size
         # every case in play (a cold start): a bounded number of iterations,
         # after which g (kept for every case) tells which can be shrunk
         budget = max_iter - n_iter if idx is not None or last else min(max_iter - n_iter, n)
-        it, vmax, status = _smo_on(cache, y, alpha, g, idx, tol, budget)
+        it, vmax, status = _smo_on(cache, dual, idx, tol, budget)
         n_iter += int(it)
         if status == 2 or n_iter >= max_iter:
             break
@@ -143,11 +166,11 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True)
             if status == 0:
                 break
             continue
-        violated = _recheck_left_out(cache, y, alpha, g, idx, tol)
+        violated = _recheck_left_out(cache, dual, idx, tol)
         if status == 0 and not violated:
             break
     f = np.empty(n)
-    f_from_gradient(y, alpha, g, f)
+    f_from_gradient(dual, f)
     return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
             "status": int(status), "n_active": int(n_active)}
 
@@ -160,14 +183,20 @@ class EvidenceObjective:
     """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
 
     Keeps one row cache and the last dual solution, which warm-starts the
-    SMO solve at the next hyperparameters.
+    SMO solve at the next hyperparameters. ``weights`` (one per case, >= 0;
+    None: all ones) weight the cases' losses in the MAP problem, the
+    low-rank start and the evidence. ``groups`` (ARD): tied relevance
+    weights, one ``ln kappa_g`` per group of inputs in ``theta``
+    (:class:`~bsvm_scale.inference.covariance.GaussianCovariance`).
     """
 
     def __init__(self, X, y, ard, cache_mb=256.0, tol=1e-3, max_iter=1_000_000,
-                 evidence=EvidenceSettings()):
+                 evidence=EvidenceSettings(), weights=None, groups=None):
         self.X = np.ascontiguousarray(X, dtype=np.float64)
         self.y = np.ascontiguousarray(y, dtype=np.float64)
+        self.w = case_weights(weights, self.y.shape[0])
         self.ard = bool(ard)
+        self.groups = groups if self.ard else None
         self.cache_mb = float(cache_mb)
         self.tol = float(tol)
         self.max_iter = int(max_iter)
@@ -187,20 +216,20 @@ class EvidenceObjective:
         :meth:`restore` the restored solution itself. After one truncated
         factor no more are tried (their cost is wasted on such data)."""
         alpha0, how, self.lowrank_ok = next_start(
-            lambda r, ex: trig_start(cov, self.X, self.y, r, ex), self.alpha,
+            lambda r, ex: trig_start(cov, self.X, self.y, r, ex, self.w), self.alpha,
             not np.any(self.alpha > 0.0), self._pinned, self.lowrank_ok)
         return alpha0, how
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
-        cov = GaussianCovariance.from_theta(theta, self.ard)
+        cov = GaussianCovariance.from_theta(theta, self.ard, self.groups)
         if self.cache is None:
             self.cache = RowCache(self.X, cov, self.cache_mb)
         else:
             self.cache.set_covariance(cov)
         alpha0, how = self.start(cov)
         self._pinned = False
-        sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter)
+        sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter, weights=self.w)
         sol["start"] = how
         if sol["status"] == 1:
             self.smo_limit_hits += 1
@@ -233,7 +262,7 @@ class EvidenceObjective:
         value, grad, info = neg_log_evidence(
             cov, self.X, self.y, sol["alpha"], with_grad=with_grad, keep_factor=keep_factor,
             method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank,
-            predict_rank=self.evidence.predict_rank(m))
+            predict_rank=self.evidence.predict_rank(m), weights=self.w)
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)

@@ -104,8 +104,8 @@ def isotropic_fit(est, X, y, theta0, leading, keep=(), sample_weight=None):
     iso = clone(est).set_params(ard=False, starts=[start], n_starts=1, warm_start_from=None,
                                 **dict.fromkeys(k for k in start if k not in keep))
     encoder = getattr(est, "encoder_", None)
-    if encoder is not None:  # the design matrix of a table: keep its coding's scales
-        X = EncodedTable(X, encoder)
+    if encoder is not None and not isinstance(X, EncodedTable):
+        X = EncodedTable(X, encoder)  # the design matrix of a table: keep its coding's scales
     if sample_weight is None:
         return iso.fit(X, y)
     return iso.fit(X, y, sample_weight=sample_weight)

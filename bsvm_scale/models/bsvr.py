@@ -690,7 +690,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.jitter_ = float(ev.jitter)
         self.n_iter_ = int(info["smo_iter"])
         self.fit_info_ = dict(info)
-        self.ard_groups_ = self._groups
+        self.__dict__.pop("ard_groups_", None)
+        if self._groups is not None:  # tied ARD on a table
+            self.ard_groups_ = self._groups
         del self._scaler, self._groups
 
     # ------------------------------------------------------------------

@@ -19,6 +19,10 @@ fixed-order Gauss-Legendre rule vectorised over test points. More than two
 classes are handled one-versus-rest (Appendix H / experiment C4): one binary
 model per class with its own hyperparameters, probabilities normalised
 across classes and the class with the highest output chosen.
+
+Case weights (``fit(sample_weight=...)``, ``class_weight``) multiply the
+cases' losses in every step: the dual, the evidence and the predictive
+variance (see :class:`BayesianSVC`, "Case and class weights").
 """
 
 from __future__ import annotations
@@ -28,16 +32,18 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import StrOptions
 
-from .._util.base import Standardizer, resolve_rng
+from .._util.base import resolve_rng, standardizer_for
 from .._util.threads import thread_map
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
-                                store_params)
+                                check_sample_weight, store_params)
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
-from ._common import BAYES_CONSTRAINTS, isotropic_fit
+from ..tables import EncodedTable
+from ._common import BAYES_CONSTRAINTS, ard_groups, isotropic_fit, table_groups
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
@@ -163,6 +169,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``callback``, for the starts' optimiser runs (each with its own row
         cache of ``cache_mb``) or, with more than two classes, for the
         one-versus-rest models instead.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of the cases of each class, multiplying ``sample_weight``: a
+        dict ``{label: weight}`` (labels of ``y``; a label that is not a
+        class of ``y`` is an error; classes not named keep weight 1),
+        ``"balanced"`` (``n_samples / (n_classes * count(class))``, as
+        :func:`sklearn.utils.class_weight.compute_class_weight`) or None (all
+        1). See "Case and class weights" below.
 
     Attributes
     ----------
@@ -220,15 +233,53 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Jitter that the final factorisation needed (normally 0.0).
     estimators_ : list of BayesianSVC
         One-versus-rest binary models (more than two classes only).
+    class_weight_ : ndarray of shape (n_classes,)
+        The weight of each class of ``classes_`` that ``class_weight`` gave
+        (ones without it).
+
+    Notes
+    -----
+    **Case and class weights.** Case ``i`` of ``fit`` gets the weight ``c_i =
+    sample_weight_i * class_weight_[y_i]``, computed on the labels given to
+    ``fit``: with more than two classes every one-versus-rest model is fitted
+    with these same weights (``"balanced"`` counts all the classes, a dict
+    names the original labels; the binary models have ``class_weight=None``).
+    A weight multiplies the case's loss in the MAP problem, ``min_f 1/2 f^T
+    Sigma^-1 f + sum_i c_i l_t(y_i f_i)`` (as LIBSVM's per-case ``C_i = C
+    c_i``): the likelihood (5.8) of the case enters as ``P(y_i | f_i)^c_i``.
+    In the dual (5.29) ``phi(alpha_i)`` becomes ``c_i phi(alpha_i / c_i)``
+    (:mod:`bsvm_scale._compiled.smo_trig`); in the evidence (5.35)-(5.37),
+    the predictive variance (5.41) and so the class probability (5.42) the
+    curvature ``Lambda_m`` (5.10) of an SV becomes ``c_m Lambda_m``
+    (:mod:`bsvm_scale.inference.evidence_trig`). Inputs are standardised
+    with the weighted mean and standard deviation, and the subsample phase
+    (``init_subsample``) draws cases uniformly, each with its weight.
+
+    Integer weights are repeated cases: at given hyperparameters
+    (``optimize=False``) weight ``k`` gives the MAP function, predictions and
+    evidence of the data with the case repeated ``k`` times, the evidence
+    equal with no constant between them (Sylvester's determinant identity);
+    with the evidence search the two fits agree up to the SMO tolerance
+    ``tol``. A case of weight 0 is left out in effect: it is held at
+    ``alpha = 0``, is never a support vector and has no say in the
+    standardisation; ``support_`` (and every other index) still refers to the
+    rows of the ``X`` given to ``fit``. With other weights ``log_evidence_``
+    is the Laplace approximation of ``ln int prod_i P(y_i | f_i)^c_i p(f)
+    df``, the evidence of data in which case ``i`` counts ``c_i`` times (not
+    a normalised distribution over labels): it ranks hyperparameters fitted
+    with the same weights, but evidences of fits with different weights
+    (e.g. all weights doubled) are not comparable.
     """
 
-    _parameter_constraints = BAYES_CONSTRAINTS
+    _parameter_constraints = {**BAYES_CONSTRAINTS,
+                              "class_weight": [dict, StrOptions({"balanced"}), None]}
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None):
+                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None,
+                 class_weight=None):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------
@@ -241,18 +292,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             if not self.ard:
                 raise ValueError(f"kappa is an array ({self.kappa!r}) but ard=False; pass a float "
                                  "or set ard=True.")
-            if kappa.shape[0] != d:
-                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has {d} features; "
-                                 f"pass one kappa_l per input (or a float).")
+            if kappa.shape[0] != self._n_kappa(d):
+                raise ValueError(f"kappa has {kappa.shape[0]} entries but X has "
+                                 f"{self._n_kappa(d)} input columns; pass one kappa_l per input "
+                                 "(or a float).")
 
     def _theta_from(self, d, kappa0, kappa, kappa_b):
         kappa0 = float(check_positive("kappa0", kappa0))
         kappa_b = float(check_positive("kappa_b", kappa_b))
         kappa = check_positive("kappa", 1.0 / d if kappa is None else kappa)
         if self.ard:
-            kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
-            if np.ndim(kappa) != 1 or kappa.shape[0] != d:
-                raise ValueError(f"kappa must have {d} entries with ard=True.")
+            k = self._n_kappa(d)
+            kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (k,)).copy()
+            if np.ndim(kappa) != 1 or kappa.shape[0] != k:
+                raise ValueError(f"kappa must have {k} entries with ard=True.")
         else:
             if np.ndim(kappa) != 0:
                 raise ValueError("kappa must be a float with ard=False.")
@@ -262,7 +315,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """The user's kappa (or 1/d) in the layout of the covariance."""
         kappa = 1.0 / d if self.kappa is None else self.kappa
         if self.ard:
-            return np.broadcast_to(np.asarray(kappa, dtype=np.float64), (d,)).copy()
+            return np.broadcast_to(np.asarray(kappa, dtype=np.float64),
+                                   (self._n_kappa(d),)).copy()
         return float(kappa)
 
     def _start_thetas(self, d):
@@ -295,7 +349,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                              float(self.evidence_mb))}
 
     def _bounds(self, d):
-        return [BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (d if self.ard else 1) + [BOUNDS_LN_KAPPA_B]
+        return ([BOUNDS_LN_KAPPA0] + [BOUNDS_LN_KAPPA] * (self._n_kappa(d) if self.ard else 1)
+                + [BOUNDS_LN_KAPPA_B])
+
+    def _n_kappa(self, d):
+        """Relevance weights of an ARD model on ``d`` inputs: ``d``, or one per
+        input column of a table (its one-hot columns tied, :func:`ard_groups`)."""
+        groups = getattr(self, "_groups", None)
+        return d if groups is None else int(groups.max()) + 1
 
     def start_points(self, X, y=None):
         """The optimiser's starting points ``theta0`` (``[ln kappa0, ln kappa
@@ -303,6 +364,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         inputs ``X`` (every one-versus-rest model uses the same ones);
         pipelines run start ``k`` as its own task with
         ``fit(init={"theta": start_points(X)[k], ...})``."""
+        self._groups, X = table_groups(self, X)
         d = np.asarray(X).shape[1] if np.ndim(X) == 2 else None
         if d is None or d == 0:
             raise ValueError(f"X must be a 2-D array with at least one feature; got shape "
@@ -311,7 +373,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return self._start_thetas(d)
 
     # -- fitting ---------------------------------------------------------------
-    def fit(self, X, y, callback=None, init=None, case_ids=None):
+    def fit(self, X, y, sample_weight=None, callback=None, init=None, case_ids=None):
         """Fit the BTSVC (one-versus-rest for more than two classes).
 
         Parameters
@@ -320,6 +382,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             Training inputs (finite).
         y : array-like of shape (n_samples,)
             Class labels (at least two distinct values).
+        sample_weight : array-like of shape (n_samples,), optional
+            Case weights (finite, >= 0, not all 0), multiplied by the class
+            weights of ``class_weight``; see the class docstring, "Case and
+            class weights". None: every case counts once.
         callback : callable, optional
             ``callback(start_index, record, state)`` after every evidence
             evaluation (used by pipelines for checkpoints): ``record`` is the
@@ -351,18 +417,63 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         -------
         self : BayesianSVC
         """
-        X, y, classes, _ = check_classification_data(self, X, y)
+        X, y, classes, codes = check_classification_data(self, X, y)
+        self._groups = ard_groups(self)
         self._check_params(X.shape[1])
+        sample_weight = check_sample_weight(self, sample_weight, X.shape[0])
+        self.class_weight_ = self._class_weights(classes, codes)
+        weights = self._case_weights(sample_weight, codes)
         self.classes_ = classes
         case_ids = check_case_ids(case_ids, X.shape[0])
-        prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard)
+        prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard,
+                              self._groups)
         warm = None if prev is None else self._retrain_starts(prev, classes, case_ids)
         if classes.size == 2:
             self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
-                             case_ids)
+                             case_ids, weights)
         else:
-            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids)
+            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
         return self
+
+    def _class_weights(self, classes, codes):
+        """``class_weight`` as one multiplier per class of ``classes`` (the
+        fitted ``class_weight_``): ones for None, ``n / (n_classes count_k)``
+        for ``"balanced"`` (:func:`sklearn.utils.class_weight.compute_class_weight`),
+        else the dict's values (classes it does not name keep 1)."""
+        cw = self.class_weight
+        out = np.ones(classes.size)
+        if cw is None:
+            return out
+        if isinstance(cw, str):  # "balanced" (the constraints admit no other string)
+            return codes.size / (classes.size * np.bincount(codes, minlength=classes.size))
+        index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
+        unknown = [k for k in cw if k not in index]
+        if unknown:
+            raise ValueError(f"class_weight names {unknown!r}, not among the classes of y "
+                             f"({classes.tolist()!r}); use the labels of y as keys.")
+        for key, value in cw.items():
+            try:
+                v = float(value)
+            except (TypeError, ValueError):
+                v = np.nan
+            if not np.isfinite(v) or v < 0:
+                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0; got "
+                                 f"{value!r}.")
+            out[index[key]] = v
+        return out
+
+    def _case_weights(self, sample_weight, codes):
+        """The per-case weights of the fit, ``sample_weight_i * class_weight_[y_i]``
+        (computed on the labels given to ``fit``), or None when neither is given."""
+        if sample_weight is None and self.class_weight is None:
+            return None
+        w = self.class_weight_[codes]
+        if sample_weight is not None:
+            w = sample_weight * w
+        if not np.any(w > 0):
+            raise ValueError("sample_weight times class_weight is zero for every case, which "
+                             "leaves nothing to fit; give some class and case a positive weight.")
+        return np.ascontiguousarray(w, dtype=np.float64)
 
     @staticmethod
     def _retrain_starts(prev, classes, case_ids):
@@ -377,10 +488,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         return [(t, carried_dual(e, case_ids, magnitude=True), h)
                 for t, e, h in zip(thetas, prev.estimators_, hessians)]
 
-    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None):
+    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None, weights=None):
         """One binary model per class of ``classes_`` (``estimators_``), each
-        with its own entry of ``init`` and ``warm``; the per-class fitted
-        attributes are gathered."""
+        with its own entry of ``init`` and ``warm`` and the same case weights
+        ``weights`` (from the labels given to ``fit``; the binary models have
+        ``class_weight=None``); the per-class fitted attributes are gathered."""
         classes = self.classes_
         if init is None:
             init = [None] * classes.size
@@ -396,9 +508,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         def fit_class(i):
             cb = None if callback is None else \
                 (lambda k, rec, state: callback((i, k), rec, state))
-            est = clone(self).set_params(warm_start_from=None, n_jobs=inner)
-            est._fit_binary_labels(X, (y == classes[i]).astype(np.int64), cb, init[i],
-                                   None if warm is None else warm[i], case_ids)
+            est = clone(self).set_params(warm_start_from=None, n_jobs=inner, class_weight=None)
+            est._fit_binary_labels(self._design(X), (y == classes[i]).astype(np.int64), cb, init[i],
+                                   None if warm is None else warm[i], case_ids, weights)
             return est
 
         self.estimators_ = thread_map(fit_class, range(classes.size), outer)
@@ -416,13 +528,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         with one (a pipeline's checkpoints, one writer) a single thread."""
         return self.n_jobs if callback is None else None
 
-    def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None):
-        """One-versus-rest member: a binary fit on 0/1 labels, warm-started
-        from ``warm`` (or None; see :meth:`_retrain_starts`)."""
+    def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
+        """One-versus-rest member: a binary fit on 0/1 labels with the case
+        weights ``weights`` (or None), warm-started from ``warm`` (or None; see
+        :meth:`_retrain_starts`)."""
         X, y01, classes, _ = check_classification_data(self, X, y01)
+        self._groups = ard_groups(self)
         self.classes_ = classes
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
-                         case_ids)
+                         case_ids, weights)
 
     def _options(self, phase=None):
         """The driver's options: defaults, a phase's (a retraining's, see
@@ -463,10 +577,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         obj.release()  # one row cache alive at a time
         return results
 
-    def _isotropic_fit(self, X, y, theta0):
+    def _isotropic_fit(self, X, y, theta0, weights=None):
         """The isotropic model fitted from the ARD start ``theta0``
-        (:func:`bsvm_scale.models._common.isotropic_fit`)."""
-        return isotropic_fit(self, X, y, theta0, ("kappa0",))
+        (:func:`bsvm_scale.models._common.isotropic_fit`) with the case
+        weights ``weights`` (class weights included: the clone has none)."""
+        est = self if self.class_weight is None else clone(self).set_params(class_weight=None)
+        return isotropic_fit(est, self._design(X), y, theta0, ("kappa0",),
+                             sample_weight=weights)
+
+    def _design(self, X):
+        """The training design matrix as nested fits take it: with the coding
+        of a table (its kernel scales and ARD groups), else as it is."""
+        encoder = getattr(self, "encoder_", None)
+        return X if encoder is None else EncodedTable(X, encoder)
 
     @staticmethod
     def _continuation(iso, y, d):
@@ -478,18 +601,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         alpha[iso.support_] = y[iso.support_] * iso.dual_coef_
         return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
 
-    def _coarse_starts(self, X, y, thetas, bounds):
-        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
-        full-data SMO warm start is the best subsample solution ``alpha`` on
-        its own cases and 0 elsewhere, whose ``f = Sigma Y alpha`` (5.32) is
-        exactly the subsample's MAP function."""
+    def _coarse_starts(self, X, y, thetas, bounds, weights=None):
+        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`,
+        the subsample with its cases' weights): the full-data SMO warm start
+        is the best subsample solution ``alpha`` on its own cases and 0
+        elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
+        subsample's MAP function."""
         m = self.init_subsample
 
-        def objective(Xm, ym):
-            return self._objective(Xm, ym, max(10**6, 100 * int(m)))
+        def objective(Xm, ym, wm=None):
+            return self._objective(Xm, ym, max(10**6, 100 * int(m)), wm)
 
         return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
-                             self._run_start, self.n_jobs)[:3]
+                             self._run_start, self.n_jobs, weights)[:3]
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -504,14 +628,16 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
-    def _objective(self, Xs, yb, max_iter):
+    def _objective(self, Xs, yb, max_iter, weights=None):
         return EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
+                                 weights=weights, groups=getattr(self, "_groups", None),
                                  **self._evidence_settings())
 
-    def _plans(self, X, Xs, yb, init, warm):
+    def _plans(self, X, Xs, yb, init, warm, weights=None):
         """The start points and, per start, the plan of optimiser runs
         ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase
-        (coarse-to-fine) and the isotropic first stage (``ard_init``)."""
+        (coarse-to-fine) and the isotropic first stage (``ard_init``), both
+        with the case weights ``weights``."""
         d = Xs.shape[1]
         bounds = self._bounds(d)
         thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
@@ -520,27 +646,28 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             thetas, max_step = ([warm[0]] if init is None else thetas), FINE_MAX_STEP
             hessian = warm[2]
         else:
-            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds)
+            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds, weights)
         origins = thetas
         if coarse:  # refine the best subsample start on the full data
             thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
             max_step = FINE_MAX_STEP
-        mode = self.ard_init if self.ard and d > 1 and warm is None else "start"
-        direct, stage, best_iso = ard_runs(self._isotropic_fit, X, yb, thetas, origins, mode,
-                                           refined=bool(coarse), n_jobs=self.n_jobs)
+        mode = self.ard_init if self.ard and self._n_kappa(d) > 1 and warm is None else "start"
+        direct, stage, best_iso = ard_runs(
+            lambda X_, y_, theta0: self._isotropic_fit(X_, y_, theta0, weights), X, yb, thetas,
+            origins, mode, refined=bool(coarse), n_jobs=self.n_jobs)
         plans = []
         for theta0, run, iso in zip(thetas, direct, stage):
             plan = [(theta0, None, max_step, hessian)] if run else []
             if iso is not None and iso is best_iso:  # one continuation, from the best
-                plan.append(self._continuation(iso, yb, d))
+                plan.append(self._continuation(iso, yb, self._n_kappa(d)))
             if plan:
                 plans.append((plan, iso))
         return bounds, plans, (coarse, sub_best, alpha0)
 
-    def _search(self, X, Xs, yb, callback, init, warm, max_iter):
+    def _search(self, X, Xs, yb, callback, init, warm, max_iter, weights=None):
         """Evidence maximisation: every start's runs, the records (``starts_``),
         and the objective restored at the best point."""
-        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm)
+        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm, weights)
         if coarse:
             init = dict(init or {})
             if init.get("state") is None:
@@ -552,7 +679,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         retrain = None if warm is None else retrain_options(warm[2])
 
         def run(k):  # the runs of start k, on an objective of its own
-            obj = self._objective(Xs, yb, max_iter)
+            obj = self._objective(Xs, yb, max_iter, weights)
             return obj, self._run_plan(obj, k, plans[k][0], bounds, callback, init, retrain)
 
         done = thread_map(run, range(len(plans)), self._task_jobs(callback))  # independent
@@ -575,23 +702,26 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                        for r in results[best].trajectory)
         return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
 
-    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None):
+    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None,
+                    weights=None):
         d = X.shape[1]
-        scaler = Standardizer.fit(X)
+        scaler = standardizer_for(self, X, weights)
         Xs = scaler.transform(X)
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
         if self.optimize:
             theta, obj, records, best, n_iter, smo_iter = self._search(
-                X, Xs, yb, callback, init, warm, max_iter)
-            cov = GaussianCovariance.from_theta(theta, self.ard)
+                X, Xs, yb, callback, init, warm, max_iter, weights)
+            cov = GaussianCovariance.from_theta(theta, self.ard, self._groups)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj, records, best, n_iter, smo_iter = self._objective(Xs, yb, max_iter), [], 0, 0, 0
-            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b)  # the user's values
+            obj, records, best, n_iter, smo_iter = (self._objective(Xs, yb, max_iter, weights),
+                                                    [], 0, 0, 0)
+            cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b,  # the user's values
+                                     self._groups if self.ard else None)
         value, _, info = obj(theta, keep_factor=True, with_grad=False)
         if obj.smo_limit_hits:
             warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
@@ -626,11 +756,15 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             self.cholesky_ = info["chol"]
             self.lam_sqrt_ = info["lam_sqrt"]
         self.jitter_ = float(info["jitter"])
+        self.__dict__.pop("ard_groups_", None)
+        if getattr(self, "_groups", None) is not None:  # tied ARD on a table
+            self.ard_groups_ = self._groups
 
     # -- prediction ------------------------------------------------------------
     def _covariance(self):
         h = self.hyperparameters_
-        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"])
+        return GaussianCovariance(h["kappa0"], h["kappa"], h["kappa_b"],
+                                  getattr(self, "ard_groups_", None))
 
     def _latent(self, X):
         Xs = (X - self.x_mean_) / self.x_scale_

@@ -29,9 +29,10 @@ rng = np.random.default_rng(0)
 X = rng.normal(size=(400, 2))
 y = np.where(X[:, 0] + 0.5 * rng.normal(size=400) > 0, 1.0, -1.0)
 alpha, g = np.zeros(400), np.empty(400)
-smo_trig.gradient_from_f(y, alpha, np.zeros(400), g)
+dual = smo_trig.TrigDual(y, np.ones(400), alpha, g)
+smo_trig.gradient_from_f(dual, np.zeros(400))
 out = smo_trig.smo_loop(Kernel(X, np.ones(2), 2.0, 1.0), row_cache.allocate(400, 400),
-                        y, alpha, g, 1e-8, 10 ** 6, 2)
+                        dual, 1e-8, 10 ** 6, 2)
 print(out[2], repr(float(alpha @ np.arange(400.0))),
       sum(smo_trig.smo_loop.stats.cache_hits.values()))
 """

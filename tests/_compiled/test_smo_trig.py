@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import minimize
 
+import reference
 from bsvm_scale._compiled import smo_trig as smo
 from bsvm_scale.models.btsvc import solve_dual
 from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
@@ -136,31 +137,41 @@ def test_iteration_limit_is_reported():
     assert sol["status"] == 1 and sol["n_iter"] == 3 and sol["max_violation"] > 1e-10
 
 
-def test_dual_term_derivatives():
+@pytest.mark.parametrize("w", [1.0, 0.3, 7.0])
+def test_dual_term_derivatives(w):
+    """``w phi(a / w)``: its derivatives by central differences, and the
+    perspective of ``phi`` (the unweighted term at ``w = 1``)."""
     a = np.array([0.0, 1e-3, 0.5, 3.0, 40.0])
     h = 1e-6
     for x in a[1:]:
-        num = (smo.dual_term(x + h) - smo.dual_term(x - h)) / (2 * h)
-        assert abs(num - smo.dual_term_grad(x)) < 1e-7
-        num2 = (smo.dual_term_grad(x + h) - smo.dual_term_grad(x - h)) / (2 * h)
-        assert abs(num2 - smo.dual_term_hess(x)) < 1e-6
-    assert smo.dual_term(0.0) == 0.0 and smo.dual_term_grad(1e12) < 2.0
+        num = (smo.dual_term(x + h, w) - smo.dual_term(x - h, w)) / (2 * h)
+        assert abs(num - smo.dual_term_grad(x, w)) < 1e-7 * max(1.0, w)
+        num2 = (smo.dual_term_grad(x + h, w) - smo.dual_term_grad(x - h, w)) / (2 * h)
+        assert abs(num2 - smo.dual_term_hess(x, w)) < 1e-6
+        assert smo.dual_term(x, w) == pytest.approx(w * smo.dual_term(x / w, 1.0), rel=1e-14)
+        assert smo.dual_term_hess(x, w) == pytest.approx(smo.dual_term_hess(x / w, 1.0) / w,
+                                                         rel=1e-14)
+    assert smo.dual_term(0.0, w) == 0.0 and smo.dual_term_grad(1e12, w) < 2.0
 
 
-def _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj):
-    Gi = gi + kii * di + kij * dj + smo.dual_term_grad(ai + di) - smo.dual_term_grad(ai)
-    Gj = gj + kij * di + kjj * dj + smo.dual_term_grad(aj + dj) - smo.dual_term_grad(aj)
+def _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj, wi=1.0, wj=1.0):
+    Gi = gi + kii * di + kij * dj + smo.dual_term_grad(ai + di, wi) - smo.dual_term_grad(ai, wi)
+    Gj = gj + kij * di + kjj * dj + smo.dual_term_grad(aj + dj, wj) - smo.dual_term_grad(aj, wj)
     vi = abs(Gi) if ai + di > 0 else max(0.0, -Gi)
     vj = abs(Gj) if aj + dj > 0 else max(0.0, -Gj)
     return max(vi, vj)
+
+
+_WEIGHT = st.one_of(st.just(1.0), st.floats(0.05, 20.0))
 
 
 @settings(max_examples=200, deadline=None)
 @given(ai=st.one_of(st.just(0.0), st.floats(0.0, 50.0)),
        aj=st.one_of(st.just(0.0), st.floats(0.0, 50.0)),
        gi=st.floats(-5.0, 5.0), gj=st.floats(-5.0, 5.0),
-       k=st.floats(1e-3, 200.0), rho=st.floats(-1.0, 1.0), r=st.floats(0.1, 10.0))
-def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
+       k=st.floats(1e-3, 200.0), rho=st.floats(-1.0, 1.0), r=st.floats(0.1, 10.0),
+       wi=_WEIGHT, wj=_WEIGHT)
+def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r, wi, wj):
     kii, kjj = k, k * r
     kij = rho * np.sqrt(kii * kjj)  # includes singular (duplicate-point) blocks
     if rho < 0.0 and kii * kjj - kij * kij <= 1e-12 * kii * kjj:
@@ -171,18 +182,19 @@ def test_pair_subproblem_reaches_its_kkt_point(ai, aj, gi, gj, k, rho, r):
         # slope is (y_i f_i + 1) + s (y_j f_j + 1) = 2 > 0 (with y f = g + 1 -
         # phi'); other (g_i, g_j) have no minimiser
         s = -kii / kij
-        assume(gi - smo.dual_term_grad(ai) + 2.0 + s * (gj - smo.dual_term_grad(aj) + 2.0) > 1e-3)
-    di, dj = smo.solve_pair(smo.Pair(ai, aj, gi, gj, kii, kjj, kij), 1e-12)
+        assume(gi - smo.dual_term_grad(ai, wi) + 2.0
+               + s * (gj - smo.dual_term_grad(aj, wj) + 2.0) > 1e-3)
+    di, dj = smo.solve_pair(smo.Pair(ai, aj, gi, gj, kii, kjj, kij, wi, wj), 1e-12)
     assert ai + di >= 0.0 and aj + dj >= 0.0
-    assert _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj) < 1e-8 * (1 + k * (1 + r))
+    assert _pair_kkt(ai, aj, gi, gj, kii, kjj, kij, di, dj, wi, wj) < 1e-8 * (1 + k * (1 + r))
 
 
 @settings(max_examples=200, deadline=None)
 @given(a=st.one_of(st.just(0.0), st.floats(0.0, 100.0)), g=st.floats(-5.0, 5.0),
-       k=st.floats(1e-4, 500.0))
-def test_single_subproblem_is_exact(a, g, k):
-    d = smo.solve_single(a, g, k, 1e-13)
-    G = g + k * d + smo.dual_term_grad(a + d) - smo.dual_term_grad(a)
+       k=st.floats(1e-4, 500.0), w=_WEIGHT)
+def test_single_subproblem_is_exact(a, g, k, w):
+    d = smo.solve_single(a, g, k, w, 1e-13)
+    G = g + k * d + smo.dual_term_grad(a + d, w) - smo.dual_term_grad(a, w)
     assert a + d >= 0.0
     if a + d > 0:
         assert abs(G) < 1e-9 * (1 + k)
@@ -231,28 +243,106 @@ def test_parallel_chunks_give_the_serial_iterates():
     and the same as the serial scans (select_partner, max_violation)."""
     X, y = overlapping_data(n=300, seed=2)
     cov = GaussianCovariance(10.0, 1.0, 5.0)
-    outs = []
-    for chunks in (1, 2, 7):
-        cache = RowCache(X, cov, 64.0)
-        alpha = np.zeros(y.size)
-        g = np.empty(y.size)
-        smo.gradient_from_f(y, alpha, np.zeros(y.size), g)
-        it, vmax, status = smo.smo_loop(cache.kernel, cache.state, y, alpha, g, 1e-8, 10 ** 6,
-                                        chunks)
-        assert status == 0
-        outs.append((alpha, g, it))
-    for alpha, g, it in outs[1:]:
-        assert np.array_equal(alpha, outs[0][0]) and np.array_equal(g, outs[0][1])
-        assert it == outs[0][2]
-    # the chunked searches pick what the serial ones pick
     rng = np.random.default_rng(0)
-    a = np.where(rng.random(y.size) < 0.5, 0.0, rng.random(y.size))
+    weights = rng.choice([0.0, 0.5, 1.0, 3.0], y.size)
+    weights[5] = 2.0  # the variable whose partner is searched below (never of weight 0)
+    for w in (np.ones(y.size), weights):
+        outs = []
+        for chunks in (1, 2, 7):
+            cache = RowCache(X, cov, 64.0)
+            dual = smo.TrigDual(y, w, np.zeros(y.size), np.empty(y.size))
+            smo.gradient_from_f(dual, np.zeros(y.size))
+            it, vmax, status = smo.smo_loop(cache.kernel, cache.state, dual, 1e-8, 10 ** 6,
+                                            chunks)
+            assert status == 0
+            outs.append((dual.alpha, dual.g, it))
+        for alpha, g, it in outs[1:]:
+            assert np.array_equal(alpha, outs[0][0]) and np.array_equal(g, outs[0][1])
+            assert it == outs[0][2]
+    # the chunked searches pick what the serial ones pick
+    a = np.where((rng.random(y.size) < 0.5) | (weights == 0), 0.0, rng.random(y.size))
     gg = rng.normal(size=y.size)
     row = cov.row(X, 5)
-    for chunks in (1, 3, 8):
-        assert smo.select_partner_parallel(5, a, gg, y, row, 15.0, chunks) == \
-            smo.select_partner(5, a, gg, y, row, 15.0)
-        g1, g2 = gg.copy(), gg.copy()
-        k, v = smo.update_and_violation(g1, y, a, row, 0.3, row, -0.1, chunks)
-        smo.update_gradient(g2, y, row, 0.3, row, -0.1)
-        assert np.array_equal(g1, g2) and (k, v) == smo.max_violation(a, g2)
+    for w in (np.ones(y.size), np.where(weights == 0, 0.0, weights + 0.1)):
+        dual = smo.TrigDual(y, w, a, gg)
+        for chunks in (1, 3, 8):
+            assert smo.select_partner_parallel(5, dual, row, 15.0, chunks) == \
+                smo.select_partner(5, dual, row, 15.0)
+            g1, g2 = gg.copy(), gg.copy()
+            k, v = smo.update_and_violation(dual._replace(g=g1), row, 0.3, row, -0.1, chunks)
+            smo.update_gradient(g2, y, row, 0.3, row, -0.1)
+            assert np.array_equal(g1, g2) and (k, v) == smo.max_violation(dual._replace(g=g2))
+
+
+# -- case weights ------------------------------------------------------------------------
+def _weighted_problem(seed=0, n=160):
+    """:func:`overlapping_data` with weights in ``[0.2, 4]`` and ten cases of weight 0."""
+    X, y = overlapping_data(n=n, seed=seed)
+    rng = np.random.default_rng(seed + 10)
+    w = rng.uniform(0.2, 4.0, y.size)
+    w[rng.choice(y.size, 10, replace=False)] = 0.0
+    return X, y, w
+
+
+@pytest.mark.parametrize("hyp", [(10.0, 0.5, 100.0), (1.0, 2.0, 0.1), (100.0, 5.0, 1.0)])
+def test_weighted_smo_matches_a_general_purpose_solver(hyp):
+    """The weighted dual (perspective ``w phi(alpha / w)``) solved by the SMO
+    and by L-BFGS-B + dense Newton on the dense dual: same solution and
+    objective, (5.31) on every case, and ``f`` is the minimiser of the
+    weighted primal ``1/2 f^T Sigma^-1 f + sum_i w_i l(y_i f_i)``."""
+    X, y, w = _weighted_problem()
+    S = dense_cov(X, *hyp)
+    sol = solve_dual(RowCache(X, GaussianCovariance(*hyp), 64.0), y, None, 1e-8, 10 ** 6,
+                     weights=w)
+    assert sol["status"] == 0 and sol["max_violation"] <= 1e-8
+    a_ref = reference.trig_weighted_dual_solve(y, S, w)
+    assert np.max(np.abs(sol["f"] - S @ (y * a_ref))) < 1e-6
+    np.testing.assert_allclose(sol["f"], S @ (y * sol["alpha"]), atol=1e-9)
+    val = reference.trig_weighted_dual(sol["alpha"], y, S, w)[0]
+    val_ref = reference.trig_weighted_dual(a_ref, y, S, w)[0]
+    assert val <= val_ref + 1e-9 and val == pytest.approx(val_ref, rel=1e-9, abs=1e-9)
+    assert reference.trig_weighted_violation(sol["alpha"], y, S, w).max() <= 1e-8 * (1 + 1e-6)
+    assert np.all(sol["alpha"][w == 0] == 0.0) and np.any(sol["alpha"][w > 0] > 0)
+    # alpha_i = w_i l'(xi_i) (the primal's stationarity, f = Sigma v with v = w y l')
+    np.testing.assert_allclose(y * sol["alpha"], reference.trig_weighted_primal_v(sol["f"], y, w),
+                               rtol=1e-6, atol=1e-7)
+    assert np.all(y[w > 0] * sol["f"][w > 0] > -1.0)
+
+
+def test_integer_weights_are_duplicated_cases():
+    """Weight ``k`` = ``k`` copies: the same ``f`` at every input, and the
+    copies' ``v = y alpha`` add up to the weighted case's."""
+    X, y = overlapping_data(n=100, seed=4)
+    k = np.random.default_rng(1).integers(1, 4, y.size)
+    cov = GaussianCovariance(10.0, 0.5, 5.0)
+    weighted = solve_dual(RowCache(X, cov, 64.0), y, None, 1e-12, 10 ** 7,
+                          weights=k.astype(float))
+    Xd, yd = np.repeat(X, k, axis=0), np.repeat(y, k)
+    dup = solve_dual(RowCache(Xd, cov, 64.0), yd, None, 1e-12, 10 ** 7)
+    assert weighted["status"] == 0 and dup["status"] == 0
+    first = np.r_[0, np.cumsum(k)[:-1]]
+    np.testing.assert_allclose(weighted["f"], dup["f"][first], rtol=0, atol=1e-9)
+    v_dup = np.add.reduceat(yd * dup["alpha"], first)
+    np.testing.assert_allclose(y * weighted["alpha"], v_dup, rtol=0, atol=1e-9)
+
+
+def test_zero_weight_is_a_removed_case_also_from_a_warm_start():
+    X, y, w = _weighted_problem(seed=6)
+    cov = GaussianCovariance(3.0, 1.0, 10.0)
+    on = w > 0
+    alpha0 = np.full(y.size, 0.7)  # a warm start that is infeasible where w = 0
+    sol = solve_dual(RowCache(X, cov, 64.0), y, alpha0, 1e-11, 10 ** 7, weights=w)
+    sub = solve_dual(RowCache(X[on], cov, 64.0), y[on], None, 1e-11, 10 ** 7, weights=w[on])
+    assert sol["status"] == 0 and np.all(sol["alpha"][~on] == 0.0)
+    np.testing.assert_allclose(sol["f"][on], sub["f"], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sol["f"], dense_cov(X, 3.0, 1.0, 10.0) @ (y * sol["alpha"]),
+                               atol=1e-9)
+
+
+def test_all_ones_weights_are_the_unweighted_solve_bit_for_bit():
+    X, y = overlapping_data(seed=8)
+    cov = GaussianCovariance(10.0, 0.5, 100.0)
+    a = solve_dual(RowCache(X, cov, 64.0), y, None, 1e-8, 10 ** 6)
+    b = solve_dual(RowCache(X, cov, 64.0), y, None, 1e-8, 10 ** 6, weights=np.ones(y.size))
+    assert np.array_equal(a["alpha"], b["alpha"]) and np.array_equal(a["f"], b["f"])
+    assert a["n_iter"] == b["n_iter"]

@@ -79,6 +79,26 @@ def test_trig_start_with_an_exact_factor_is_the_dual_solution():
     assert warm["status"] == 0 and warm["n_iter"] <= cold["n_iter"] // 20
 
 
+def test_weighted_trig_start_with_an_exact_factor_is_the_weighted_dual_solution():
+    """Case weights (some 0): the start is the minimiser of the weighted
+    primal, ``alpha = w l'`` (0 where ``w = 0``, whatever ``f`` is there), and
+    the SMO from it has next to nothing left to do; all-ones weights are the
+    unweighted start bit for bit."""
+    X, y = _c2(400, seed=2)
+    w = np.random.default_rng(5).uniform(0.2, 5.0, y.size)
+    w[::17] = 0.0
+    cov = GaussianCovariance(10.0, 0.5, 100.0)
+    st = trig_start(cov, X, y, max_rank=400, weights=w)
+    assert st.exact and np.all(st.dual[w == 0] == 0.0) and np.all(np.isfinite(st.dual))
+    ref = solve_dual(RowCache(X, cov, 64.0), y, tol=1e-10, weights=w)
+    np.testing.assert_allclose(st.f, ref["f"], atol=1e-4)
+    warm = solve_dual(RowCache(X, cov, 64.0), y, st.dual, tol=1e-3, weights=w)
+    cold = solve_dual(RowCache(X, cov, 64.0), y, tol=1e-3, weights=w)
+    assert warm["status"] == 0 and warm["n_iter"] <= cold["n_iter"] // 20
+    a, b = trig_start(cov, X, y, max_rank=400), trig_start(cov, X, y, 400, weights=np.ones(400))
+    assert np.array_equal(a.dual, b.dual) and np.array_equal(a.f, b.f)
+
+
 def test_trig_start_with_a_truncated_factor_is_finished_by_smo():
     d = synthetic.ringnorm(1500, seed=3)
     X = np.ascontiguousarray((d.X - d.X.mean(0)) / d.X.std(0))
@@ -198,25 +218,31 @@ def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
     assert info2["smo_start"] == "restored" and info2["smo_iter"] == 0 and v2 == v1
 
 
-@pytest.mark.parametrize("model", ["svc", "svr"])
+@pytest.mark.parametrize("model", ["svc", "svc_weighted", "svr"])
 def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
     from bsvm_scale import BayesianSVC, BayesianSVR
 
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
-    if model == "svc":
+    fit_kw = {}
+    if model.startswith("svc"):
         X, y = _c2(700, seed=7)
         est = BayesianSVC(n_starts=1)
+        if model == "svc_weighted":  # case weights, some 0, and class weights
+            w = np.random.default_rng(7).uniform(0.0, 3.0, y.size)
+            w[::9] = 0.0
+            est.set_params(class_weight={1.0: 1.5})
+            fit_kw = {"sample_weight": w}
     else:
         X, y = _sinc(700, seed=7)
         est = BayesianSVR(n_starts=1)
     recs = []
-    full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)))
+    full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)), **fit_kw)
     starts = [r[0]["info"].get("smo_start", "") for r in recs]
     assert any(s.startswith("lowrank") for s in starts)
     theta_full, ev_full = full.theta_.copy(), full.log_evidence_
     cut = len(recs) // 2
     resumed = est.fit(X, y, init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
-                                  "evaluations": [r for r, _ in recs[:cut]]})
+                                  "evaluations": [r for r, _ in recs[:cut]]}, **fit_kw)
     assert np.array_equal(resumed.theta_, theta_full)
     assert resumed.log_evidence_ == ev_full
 

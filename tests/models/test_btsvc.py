@@ -14,6 +14,7 @@ from scipy.stats import norm
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
+import reference
 from bsvm_scale import BayesianSVC
 from bsvm_scale.models.btsvc import EvidenceObjective, trig_class_probability
 from bsvm_scale.inference.covariance import GaussianCovariance
@@ -424,3 +425,284 @@ def test_search_options_by_phase_with_the_users_over_them():
     assert {k: coarse[k] for k in DEFAULT_OPTIONS} == {**DEFAULT_OPTIONS, "maxiter": 7}
     mine = BayesianSVC(optimizer_options={"slope_rounds": 2})._options(COARSE_OPTIONS)
     assert mine["slope_rounds"] == 2
+
+
+# -- case and class weights -----------------------------------------------------------------
+FIXED = dict(optimize=False, kappa0=5.0, kappa=0.7, kappa_b=3.0, tol=1e-12)
+
+
+def _weighted_data(n=80, seed=0, shift=0.6):
+    """Two overlapping classes (labels 0/1) and integer weights 0..3."""
+    rng = np.random.default_rng(seed)
+    X = np.r_[rng.normal(-shift, 1, (n // 2, 2)), rng.normal(shift, 1, (n // 2, 2))]
+    y = np.r_[np.zeros(n // 2, int), np.ones(n // 2, int)]
+    return X, y, rng.integers(0, 4, n)
+
+
+def _evidence_of(model, X, y, w, ard=False):
+    """``-ln evidence`` of the weighted problem at ``model.theta_`` (cold SMO)."""
+    Xs = (X - model.x_mean_) / model.x_scale_
+    yb = np.where(y == model.classes_[1], 1.0, -1.0)
+    return EvidenceObjective(Xs, yb, ard=ard, tol=1e-12, weights=w)(model.theta_)[0]
+
+
+@pytest.mark.parametrize("method", ["dense", "matrix_free"])
+def test_integer_sample_weights_are_repeated_cases(method):
+    """At fixed hyperparameters, weight ``k`` (0 included) and ``k`` copies of
+    the case give the same standardisation, MAP function, predictive moments
+    (5.41), probabilities (5.42) and evidence (no constant between them)."""
+    X, y, k = _weighted_data()
+    kw = dict(FIXED, evidence_method=method, evidence_tol=1e-10)
+    a = BayesianSVC(**kw).fit(X, y, sample_weight=k)
+    b = BayesianSVC(**kw).fit(np.repeat(X, k, axis=0), np.repeat(y, k))
+    assert a.evidence_method_ == b.evidence_method_ == method
+    np.testing.assert_allclose(a.x_mean_, b.x_mean_, rtol=1e-13)
+    np.testing.assert_allclose(a.x_scale_, b.x_scale_, rtol=1e-13)
+    Xt = np.r_[X, np.random.default_rng(1).normal(size=(40, 2))]
+    mu_a, sd_a = a.decision_function(Xt, return_std=True)
+    mu_b, sd_b = b.decision_function(Xt, return_std=True)
+    np.testing.assert_allclose(mu_a, mu_b, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(sd_a, sd_b, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(a.predict_proba(Xt), b.predict_proba(Xt), rtol=0, atol=1e-10)
+    assert a.log_evidence_ == pytest.approx(b.log_evidence_, rel=1e-11, abs=1e-10)
+    # support_ indexes the rows given to fit; cases of weight 0 are never SVs
+    assert np.all(k[a.support_] > 0)
+    np.testing.assert_allclose(np.bincount(np.repeat(np.arange(y.size), k)[b.support_],
+                                           weights=b.dual_coef_, minlength=y.size)[a.support_],
+                               a.dual_coef_, rtol=0, atol=1e-10)
+
+
+def test_weighted_predictive_moments_match_the_dense_reference():
+    """(5.41) with the SV block's Lambda = w l'' (real-valued weights)."""
+    X, y, _ = _weighted_data(seed=3)
+    w = np.random.default_rng(4).uniform(0.1, 5.0, y.size)
+    m = BayesianSVC(**FIXED).fit(X, y, sample_weight=w)
+    # the weighted standardisation
+    np.testing.assert_allclose(m.x_mean_, np.average(X, axis=0, weights=w), rtol=1e-13)
+    Xs = (X - m.x_mean_) / m.x_scale_
+    Xt = np.random.default_rng(5).normal(size=(30, 2))
+    Xts = (Xt - m.x_mean_) / m.x_scale_
+    S = dense_cov(Xs, Xs, 5.0, 0.7, 3.0)
+    yb = np.where(y == 1, 1.0, -1.0)
+    f = S[:, m.support_] @ m.dual_coef_
+    np.testing.assert_allclose(f, S @ reference.trig_weighted_primal_v(f, yb, w), atol=1e-9)
+    lam = reference.trig_weighted_loss_terms(f, yb, w)[2][m.support_]
+    mu, var = reference.trig_predictive_moments(
+        dense_cov(Xts, Xs[m.support_], 5.0, 0.7, 3.0), 8.0, S[np.ix_(m.support_, m.support_)],
+        m.dual_coef_, lam)
+    mu_m, sd_m = m.decision_function(Xt, return_std=True)
+    np.testing.assert_allclose(mu_m, mu, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(sd_m ** 2, var, rtol=1e-9, atol=1e-10)
+    ref = reference.trig_weighted_laplace_neg_log_evidence(f, yb, S, w)
+    assert -m.log_evidence_ == pytest.approx(ref, rel=1e-9)
+
+
+def test_all_ones_weights_are_the_unweighted_fit_bit_for_bit():
+    X, y = blobs(n=120, d=2, seed=3, shift=0.8)
+    kw = dict(n_starts=2, init_subsample=50)
+    plain = BayesianSVC(**kw).fit(X, y)
+    for fit_kw, params in (({"sample_weight": np.ones(y.size)}, {}),
+                           ({}, {"class_weight": {-1.0: 1.0, 1.0: 1.0}}),
+                           ({"sample_weight": np.full(y.size, 1)}, {"class_weight": {1.0: 1}})):
+        m = BayesianSVC(**kw, **params).fit(X, y, **fit_kw)
+        assert m.log_evidence_ == plain.log_evidence_
+        np.testing.assert_array_equal(m.theta_, plain.theta_)
+        np.testing.assert_array_equal(m.dual_coef_, plain.dual_coef_)
+        np.testing.assert_array_equal(m.predict_proba(X), plain.predict_proba(X))
+    np.testing.assert_array_equal(plain.class_weight_, [1.0, 1.0])
+
+
+def test_zero_weight_is_a_removed_case():
+    X, y, k = _weighted_data(seed=6)
+    w = np.where(k == 0, 0.0, 1.5)
+    a = BayesianSVC(**FIXED).fit(X, y, sample_weight=w)
+    on = w > 0
+    b = BayesianSVC(**FIXED).fit(X[on], y[on], sample_weight=w[on])
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(X), atol=1e-10)
+    np.testing.assert_array_equal(X[a.support_], X[on][b.support_])
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_balanced_class_weight_is_the_equivalent_sample_weight():
+    """About 5% positives: ``class_weight="balanced"`` is the sample weight
+    ``n / (2 count(y_i))`` (the same fit, search included), and it moves the
+    MAP solution towards the rare class."""
+    rng = np.random.default_rng(7)
+    n, n_pos = 200, 10
+    X = np.r_[rng.normal(0.0, 1.0, (n - n_pos, 2)), rng.normal(1.2, 1.0, (n_pos, 2))]
+    y = np.r_[np.full(n - n_pos, "neg"), np.full(n_pos, "pos")]
+    kw = dict(n_starts=1, optimizer_options={"maxiter": 4})
+    bal = BayesianSVC(class_weight="balanced", **kw).fit(X, y)
+    counts = np.where(y == "pos", n_pos, n - n_pos)
+    sw = BayesianSVC(**kw).fit(X, y, sample_weight=n / (2 * counts))
+    np.testing.assert_array_equal(bal.class_weight_, [n / (2 * (n - n_pos)), n / (2 * n_pos)])
+    np.testing.assert_array_equal(bal.theta_, sw.theta_)
+    np.testing.assert_array_equal(bal.dual_coef_, sw.dual_coef_)
+    assert bal.log_evidence_ == sw.log_evidence_
+    # the same, at fixed hyperparameters, against the unweighted MAP solution
+    fixed = dict(optimize=False, kappa0=5.0, kappa=0.5, kappa_b=3.0)
+    plain = BayesianSVC(**fixed).fit(X, y)
+    bal = BayesianSVC(class_weight="balanced", **fixed).fit(X, y)
+    sw = BayesianSVC(**fixed).fit(X, y, sample_weight=n / (2 * counts))
+    np.testing.assert_array_equal(bal.decision_function(X), sw.decision_function(X))
+    assert np.sum(bal.predict(X) == "pos") > np.sum(plain.predict(X) == "pos")
+    # a dict and a sample weight multiply
+    cw = BayesianSVC(class_weight={"pos": 4.0}, **fixed).fit(X, y, sample_weight=counts / 100)
+    ref = BayesianSVC(**fixed).fit(X, y, sample_weight=counts / 100 * np.where(y == "pos", 4, 1))
+    np.testing.assert_array_equal(cw.decision_function(X), ref.decision_function(X))
+
+
+def test_bad_weights_are_named():
+    X, y, _ = _weighted_data(n=40)
+    est = BayesianSVC(optimize=False)
+    for bad, match in ((np.ones(39), "shape"), (np.ones((40, 1)), "shape"),
+                       (np.r_[np.nan, np.ones(39)], "finite"), (np.r_[-1.0, np.ones(39)],
+                                                                 "non-negative"),
+                       (np.zeros(40), "zero for every case"), (np.array(["a"] * 40), "numbers")):
+        with pytest.raises(ValueError, match=f"sample_weight.*{match}"):
+            est.fit(X, y, sample_weight=bad)
+    with pytest.raises(ValueError, match=r"class_weight names \[2\]"):
+        BayesianSVC(optimize=False, class_weight={1: 2.0, 2: 1.0}).fit(X, y)
+    with pytest.raises(ValueError, match=r"class_weight\[1\] must be a finite number >= 0"):
+        BayesianSVC(optimize=False, class_weight={1: -2.0}).fit(X, y)
+    with pytest.raises(ValueError, match="class_weight"):
+        BayesianSVC(optimize=False, class_weight="uniform").fit(X, y)
+    with pytest.raises(ValueError, match="sample_weight times class_weight is zero"):
+        BayesianSVC(optimize=False, class_weight={0: 0.0}).fit(X, y, sample_weight=(y == 0))
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_one_versus_rest_models_take_the_weights_of_the_original_labels():
+    """Three classes: every binary model is fitted with ``sample_weight_i *
+    class_weight[y_i]`` of the three-class labels (``"balanced"`` counts the
+    three classes), and has no class weights of its own."""
+    rng = np.random.default_rng(1)
+    y = np.repeat([0, 1, 2], [20, 30, 40])
+    X = np.array([[0, 0], [2.5, 0], [0, 2.5]])[y] + 0.8 * rng.standard_normal((90, 2))
+    sw = rng.uniform(0.5, 2.0, 90)
+    fixed = dict(optimize=False, kappa0=5.0, kappa=0.5, kappa_b=3.0)
+    for cw, per_class in (({0: 3.0, 2: 0.5}, np.array([3.0, 1.0, 0.5])),
+                          ("balanced", 90 / (3 * np.array([20.0, 30.0, 40.0])))):
+        m = BayesianSVC(class_weight=cw, **fixed).fit(X, y, sample_weight=sw)
+        np.testing.assert_allclose(m.class_weight_, per_class, rtol=1e-15)
+        assert len(m.estimators_) == 3
+        for c, e in enumerate(m.estimators_):
+            assert e.class_weight is None
+            ref = BayesianSVC(**fixed).fit(X, (y == c).astype(int),
+                                           sample_weight=sw * m.class_weight_[y])
+            np.testing.assert_array_equal(e.dual_coef_, ref.dual_coef_)
+            assert e.log_evidence_ == ref.log_evidence_
+    # with the evidence search, the fit works and predicts the classes
+    m = BayesianSVC(class_weight="balanced", n_starts=1,
+                    optimizer_options={"maxiter": 3}).fit(X, y, sample_weight=sw)
+    assert np.mean(m.predict(X) == y) > 0.85 and m.predict_proba(X).shape == (90, 3)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ard_isotropic_stage_and_subsample_phase_take_the_weights():
+    """The isotropic first stage of ARD is the weighted isotropic fit (class
+    weights included), and the subsample phase evaluates the weighted
+    evidence of its cases."""
+    from bsvm_scale.optimization.starts import subsample_indices
+
+    rng = np.random.default_rng(8)
+    X = rng.standard_normal((160, 3))
+    y = np.where(X[:, 0] - 0.5 * X[:, 1] + 0.6 * rng.standard_normal(160) > 0.8, 1, -1)
+    sw = rng.uniform(0.2, 3.0, 160)
+    kw = dict(n_starts=1, tol=1e-10, optimizer_options={"maxiter": 5})
+    iso = BayesianSVC(class_weight="balanced", **kw).fit(X, y, sample_weight=sw)
+    ard = BayesianSVC(ard=True, class_weight="balanced", **kw).fit(X, y, sample_weight=sw)
+    cont = ard.starts_[-1]["isotropic"]
+    assert cont["neg_log_evidence"] == -iso.log_evidence_
+    w = sw * iso.class_weight_[(y > 0).astype(int)]
+    assert -iso.log_evidence_ == pytest.approx(_evidence_of(iso, X, y, w), abs=1e-8)
+    # subsample phase: the record's optimum is the weighted evidence of the subsample
+    sub = BayesianSVC(init_subsample=60, **kw).fit(X, y, sample_weight=sw)
+    rec = sub.starts_[0]["subsample"]
+    idx = subsample_indices(160, 60, None)
+    Xs = (X - sub.x_mean_) / sub.x_scale_
+    obj = EvidenceObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12,
+                            weights=sw[idx])
+    assert rec["neg_log_evidence"] == pytest.approx(obj(rec["theta"])[0], abs=1e-7)
+    plain = EvidenceObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12)
+    assert abs(plain(rec["theta"])[0] - rec["neg_log_evidence"]) > 0.1
+    assert -sub.log_evidence_ == pytest.approx(_evidence_of(sub, X, y, sw), abs=1e-7)
+
+
+def test_weighted_fit_resumes_exactly_and_retrains_from_an_earlier_fit(tmp_path):
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y = blobs(n=140, d=2, seed=9, shift=0.7)
+    y = y.astype(int)  # a model file keeps dict keys that are str or int
+    w = np.random.default_rng(2).uniform(0.0, 3.0, y.size)
+    w[:5] = 0.0
+    recs = []
+    kw = dict(n_starts=1, class_weight={1: 2.0})
+    full = BayesianSVC(**kw).fit(X, y, sample_weight=w,
+                                 callback=lambda k, rec, state: recs.append((rec, state)))
+    cut = len(recs) // 2
+    resumed = BayesianSVC(**kw).fit(
+        X, y, sample_weight=w, init={"theta": full.starts_[0]["theta0"],
+                                     "state": recs[cut - 1][1],
+                                     "evaluations": [r for r, _ in recs[:cut]]})
+    np.testing.assert_array_equal(resumed.theta_, full.theta_)
+    assert resumed.log_evidence_ == full.log_evidence_
+    np.testing.assert_array_equal(resumed.dual_coef_, full.dual_coef_)
+    # save / load keeps the weights' effect and the parameters
+    save_model(full, tmp_path / "w.h5")
+    back = load_model(tmp_path / "w.h5")
+    assert back.class_weight == {1: 2.0}
+    np.testing.assert_array_equal(back.class_weight_, full.class_weight_)
+    np.testing.assert_array_equal(back.predict_proba(X), full.predict_proba(X))
+    # retraining on shifted data with other weights, from the saved model and case ids
+    ids = np.arange(1000, 1000 + y.size)
+    first = BayesianSVC(**kw).fit(X[:120], y[:120], sample_weight=w[:120], case_ids=ids[:120])
+    w2 = w[20:].copy()
+    w2[first.support_[first.support_ >= 20][:3] - 20] = 0.0  # earlier SVs now of weight 0
+    save_model(first, tmp_path / "first.h5")
+    warm = BayesianSVC(warm_start_from=str(tmp_path / "first.h5"), **kw).fit(
+        X[20:], y[20:], sample_weight=w2, case_ids=ids[20:])
+    assert warm.starts_[0]["theta0"] == pytest.approx(first.theta_)
+    assert np.all(w2[warm.support_] > 0)
+    ww = w2 * np.where(y[20:] > 0, 2.0, 1.0)
+    assert -warm.log_evidence_ == pytest.approx(_evidence_of(warm, X[20:], y[20:], ww),
+                                                abs=1e-2)
+
+
+def test_class_weight_dicts_with_string_and_int_labels_survive_a_model_file(tmp_path):
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y, _ = _weighted_data(n=60)
+    for labels, cw in ((y, {1: 3.0}), (np.where(y > 0, "yes", "no"), {"no": 0.5, "yes": 2})):
+        m = BayesianSVC(class_weight=cw, **FIXED).fit(X, labels)
+        save_model(m, tmp_path / "m.h5")
+        back = load_model(tmp_path / "m.h5")
+        assert back.class_weight == cw
+        np.testing.assert_array_equal(back.predict_proba(X), m.predict_proba(X))
+        np.testing.assert_array_equal(back.class_weight_, m.class_weight_)
+
+
+def test_model_files_from_before_class_weight_load_unweighted(tmp_path, monkeypatch):
+    """A file written before ``class_weight`` existed (no such parameter, no
+    ``class_weight_``) loads with ``class_weight=None``, how it was fitted."""
+    import copy
+    import json
+
+    import h5py
+
+    from bsvm_scale.storage import load_model, save_model
+
+    X, y, _ = _weighted_data(n=60)
+    model = BayesianSVC(**FIXED).fit(X, y)
+    names = [k for k in BayesianSVC._get_param_names() if k != "class_weight"]
+    monkeypatch.setattr(BayesianSVC, "get_params",
+                        lambda self, deep=True: {k: getattr(self, k) for k in names})
+    old = copy.copy(model)
+    del old.class_weight, old.class_weight_
+    path = save_model(old, tmp_path / "old.h5")
+    monkeypatch.undo()
+    with h5py.File(path, "r") as f:
+        assert "class_weight" not in json.loads(f.attrs["params_json"])
+    back = load_model(path)
+    assert back.class_weight is None and not hasattr(back, "class_weight_")
+    np.testing.assert_array_equal(back.predict_proba(X), model.predict_proba(X))
