@@ -63,6 +63,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
+from .linalg import solve_lower_columns
+
 from .._compiled import lowrank as _lk
 
 __all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "BlockEvidence", "Correction", "factorize",
@@ -243,8 +245,8 @@ class LowRankPredictor:
             e = min(nt, s + rows)
             Ks = cov.cross(self.X_S, Xt[s:e])                  # r x t
             Ks *= self.sl_S[:, None]
-            a = solve_triangular(self.L_S, Ks, lower=True, check_finite=False)
-            b = solve_triangular(self.L_C, a, lower=True, check_finite=False)
+            a = solve_lower_columns(self.L_S, Ks)
+            b = solve_lower_columns(self.L_C, a)
             var[s:e] -= np.einsum("ij,ij->j", a, a) - np.einsum("ij,ij->j", b, b)
         return np.maximum(var, 0.0)
 

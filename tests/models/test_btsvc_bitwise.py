@@ -143,7 +143,7 @@ REFERENCE = {
     'fit_fixed_matrix_free': (
         '-0x1.7fd876c45021ep+5',
         '2cc273338e046f18fa65b53a',
-        '2503ee8c5e3d357272234dd4',
+        'd4980a66c39de2dbbdcffd9c',  # predictions: fixed column blocks (inference.linalg)
     ),
     'fit_ovr': ('138e303f59cf4f5d35c41714', 'aef47d0b7c1f322aed2ec701'),
     'smo_loop': (
