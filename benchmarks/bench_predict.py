@@ -11,8 +11,6 @@ read before the cluster closes), against the input size (rows x d x 8 bytes).
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -39,7 +37,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
 
     import numpy as np
-    import psutil
+
+    from bench_tables import peak_child_run
 
     from bsvm_scale import BayesianSVC
     from bsvm_scale.datasets import synthetic
@@ -58,16 +57,8 @@ def main(argv=None):
     for workers in (None, 2):
         out = os.path.join(work, f"scores_{workers}.h5")
         code = _CHILD.format(model=model, inp=inp, out=out, chunk=args.chunk, workers=workers)
-        proc = psutil.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-        peak_children = 0.0
-        while proc.poll() is None:  # sum of the worker processes' RSS, sampled
-            try:
-                kids = proc.children(recursive=True)
-                peak_children = max(peak_children, sum(k.memory_info().rss for k in kids) / 2**20)
-            except psutil.Error:
-                pass
-            time.sleep(0.5)
-        res = json.loads(proc.stdout.read().strip().splitlines()[-1])
+        res = peak_child_run(code)
+        peak_children = res["workers_peak_rss_sum_mib"]
         row = {"rows": args.rows, "n_sv": int(m.support_.size), "evidence_method":
                m.evidence_method_, "workers": workers or 0, "chunk": args.chunk,
                "seconds": res["seconds"], "rows_per_s": args.rows / res["seconds"],

@@ -416,14 +416,15 @@ def cmd_run(args) -> int:
     return EXIT_OK if record["meta"]["n_failed"] == 0 else 1
 
 
-def _add_dask_target(p, scheduler_note: str) -> None:
+def _add_dask_target(p, scheduler_note: str, workers_note: str = "") -> None:
     """``--scheduler ADDRESS | --workers N``: where the Dask tasks of a command run."""
     g = p.add_mutually_exclusive_group()
     g.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help=f"address of a running dask scheduler (e.g. tcp://host:8786; "
                         f"{scheduler_note})")
-    g.add_argument("--workers", type=_positive_int, default=None, metavar="N",
-                   help="a LocalCluster of N worker processes, one thread each")
+    g.add_argument("--workers", type=_nonneg_int if workers_note else _positive_int,
+                   default=None, metavar="N",
+                   help="a LocalCluster of N worker processes, one thread each" + workers_note)
 
 
 def add_run_parser(subparsers) -> None:
@@ -611,7 +612,9 @@ def add_predict_parser(subparsers) -> None:
     p.add_argument("model", metavar="MODEL.h5")
     p.add_argument("input", metavar="INPUT")
     p.add_argument("--out", required=True, metavar="OUT.h5")
-    _add_dask_target(p, "workers must see the files; default: score in this process")
+    _add_dask_target(p, "workers must see the files",
+                     "; 0: score in this process. Default: in this process for up to 8 "
+                     "chunks, else one worker per core")
     p.add_argument("--chunk-size", type=_positive_int, default=DEFAULT_CHUNK, metavar="N",
                    help=f"rows per chunk (default {DEFAULT_CHUNK})")
     p.add_argument("--by-position", action="store_true",

@@ -87,13 +87,31 @@ def cov_diag(n, kappa0, kappa_b):
     return np.full(n, kappa0 + kappa_b)
 
 
+@jit(inline="always")
+def _wsqdist_row(A, a, Bt, w, acc):
+    """``acc[b] = sum_l w_l (A[a,l] - B[b,l])^2`` for every ``b``, from ``Bt =
+    B.T`` (d x nb, C-contiguous): the same operations in the same order as
+    :func:`_wsqdist` for each pair (so the same bits), with the inner loop
+    running over ``b`` so that it vectorises."""
+    for b in range(Bt.shape[1]):
+        acc[b] = 0.0
+    for l in range(Bt.shape[0]):
+        x, wl = A[a, l], w[l]
+        for b in range(Bt.shape[1]):
+            t = x - Bt[l, b]
+            acc[b] += wl * t * t
+
+
 @jit(parallel=True)
 def cov_cross(kern, B, out):
     """Cross-covariance block ``out[a, b] = Cov(kern.X[a], B[b])``."""
     A, w, kappa0, kappa_b = kern
+    Bt = np.ascontiguousarray(B.T)
     for a in prange(A.shape[0]):
+        acc = np.empty(B.shape[0])
+        _wsqdist_row(A, a, Bt, w, acc)
         for b in range(B.shape[0]):
-            out[a, b] = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b
+            out[a, b] = kappa0 * np.exp(-0.5 * acc[b]) + kappa_b
 
 
 @jit(parallel=True)
@@ -101,12 +119,39 @@ def cov_cross_matvec(kern, B, v):
     """``sum_b Cov(kern.X[a], B[b]) v[b]`` for every input ``a`` of ``kern``
     without storing the block (prediction means)."""
     A, w, kappa0, kappa_b = kern
+    Bt = np.ascontiguousarray(B.T)
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
+        acc = np.empty(B.shape[0])
+        _wsqdist_row(A, a, Bt, w, acc)
         s = 0.0
         for b in range(B.shape[0]):
-            s += (kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b) * v[b]
+            s += (kappa0 * np.exp(-0.5 * acc[b]) + kappa_b) * v[b]
         out[a] = s
+    return out
+
+
+@jit(parallel=True)
+def cov_cross_matvec_block(kern, B, v, cols, add, block):
+    """:func:`cov_cross_matvec` (the same bits) and, from the same kernel
+    values, ``block[a, j] = Cov(kern.X[a], B[cols[j]]) + add``: the prediction
+    mean over every support vector and the cross-covariance (with the bias
+    ``add``) over the off-bound ones that the predictive variance (4.46) needs,
+    each kernel value computed once."""
+    A, w, kappa0, kappa_b = kern
+    Bt = np.ascontiguousarray(B.T)
+    out = np.empty(A.shape[0])
+    for a in prange(A.shape[0]):
+        acc = np.empty(B.shape[0])
+        _wsqdist_row(A, a, Bt, w, acc)
+        s = 0.0
+        for b in range(B.shape[0]):
+            k = kappa0 * np.exp(-0.5 * acc[b]) + kappa_b
+            acc[b] = k
+            s += k * v[b]
+        out[a] = s
+        for j in range(cols.shape[0]):
+            block[a, j] = acc[cols[j]] + add
     return out
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from .._util.atomic import file_sha256
-from ..tables.csv import csv_header
 from ..tables.schema import TableError, describe_rows
 from ._dataset import CASE_ID, SAMPLE_WEIGHT, TASKS, Dataset, random_splits
 

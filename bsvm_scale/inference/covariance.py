@@ -239,6 +239,17 @@ class GaussianCovariance:
         _same_features(A, B)
         return _ck.cov_cross_matvec(kern, B, _float_array(v, (B.shape[0],), "v"))
 
+    def cross_matvec_block(self, A, B, v, cols, add):
+        """``(cross_matvec(A, B, v), K)`` with ``K[a, j] = Cov(A[a], B[cols[j]]) +
+        add`` from the same kernel values (each computed once)."""
+        kern = self.kernel(A)
+        _same_features(A, B)
+        cols = _indices(cols, B.shape[0], "cols")
+        block = np.empty((A.shape[0], cols.size))
+        mean = _ck.cov_cross_matvec_block(kern, B, _float_array(v, (B.shape[0],), "v"), cols,
+                                          float(add), block)
+        return mean, block
+
     # -- gradient contractions ------------------------------------------
     def _collapse(self, g):
         """Map the full ARD layout onto this covariance's :attr:`theta`."""

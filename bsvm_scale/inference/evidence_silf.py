@@ -324,10 +324,14 @@ def predictive_variance_chunk(cov, Xtest, Xoff, L):
     """``sigma_t^2 = Cov(x, x) - k_M^T B^-1 k_M`` (4.46) for a chunk of test points
     (``L``: the Cholesky factor of ``B = Sigma_M + diag(2 beta eps / C_i)``, with
     ``C_i = C w_i`` under case weights)."""
-    prior = cov.kappa0 + cov.kappa_b
     if Xoff.shape[0] == 0:
-        return np.full(Xtest.shape[0], prior)
-    K = cov.cross(Xoff, Xtest)  # m x chunk
+        return np.full(Xtest.shape[0], cov.kappa0 + cov.kappa_b)
+    return variance_from_cross(cov, cov.cross(Xoff, Xtest), L)  # m x chunk
+
+
+def variance_from_cross(cov, K, L):
+    """:func:`predictive_variance_chunk` from the cross-covariance ``K`` (m x
+    chunk, the off-bound cases against the test points)."""
     V = solve_triangular(L, K, lower=True, check_finite=False)
-    var = prior - np.einsum("ij,ij->j", V, V)
+    var = cov.kappa0 + cov.kappa_b - np.einsum("ij,ij->j", V, V)
     return np.maximum(var, 0.0)

@@ -38,7 +38,8 @@ from .._util.validation import (POSITIVE, check_nonconstant, check_positive, che
                                 warn_target_offset)
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
-from ..inference.evidence_silf import prediction_factor, predictive_variance_chunk
+from ..inference.evidence_silf import (prediction_factor, predictive_variance_chunk,
+                                       variance_from_cross)
 from ..inference.objective_silf import _Problem
 from ._common import BAYES_CONSTRAINTS, ard_groups, isotropic_fit, table_groups
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
@@ -746,6 +747,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         X = check_predict_X(self, X, "dual_coef_")
         Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_)
         cov = self._covariance()
+        cols = self._off_bound_columns() if variance else None
+        if cols is not None:  # dense factor: mean and variance from one kernel pass
+            mean, var = self._dense_moments(cov, Xs, cols)
+            return mean, var, var + self.noise_variance_
         # f(x) = sum_i nu_i Cov~(x, x_i) + b, with b = kappa_b sum(nu) at the optimum
         kern = cov.with_bias(0.0)
         mean = kern.cross_matvec(Xs, self.support_vectors_, self.dual_coef_) \
@@ -755,3 +760,28 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return mean, None, None
         var = self._latent_variance(cov, Xs)
         return mean, var, var + self.noise_variance_
+
+    def _off_bound_columns(self):
+        """Positions of the off-bound SVs among the SVs when the variance uses
+        the dense factor (else None: matrix-free, or no off-bound case)."""
+        if getattr(self, "cholesky_", None) is None or self.off_bound_.size == 0:
+            return None
+        cols = np.searchsorted(self.support_, self.off_bound_)
+        if np.any(cols >= self.support_.size) or not np.array_equal(self.support_[cols],
+                                                                     self.off_bound_):
+            return None
+        return cols
+
+    def _dense_moments(self, cov, Xs, cols):
+        """Mean and ``sigma_t^2`` (4.46) in chunks, each kernel value computed
+        once (:meth:`GaussianCovariance.cross_matvec_block`); the same bits as
+        the separate mean and :func:`predictive_variance_chunk`."""
+        kern = cov.with_bias(0.0)
+        mean, var = np.empty(Xs.shape[0]), np.empty(Xs.shape[0])
+        rows = max(1, _PRED_CHUNK_BYTES // (8 * cols.size))
+        for a in range(0, Xs.shape[0], rows):
+            m, K = kern.cross_matvec_block(Xs[a:a + rows], self.support_vectors_,
+                                           self.dual_coef_, cols, cov.kappa_b)
+            mean[a:a + rows] = m + self.intercept_
+            var[a:a + rows] = variance_from_cross(cov, K.T, self.cholesky_)
+        return mean, var

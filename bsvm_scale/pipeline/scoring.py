@@ -20,8 +20,11 @@ to the row index (the last one padded) and chunk sizes are rounded up to a
 multiple of it: every row is computed in the same block at the same place
 whatever the chunk size or the number of Dask workers, and the predictions
 are the same bit for bit (tested). On
-a Dask cluster (``scheduler`` or ``workers``) each chunk is a task that opens
-the model and the inputs by path; the driver is the only writer. The output is
+a Dask cluster (``scheduler`` or ``workers``; by default a LocalCluster of one
+worker per core for more than :data:`LOCAL_CHUNKS` chunks) each chunk is a task
+that opens the model and the inputs by path; the driver is the only writer and
+codes a CSV file's rows (through the model's table coding) chunk by chunk while
+the workers score the chunks before. The output is
 written atomically and carries the model's provenance (path, SHA-256,
 estimator, parameters, library version) and the input's SHA-256.
 """
@@ -54,6 +57,8 @@ BLOCK = 256
 FORMAT_VERSION = 1
 #: chunks in flight per Dask worker (bounds the driver's memory)
 _WINDOW_PER_WORKER = 2
+#: inputs of at most this many chunks are scored in this process by default
+LOCAL_CHUNKS = 8
 
 
 class ScoringError(TableError):
@@ -86,6 +91,18 @@ class Inputs:
     ids: np.ndarray | None = None
     skip: str | None = None
     unknown: dict = field(default_factory=dict)
+    pending: object = None
+
+    def ready(self, stop):
+        """Make the rows before ``stop`` readable (a CSV file's are coded on the way)."""
+        if self.pending is not None:
+            self.pending.code_until(stop)
+
+    def finish(self):
+        """After scoring: a CSV file's identifiers and counts are complete."""
+        if self.pending is not None:
+            self.ids = self.pending.finish()
+            self.pending = None
 
 
 def _column_order(columns, feature_names, n_features, by_position, where):
@@ -144,33 +161,48 @@ class _CsvCoder:
         return np.where(skip[:, None], 0.0, enc.X), skip
 
 
-def _csv_to_npy(path, coder, out, id_column=None, chunk_rows=DEFAULT_CHUNK):
-    """Stream a CSV file into an ``.npy`` design matrix (flat memory but for
-    the identifiers of the ``id_column``); returns ``(ids, skip mask)``."""
-    n = csv_count_rows(path)
-    if n < 1:
-        raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
-    if id_column is not None and id_column not in csv_header(path):
-        raise ScoringError(f"CSV file {str(path)!r} has no id column {id_column!r} (columns: "
-                           f"{csv_header(path)[:8]}).")
-    width = coder.encoder.n_outputs if coder.encoder is not None else len(coder.usecols)
-    arr = np.lib.format.open_memmap(out, mode="w+", dtype=np.float64, shape=(n, width))
-    skip = np.zeros(n, dtype=bool)
-    ids = []
-    usecols = coder.usecols + ([id_column] if id_column is not None else [])
-    for start, columns in iter_csv_chunks(path, chunk_rows, usecols):
-        X, gaps = coder.rows(start, columns)
-        arr[start:start + X.shape[0]] = X
-        skip[start:start + X.shape[0]] = gaps
-        if id_column is not None:
-            ids.extend(columns[id_column].tolist())
-    arr.flush()
-    del arr
-    if id_column is None:
-        return None, skip
-    from ..datasets.importing import case_ids_from_text
+class _CsvStream:
+    """A CSV file coded into the ``.npy`` design matrix ``array`` (and the mask
+    ``skip`` of rows without a prediction) chunk by chunk, as scoring reaches
+    the rows: the driver codes a chunk while workers score the earlier ones.
+    Flat memory but for the identifiers of the ``id_column``."""
 
-    return case_ids_from_text(ids, f"id column {id_column!r}", unique=False), skip
+    def __init__(self, path, coder, array, skip, id_column, chunk_rows):
+        n = csv_count_rows(path)
+        if n < 1:
+            raise ScoringError(f"CSV file {str(path)!r} has a header but no rows.")
+        if id_column is not None and id_column not in csv_header(path):
+            raise ScoringError(f"CSV file {str(path)!r} has no id column {id_column!r} "
+                               f"(columns: {csv_header(path)[:8]}).")
+        width = coder.encoder.n_outputs if coder.encoder is not None else len(coder.usecols)
+        self.n, self.coder, self.id_column = n, coder, id_column
+        self.X = np.lib.format.open_memmap(array, mode="w+", dtype=np.float64, shape=(n, width))
+        self.skip = np.lib.format.open_memmap(skip, mode="w+", dtype=bool, shape=(n,))
+        usecols = coder.usecols + ([id_column] if id_column is not None else [])
+        self.chunks = iter_csv_chunks(path, chunk_rows, usecols)
+        self.done, self.texts = 0, []
+
+    def code_until(self, stop):
+        """Code the rows before ``stop`` (and flush them for the readers)."""
+        while self.done < stop:
+            start, columns = next(self.chunks)
+            X, gaps = self.coder.rows(start, columns)
+            self.X[start:start + X.shape[0]] = X
+            self.skip[start:start + X.shape[0]] = gaps
+            if self.id_column is not None:
+                self.texts.extend(columns[self.id_column].tolist())
+            self.done = start + X.shape[0]
+            self.X.flush()
+            self.skip.flush()
+
+    def finish(self):
+        """Code what is left; the rows' case identifiers (None without an id column)."""
+        self.code_until(self.n)
+        if self.id_column is None:
+            return None
+        from ..datasets.importing import case_ids_from_text
+
+        return case_ids_from_text(self.texts, f"id column {self.id_column!r}", unique=False)
 
 
 def _npy_shape(path):
@@ -198,18 +230,19 @@ def _dataset_inputs(p, feature_names, encoder, where):
 
 
 def open_inputs(path, feature_names, n_features, by_position=False, workdir=None,
-                id_column=None, encoder=None, unknown=None):
+                id_column=None, encoder=None, unknown=None, chunk_rows=DEFAULT_CHUNK):
     """Open ``path`` (``.h5``/``.hdf5`` data set, ``.npy``, ``.csv``) for a
     model with ``n_features`` design columns named ``feature_names`` (or
     None), coded from tables by ``encoder`` (or None); ``id_column``: a CSV
     column of case identifiers (not an input); ``unknown``: overrides the
-    model's policy for unseen categories."""
+    model's policy for unseen categories. A CSV file is coded chunk by chunk
+    (``chunk_rows``) as :meth:`Inputs.ready` asks for its rows."""
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"input file {str(p)!r} does not exist")
     suffix = ".csv" if p.name.lower().endswith(".csv.gz") else p.suffix.lower()
     where = f"input {str(p)!r}"
-    ids, skip, counts = None, None, {}
+    ids, skip, counts, pending = None, None, {}, None
     if id_column is not None and suffix != ".csv":
         raise ScoringError(f"{where}: an id column is taken from a CSV file only (a data set "
                            "file brings its own case identifiers).")
@@ -223,20 +256,18 @@ def open_inputs(path, feature_names, n_features, by_position=False, workdir=None
     elif suffix == ".csv":
         work = Path(workdir or tempfile.gettempdir())
         array = str(work / f".{p.name}.{os.getpid()}.npy")
+        skip = str(work / f".{p.name}.{os.getpid()}.skip.npy")
         coder = _CsvCoder(p, csv_header(p), feature_names, n_features, by_position, encoder,
                           unknown)
-        ids, mask = _csv_to_npy(p, coder, array, id_column)
-        if mask.any():
-            skip = str(work / f".{p.name}.{os.getpid()}.skip.npy")
-            np.save(skip, mask)
+        pending = _CsvStream(p, coder, array, skip, id_column, chunk_rows)
         columns = coder.encoder.feature_names_out if encoder is not None else coder.usecols
-        shape, kind, names, counts = _npy_shape(array), "csv", None, coder.counts
+        shape, kind, names, counts = pending.X.shape, "csv", None, coder.counts
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
                            "a .npy array or a .csv file with a header.")
     order = _column_order(columns, names, n_features, by_position or names is None, where)
     return Inputs(str(p), kind, int(shape[0]), list(columns), file_sha256(p), array, order,
-                  ids, skip, counts)
+                  ids, skip, counts, pending)
 
 
 def read_rows(inputs, start, stop):
@@ -397,11 +428,29 @@ def _provenance(f, model_path, model, inputs, chunk_size):
     f.attrs["created"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     if hasattr(model, "classes_"):
         _classes_attr(f, model.classes_)
+
+
+def _counts(inputs):
+    """``(unseen categories coded as unknown, rows without a prediction)``."""
+    n_skip = 0 if inputs.skip is None else int(np.load(inputs.skip, mmap_mode="r").sum())
+    return int(sum(sum(v.values()) for v in inputs.unknown.values())), n_skip
+
+
+def _finish_file(f, model, inputs):
+    """What is known once every row is scored: case identifiers, the counts,
+    the named probability columns."""
+    import h5py
+
+    if inputs.ids is not None:
+        text = inputs.ids.dtype.kind == "U"
+        f.create_dataset("case_id", data=inputs.ids.astype(object) if text else inputs.ids,
+                         dtype=h5py.string_dtype() if text else inputs.ids.dtype,
+                         compression="gzip")
     if inputs.unknown:
         f.attrs["unknown_values"] = json.dumps(inputs.unknown, sort_keys=True)
-    f.attrs["n_unknown"] = np.int64(sum(sum(v.values()) for v in inputs.unknown.values()))
-    f.attrs["n_without_prediction"] = np.int64(
-        0 if inputs.skip is None else int(np.load(inputs.skip).sum()))
+    f.attrs["n_unknown"], f.attrs["n_without_prediction"] = map(np.int64, _counts(inputs))
+    if "proba" in f and hasattr(model, "classes_"):
+        _classes_attr(f["proba"], model.classes_)  # the columns, named
 
 
 def _classes_attr(obj, classes):
@@ -421,6 +470,7 @@ def _chunks(n, size):
 
 def _run_local(model_path, inputs, chunks, writer, progress):
     for start, stop in chunks:
+        inputs.ready(stop)
         writer.put(*score_chunk(model_path, inputs, start, stop))
         progress.task_done()
 
@@ -433,10 +483,12 @@ def _run_dask(model_path, inputs, chunks, writer, progress, client):
     todo = list(chunks)
     window = _WINDOW_PER_WORKER * n_workers
 
-    inputs = replace(inputs, ids=None)  # the driver writes them; tasks need not carry them
+    # the driver codes a CSV file's rows and writes the identifiers; tasks read rows only
+    shipped = replace(inputs, ids=None, pending=None, unknown={})
 
     def submit(c):
-        return client.submit(score_chunk, model_path, inputs, *c, pure=False)
+        inputs.ready(c[1])
+        return client.submit(score_chunk, model_path, shipped, *c, pure=False)
 
     pending = as_completed([submit(todo.pop(0)) for _ in range(min(window, len(todo)))])
     for fut in pending:
@@ -445,6 +497,16 @@ def _run_dask(model_path, inputs, chunks, writer, progress, client):
         progress.task_done()
         if todo:
             pending.add(submit(todo.pop(0)))
+
+
+def default_workers(n_chunks):
+    """Worker processes of a scoring run by default: none (this process) for
+    up to :data:`LOCAL_CHUNKS` chunks, where starting a cluster costs more than
+    it gains, else one per core (each single-threaded, so that the cores run
+    the kernel sums and the triangular solves of separate chunks, and the
+    driver codes a CSV file's rows meanwhile)."""
+    cores = os.cpu_count() or 1
+    return cores if n_chunks > LOCAL_CHUNKS and cores > 1 else 0
 
 
 def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, scheduler=None,
@@ -465,8 +527,10 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     scheduler : str, optional
         Address of a running Dask scheduler.
     workers : int, optional
-        Start a LocalCluster with this many worker processes (with neither
-        option the chunks run in this process).
+        Start a LocalCluster with this many worker processes; 0: score in
+        this process. Default (None, no ``scheduler``): in this process up to
+        :data:`LOCAL_CHUNKS` chunks, else one worker per core
+        (:func:`default_workers`).
     by_position : bool
         Take the input columns by position even when names are known.
     progress : bool
@@ -497,8 +561,10 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     n_features = design_width(model) if hasattr(model, "n_features_in_") else len(names or [])
     with tempfile.TemporaryDirectory(dir=Path(out_path).resolve().parent) as work:
         inputs = open_inputs(input_path, names, n_features, by_position, work, id_column,
-                             encoder, unknown)
+                             encoder, unknown, chunk_size)
         chunks = _chunks(inputs.n_rows, chunk_size)
+        if scheduler is None and workers is None:
+            workers = default_workers(len(chunks))
         bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
                        enabled=progress).start()
         try:
@@ -506,11 +572,10 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
                              scheduler, workers, chunk_size)
         finally:
             bar.close()
-        n_skipped = 0 if inputs.skip is None else int(np.load(inputs.skip).sum())
+        n_unknown, n_skipped = _counts(inputs)
     return {"out": str(out_path), "n_rows": inputs.n_rows, "n_chunks": len(chunks),
             "seconds": time.perf_counter() - t0, "outputs": outputs,
-            "n_unknown": int(sum(sum(v.values()) for v in inputs.unknown.values())),
-            "n_without_prediction": n_skipped}
+            "n_unknown": n_unknown, "n_without_prediction": n_skipped}
 
 
 def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers, chunk_size):
@@ -519,11 +584,6 @@ def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers,
     with atomic_path(out_path, what="predictions file") as tmp:
         with h5py.File(tmp, "w", track_order=True) as f:
             _provenance(f, model_path, model, inputs, chunk_size)
-            if inputs.ids is not None:
-                f.create_dataset("case_id", data=inputs.ids.astype(object) if
-                                 inputs.ids.dtype.kind == "U" else inputs.ids,
-                                 dtype=h5py.string_dtype() if inputs.ids.dtype.kind == "U"
-                                 else inputs.ids.dtype, compression="gzip")
             writer = _Writer(f, inputs.n_rows)
             if scheduler or workers:
                 from .executor import _start_client
@@ -538,8 +598,8 @@ def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers,
                         cluster.close()
             else:
                 _run_local(model_path, inputs, chunks, writer, bar)
-            if "proba" in f and hasattr(model, "classes_"):
-                _classes_attr(f["proba"], model.classes_)  # the columns, named
+            inputs.finish()
+            _finish_file(f, model, inputs)
             return sorted(k for k in f.keys())
 
 

@@ -374,3 +374,26 @@ def test_tied_ard_groups_share_a_weight_and_sum_their_gradients():
         np.testing.assert_allclose(tied.quad_grad(X, idx, v)[1 + g], fd, rtol=1e-6)
     with pytest.raises(ValueError, match="groups must use every index"):
         GaussianCovariance(1.0, kappa, 1.0, groups=[0, 0, 1])
+
+
+def test_cross_kernels_give_the_bits_of_the_pairwise_kernel():
+    """The row-vectorised cross kernels (``cross``, ``cross_matvec``,
+    ``cross_matvec_block``) compute every pair with the operations, in the
+    order, of the pairwise kernel (``subset``, ``row``): the same bits."""
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(120, 9))
+    cov = GaussianCovariance(1.7, rng.uniform(0.05, 0.6, 9), 3.0)
+    idx = np.arange(0, 120, 3)
+    S = cov.subset(X, idx)
+    np.testing.assert_array_equal(cov.cross(X[idx], X[idx]), S)
+    np.testing.assert_array_equal(cov.cross(X, X[idx])[5], cov.row(X, 5)[idx])
+    v = rng.normal(size=idx.size)
+    kern = cov.with_bias(0.0)
+    mean = kern.cross_matvec(X, X[idx], v)
+    expect = np.array([sum((S_ab - 3.0) * v_b for S_ab, v_b in zip(row, v))
+                       for row in cov.cross(X, X[idx])])
+    np.testing.assert_allclose(mean, expect, rtol=1e-12)
+    cols = np.array([0, 4, 7, 31])
+    m2, K = kern.cross_matvec_block(X, X[idx], v, cols, cov.kappa_b)
+    np.testing.assert_array_equal(m2, mean)
+    np.testing.assert_array_equal(K, cov.cross(X, X[idx][cols]))

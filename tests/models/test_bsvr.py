@@ -691,3 +691,25 @@ def test_start_points_follow_the_weighted_target_scale():
     m = est.fit(X, y, sample_weight=w)
     for p, rec in zip(pts, m.starts_):
         np.testing.assert_array_equal(p, rec["theta0"])
+
+
+def test_one_kernel_pass_prediction_equals_the_separate_mean_and_variance():
+    """``predict``/``predictive_moments`` take the mean and the dense variance
+    (4.46) from one pass over the kernel values; the bits are those of the
+    separate mean (``cross_matvec``) and variance (``predictive_variance_chunk``)."""
+    from bsvm_scale.inference.evidence_silf import predictive_variance_chunk
+
+    X, y = _bits_data(200, 3, d=2)
+    m = BayesianSVR(**_FIXED).fit(X, y)
+    assert m.evidence_method_ == "dense" and 0 < m.off_bound_.size < m.support_.size
+    Xt = np.random.default_rng(4).uniform(-11, 11, (333, 2))
+    mean, var_f, var_y = m.predictive_moments(Xt)
+    Xs = np.ascontiguousarray((Xt - m.x_mean_) / m.x_scale_)
+    cov = m._covariance()
+    ref_mean = cov.with_bias(0.0).cross_matvec(Xs, m.support_vectors_, m.dual_coef_) \
+        + m.intercept_
+    ref_var = predictive_variance_chunk(cov, Xs, m.off_bound_vectors_, m.cholesky_)
+    np.testing.assert_array_equal(mean, ref_mean)
+    np.testing.assert_array_equal(var_f, ref_var)
+    np.testing.assert_array_equal(var_y, ref_var + m.noise_variance_)
+    np.testing.assert_array_equal(m.predict(Xt, return_std=True)[1], np.sqrt(ref_var))
