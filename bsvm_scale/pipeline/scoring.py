@@ -161,6 +161,27 @@ class _CsvCoder:
         return np.where(skip[:, None], 0.0, enc.X), skip
 
 
+class _RowFile:
+    """An ``.npy`` file of a known shape written row block by row block with
+    plain file writes (the pages go to the file, not into this process's
+    memory, as a writable memory map's would); readers open it by path."""
+
+    def __init__(self, path, dtype, shape):
+        header = np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+        self.offset, self.row_bytes = header.offset, header.itemsize * int(
+            np.prod(shape[1:], dtype=np.int64))
+        del header
+        self.fh = open(path, "r+b")
+
+    def write(self, start, rows):
+        self.fh.seek(self.offset + start * self.row_bytes)
+        self.fh.write(np.ascontiguousarray(rows).tobytes())
+        self.fh.flush()
+
+    def close(self):
+        self.fh.close()
+
+
 class _CsvStream:
     """A CSV file coded into the ``.npy`` design matrix ``array`` (and the mask
     ``skip`` of rows without a prediction) chunk by chunk, as scoring reaches
@@ -176,8 +197,9 @@ class _CsvStream:
                                f"(columns: {csv_header(path)[:8]}).")
         width = coder.encoder.n_outputs if coder.encoder is not None else len(coder.usecols)
         self.n, self.coder, self.id_column = n, coder, id_column
-        self.X = np.lib.format.open_memmap(array, mode="w+", dtype=np.float64, shape=(n, width))
-        self.skip = np.lib.format.open_memmap(skip, mode="w+", dtype=bool, shape=(n,))
+        self.shape = (n, width)
+        self.X = _RowFile(array, np.float64, (n, width))
+        self.skip = _RowFile(skip, np.bool_, (n,))
         usecols = coder.usecols + ([id_column] if id_column is not None else [])
         self.chunks = iter_csv_chunks(path, chunk_rows, usecols)
         self.done, self.texts = 0, []
@@ -187,17 +209,17 @@ class _CsvStream:
         while self.done < stop:
             start, columns = next(self.chunks)
             X, gaps = self.coder.rows(start, columns)
-            self.X[start:start + X.shape[0]] = X
-            self.skip[start:start + X.shape[0]] = gaps
+            self.X.write(start, X)
+            self.skip.write(start, gaps)
             if self.id_column is not None:
                 self.texts.extend(columns[self.id_column].tolist())
             self.done = start + X.shape[0]
-            self.X.flush()
-            self.skip.flush()
 
     def finish(self):
         """Code what is left; the rows' case identifiers (None without an id column)."""
         self.code_until(self.n)
+        self.X.close()
+        self.skip.close()
         if self.id_column is None:
             return None
         from ..datasets.importing import case_ids_from_text
@@ -261,7 +283,7 @@ def open_inputs(path, feature_names, n_features, by_position=False, workdir=None
                           unknown)
         pending = _CsvStream(p, coder, array, skip, id_column, chunk_rows)
         columns = coder.encoder.feature_names_out if encoder is not None else coder.usecols
-        shape, kind, names, counts = pending.X.shape, "csv", None, coder.counts
+        shape, kind, names, counts = pending.shape, "csv", None, coder.counts
     else:
         raise ScoringError(f"{where}: unknown file type {suffix!r}; give a data set (.h5), "
                            "a .npy array or a .csv file with a header.")
