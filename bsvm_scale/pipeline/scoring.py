@@ -202,7 +202,8 @@ class _CsvStream:
         self.skip = _RowFile(skip, np.bool_, (n,))
         usecols = coder.usecols + ([id_column] if id_column is not None else [])
         self.chunks = iter_csv_chunks(path, chunk_rows, usecols)
-        self.done, self.texts = 0, []
+        self.done, self.id_parts = 0, []
+        self.id_stem = str(array)[:-len(".npy")] + ".ids"
 
     def code_until(self, stop):
         """Code the rows before ``stop`` (and flush them for the readers)."""
@@ -212,19 +213,47 @@ class _CsvStream:
             self.X.write(start, X)
             self.skip.write(start, gaps)
             if self.id_column is not None:
-                self.texts.extend(columns[self.id_column].tolist())
+                self._keep_ids(columns[self.id_column].tolist())
             self.done = start + X.shape[0]
+
+    def _keep_ids(self, texts):
+        """A chunk's identifiers, to a file of their own (int64 where every one
+        is a canonical integer, else text; merged by :class:`_IdParts`)."""
+        from ..datasets.importing import case_ids_from_text
+
+        path = f"{self.id_stem}.{len(self.id_parts)}.npy"
+        np.save(path, case_ids_from_text(texts, f"id column {self.id_column!r}", unique=False))
+        self.id_parts.append(path)
 
     def finish(self):
         """Code what is left; the rows' case identifiers (None without an id column)."""
         self.code_until(self.n)
         self.X.close()
         self.skip.close()
-        if self.id_column is None:
-            return None
-        from ..datasets.importing import case_ids_from_text
+        return None if self.id_column is None else _IdParts(self.id_parts)
 
-        return case_ids_from_text(self.texts, f"id column {self.id_column!r}", unique=False)
+
+class _IdParts:
+    """The case identifiers of a CSV file, one ``.npy`` per chunk, written to
+    the output one chunk at a time: integers where every chunk's are, else
+    text (an integer chunk written back as its canonical text)."""
+
+    def __init__(self, paths):
+        self.paths = paths
+        self.kind = "i" if all(np.load(p, mmap_mode="r").dtype.kind == "i" for p in paths) \
+            else "U"
+
+    def write(self, f, name):
+        import h5py
+
+        n = sum(np.load(p, mmap_mode="r").shape[0] for p in self.paths)
+        dset = f.create_dataset(name, shape=(n,), compression="gzip",
+                                dtype=np.int64 if self.kind == "i" else h5py.string_dtype())
+        at = 0
+        for p in self.paths:
+            part = np.load(p)
+            dset[at:at + part.size] = part if self.kind == "i" else part.astype(str).astype(object)
+            at += part.size
 
 
 def _npy_shape(path):
@@ -463,7 +492,9 @@ def _finish_file(f, model, inputs):
     the named probability columns."""
     import h5py
 
-    if inputs.ids is not None:
+    if isinstance(inputs.ids, _IdParts):
+        inputs.ids.write(f, "case_id")
+    elif inputs.ids is not None:
         text = inputs.ids.dtype.kind == "U"
         f.create_dataset("case_id", data=inputs.ids.astype(object) if text else inputs.ids,
                          dtype=h5py.string_dtype() if text else inputs.ids.dtype,
