@@ -52,7 +52,7 @@ __all__ = ["ScoringError", "Inputs", "open_inputs", "read_rows", "score_rows", "
 #: rows per chunk by default
 DEFAULT_CHUNK = 10_240
 #: rows per model call, aligned to the row index (chunks are multiples of it)
-BLOCK = 256
+BLOCK = 1024
 #: version of the predictions file layout
 FORMAT_VERSION = 1
 #: chunks in flight per Dask worker (bounds the driver's memory)

@@ -243,20 +243,20 @@ def test_csv_ids_over_many_chunks_keep_their_type_and_order(svr_file, tmp_path):
     """A CSV file is coded chunk by chunk, its identifiers kept per chunk: all
     canonical integers stay int64, one text identifier makes them all text."""
     m, path = svr_file
-    X = np.random.default_rng(8).uniform(-2, 2, size=(700, 3))
+    X = np.random.default_rng(8).uniform(-2, 2, size=(2500, 3))
     ints = [[i * 7, *r] for i, r in enumerate(X.tolist())]
     _csv(tmp_path / "i.csv", ["key", "a", "b", "c"], ints)
     out = predict_file(path, tmp_path / "i.csv", tmp_path / "i.h5", id_column="key",
-                       chunk_size=256, progress=False)
+                       chunk_size=1024, progress=False)
     assert out["n_chunks"] == 3
     got, _ = _read(tmp_path / "i.h5")
     assert got["case_id"].dtype == np.int64 and got["case_id"].tolist() == [i * 7 for i in
-                                                                           range(700)]
+                                                                           range(2500)]
     np.testing.assert_array_equal(got["mean"], m.predict(X))
-    ints[650][0] = "x-650"  # the last chunk has a text identifier
+    ints[2050][0] = "x-2050"  # the last chunk has a text identifier
     _csv(tmp_path / "t.csv", ["key", "a", "b", "c"], ints)
-    predict_file(path, tmp_path / "t.csv", tmp_path / "t.h5", id_column="key", chunk_size=256,
+    predict_file(path, tmp_path / "t.csv", tmp_path / "t.h5", id_column="key", chunk_size=1024,
                  progress=False)
     got, _ = _read(tmp_path / "t.h5")
     ids = [v.decode() for v in got["case_id"]]
-    assert ids[:3] == ["0", "7", "14"] and ids[650] == "x-650" and len(ids) == 700
+    assert ids[:3] == ["0", "7", "14"] and ids[2050] == "x-2050" and len(ids) == 2500
