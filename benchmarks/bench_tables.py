@@ -21,7 +21,8 @@ Dask worker per core) and in one process (``--workers 0``).
 3.3 % defaults): BTSVC with ``class_weight="balanced"`` against unweighted
 BTSVC and scikit-learn's SVC with ``class_weight="balanced"`` and Platt
 scaling (3-fold grid), side by side in one run: balanced accuracy, AUC, NLL
-and time on the test rows.
+and time on the test rows; also the unweighted BTSVC's decisions at the
+threshold ``p(Yes) > `` the training share of Yes (its probabilities as they are).
 """
 
 from __future__ import annotations
@@ -44,14 +45,16 @@ EXAMPLES = ROOT / "data" / "examples"
 
 def _cli(*args, cwd):
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bsvm_scale.cli", *map(str, args)], cwd=cwd,
-                   check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-m", "bsvm_scale.cli", *map(str, args)], cwd=cwd,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"bsvm-scale {' '.join(map(str, args))} failed: {out.stderr}")
     return time.perf_counter() - t
 
 
-def _pipeline(path, data, n_train, seed):
+def _pipeline(path, name, data, n_train, seed):
     path.write_text(f"""[run]
-name = "bench"
+name = "{name}"
 output = "runs"
 seed = {seed}
 
@@ -105,14 +108,13 @@ def bench_diamonds(args):
         rec = {"seed": seed, "n_train": args.n_train, "import_s": t_import}
         for route, data, inputs in (("raw", "raw.h5", EXAMPLES / "diamonds_new.csv.gz"),
                                     ("hand", "hand.h5", work / "new.npy")):
-            _pipeline(work / f"{route}.toml", data, args.n_train, seed)
-            t_run = _cli("run", f"{route}.toml", "--no-progress", "--no-report", "--fresh",
-                         cwd=work)
-            model = work / "runs" / "bench" / "models" / "d__BSVR__p000.h5"
-            t_pred = _cli("predict", model, inputs, "--out", work / f"{route}.h5",
-                          "--no-progress", cwd=work)
-            rec[route] = {"mse": _mse(work / f"{route}.h5", y_new), "run_s": t_run,
-                          "predict_s": t_pred}
+            name = f"{route}{seed}"
+            _pipeline(work / f"{name}.toml", name, data, args.n_train, seed)
+            t_run = _cli("run", f"{name}.toml", "--no-progress", "--no-report", cwd=work)
+            model = work / "runs" / name / "models" / "d__BSVR__p000.h5"
+            scores = work / f"scores_{name}.h5"
+            t_pred = _cli("predict", model, inputs, "--out", scores, "--no-progress", cwd=work)
+            rec[route] = {"mse": _mse(scores, y_new), "run_s": t_run, "predict_s": t_pred}
         print(json.dumps(rec), flush=True)
         out.append(rec)
     return {"diamonds": out}
@@ -243,8 +245,15 @@ def bench_rare(args):
         for label, cw in (("btsvc", None), ("btsvc_balanced", "balanced")):
             t = time.perf_counter()
             m = BayesianSVC(class_weight=cw, random_state=0).fit(Xtr, ytr)
-            rec[label] = _class_metrics(yte, m.predict(Xte), m.predict_proba(Xte), m.classes_,
+            proba = m.predict_proba(Xte)
+            rec[label] = _class_metrics(yte, m.predict(Xte), proba, m.classes_,
                                         time.perf_counter() - t)
+            if cw is None:  # balanced decisions from the calibrated probabilities
+                prior = float(np.mean(ytr == "Yes"))
+                pos = list(m.classes_).index("Yes")
+                rec["btsvc_prior_threshold"] = _class_metrics(
+                    yte, np.where(proba[:, pos] > prior, "Yes", "No"), proba, m.classes_,
+                    rec[label]["seconds"])
         t = time.perf_counter()
         pred, proba, classes = _sklearn_svc(Xtr, ytr, Xte)
         rec["sklearn_svc_balanced_platt"] = _class_metrics(yte, pred, proba, classes,

@@ -30,3 +30,22 @@ def test_peer_runner_writes_rows_for_the_results_page(tmp_path):
     rows = json.loads((tmp_path / "bench_svm.json").read_text())["rows"]
     assert {r["n"] for r in rows} == {2000, 5000}
     assert all(r["ratio_ours_over_libsvm"] > 0 for r in rows)
+
+
+@pytest.mark.parametrize("argv,key", [
+    (["predict", "--rows", "3000", "--n-fit", "300"], "predict"),
+    (["rare", "--n-train", "400", "--seeds", "0"], "rare"),
+])
+def test_table_benchmarks_run_on_their_smallest_setting(tmp_path, argv, key):
+    """benchmarks/bench_tables.py (issue 32's figures) at tiny sizes."""
+    out = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_tables.py"), *argv,
+                          "--out", str(tmp_path / "b.json")],
+                         capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads((tmp_path / "b.json").read_text())[key]
+    if key == "predict":
+        assert result["rows"] == 3000 and all(r["seconds"] > 0 for r in result["runs"])
+    else:
+        row = result[0]
+        for model in ("btsvc", "btsvc_balanced", "sklearn_svc_balanced_platt"):
+            assert 0.0 <= row[model]["balanced_accuracy"] <= 1.0 and row[model]["nll"] > 0

@@ -35,7 +35,8 @@ settings = {{ ard = true, class_weight = "balanced", optimizer_options = {{ maxi
 kind = "btsvc"
 name = "BTSVC-unweighted"
 sample_weight = false
-search = {{ n_starts = 1 }}
+committee = true
+search = {{ n_starts = 2 }}
 settings = {{ optimizer_options = {{ maxiter = 4 }} }}
 
 [[models]]
@@ -79,6 +80,9 @@ def test_the_run_fits_text_labels_with_the_weights_and_keeps_the_coding(table_ru
     assert m.hyperparameters_["kappa"].shape == (3,)
     unweighted = load_model(models / "shop__BTSVC-unweighted__p000.h5")
     assert unweighted.class_weight is None and unweighted.hyperparameters_["kappa"] > 0
+    # the evidence-weighted committee of the two starts on text labels
+    entry = rec["results"]["shop"]["BTSVC-unweighted"]["p000"]
+    assert entry["n_starts_done"] == 2 and np.isfinite(entry["committee_metrics"]["nll"])
     # the models score raw rows, text labels come out as text
     raw = frame.drop(columns=["bought", "w"])
     raw.to_csv(tmp / "new.csv", index=False)
