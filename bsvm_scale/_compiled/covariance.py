@@ -114,21 +114,12 @@ def cov_cross(kern, B, out):
             out[a, b] = kappa0 * np.exp(-0.5 * acc[b]) + kappa_b
 
 
-@jit(parallel=True)
+@jit()
 def cov_cross_matvec(kern, B, v):
     """``sum_b Cov(kern.X[a], B[b]) v[b]`` for every input ``a`` of ``kern``
     without storing the block (prediction means)."""
-    A, w, kappa0, kappa_b = kern
-    Bt = np.ascontiguousarray(B.T)
-    out = np.empty(A.shape[0])
-    for a in prange(A.shape[0]):
-        acc = np.empty(B.shape[0])
-        _wsqdist_row(A, a, Bt, w, acc)
-        s = 0.0
-        for b in range(B.shape[0]):
-            s += (kappa0 * np.exp(-0.5 * acc[b]) + kappa_b) * v[b]
-        out[a] = s
-    return out
+    return cov_cross_matvec_block(kern, B, v, np.empty(0, dtype=np.int64), 0.0,
+                                  np.empty((kern.X.shape[0], 0)))
 
 
 @jit(parallel=True)
