@@ -163,6 +163,21 @@ def _series_values(series):
     return series.to_numpy(dtype=object)
 
 
+def frame_kinds(data):
+    """Kinds a DataFrame's dtypes declare: ``category`` columns are categorical
+    (also when their categories are numbers, e.g. codes), ``bool`` ones boolean."""
+    if not _is_frame(data):
+        return {}
+    kinds = {}
+    for k, name in enumerate(data.columns):
+        dtype = str(data.iloc[:, k].dtype).lower()
+        if dtype == "category":
+            kinds[str(name)] = "categorical"
+        elif dtype in ("bool", "boolean"):
+            kinds[str(name)] = "boolean"
+    return kinds
+
+
 def _same_length(columns, where):
     sizes = {len(v) for v in columns.values()}
     if len(sizes) > 1:
@@ -190,7 +205,8 @@ def fit_encoder(table, where="X"):
     if isinstance(table, EncodedTable):
         return table.encoder, table.X
     columns = table_columns(table, where)
-    declared = table.declared if isinstance(table, Table) else {}
+    data = table.data if isinstance(table, Table) else table
+    declared = {**frame_kinds(data), **(table.declared if isinstance(table, Table) else {})}
     missing = (table.missing if isinstance(table, Table) else None) or "error"
     unknown = (table.unknown if isinstance(table, Table) else None) or "error"
     schema = infer_schema(columns, declared, missing, unknown)

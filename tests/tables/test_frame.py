@@ -65,3 +65,17 @@ def test_prediction_inputs_by_name_or_by_position():
         transform_for(enc, EncodedTable(X, fit_encoder(frame[["v"]])[0]))
     with pytest.raises(TableError, match="column names must be text"):
         table_columns({1: [1.0]})
+
+
+def test_pandas_category_and_bool_dtypes_declare_their_kind():
+    """A ``category`` column is categorical even when its categories are numbers
+    (codes); a declaration in :class:`Table` still wins."""
+    frame = pd.DataFrame({"zip": pd.Categorical([10001, 10002, 10001]),
+                          "b": pd.array([True, None, False], dtype="boolean"),
+                          "v": [1.0, 2.0, 3.0]})
+    enc, X = fit_encoder(frame)
+    assert {c.name: c.kind for c in enc.codings} == {"zip": "categorical", "b": "boolean",
+                                                     "v": "numeric"}
+    assert enc.feature_names_out[:2] == ["zip=10001", "zip=10002"]
+    enc2, _ = fit_encoder(Table(frame, numeric=["zip"]))
+    assert enc2.codings[0].kind == "numeric"
