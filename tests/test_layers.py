@@ -93,3 +93,58 @@ def test_an_upward_or_sideways_import_is_caught(tmp_path, unit, target):
     (package / unit / "probe2.py").write_text(f"from {module} import {name}\n")
     assert _violations(package) == [f"{unit}/probe.py imports {target}",
                                     f"{unit}/probe2.py imports {target.rsplit('.', 1)[0]}"]
+
+
+def _module_graph(package=PACKAGE):
+    """``{module: {modules of the same subpackage it imports}}`` (module-level and
+    function-level imports alike; a package's ``__init__`` is left out: it is the
+    subpackage's public face, importing from its own modules)."""
+    graph = {}
+    for path in sorted(package.rglob("*.py")):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        if path.stem == "__init__":
+            continue
+        unit = _unit(name)
+        deps = set()
+        for target in _imports(path, package):
+            if _unit(target) == unit and target != name:
+                deps.add(target)
+        graph[name] = deps
+    return graph
+
+
+def _cycle(graph):
+    """One import circle of ``graph`` (a list of modules), or None."""
+    state, stack = {}, []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for d in sorted(graph.get(m, ())):
+            if d not in graph:  # a name inside a module, not a module
+                continue
+            if state.get(d) == 1:
+                return stack[stack.index(d):] + [d]
+            if d not in state:
+                found = visit(d)
+                if found:
+                    return found
+        stack.pop()
+        state[m] = 2
+        return None
+
+    for m in sorted(graph):
+        if m not in state:
+            found = visit(m)
+            if found:
+                return found
+    return None
+
+
+def test_no_import_circle_inside_a_layer():
+    assert _cycle(_module_graph()) is None
+
+
+def test_the_circle_check_finds_a_circle():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None

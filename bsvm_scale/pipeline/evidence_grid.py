@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .schema import GRID_KEYS, check_table
+from .taskio import dependencies, owns_dir, read_xy, versions
 
 __all__ = ["GRID_DEFAULTS", "GRID_SUFFIX", "check_evidence_grid", "grid_specs", "grid_axes",
            "compute_grid", "grid_center", "run_grid_task", "is_grid", "grid_records",
@@ -114,11 +115,6 @@ def grid_specs(specs, models):
             out.append({**s, "task_id": tid, "start": -1, "n_starts": 1, "task_dir": task_dir,
                         "evidence_grid": dict(opts), "after": after})
     return out
-
-
-def dependencies(spec):
-    """Ids of the tasks ``spec`` waits for (``fix_from`` and ``after``)."""
-    return [*spec.get("fix_from", []), *spec.get("after", [])]
 
 
 def is_grid(result):
@@ -236,10 +232,9 @@ def _resume_point(spec, center):
 def _checkpointer(spec, center):
     """``on_row`` callback writing the partial grid into the task's checkpoint."""
     from .checkpoint import save_checkpoint
-    from .tasks import _owns_dir
 
     def on_row(grid):
-        if _owns_dir(spec):
+        if owns_dir(spec):
             save_checkpoint(Path(spec["task_dir"]) / CHECKPOINT,
                             {"key": spec.get("key") or "", "center": dict(center), "grid": grid})
         if spec.get("eval_delay"):  # testing hook: slow the rows down
@@ -259,7 +254,6 @@ def run_grid_task(spec, *deps):
     from threadpoolctl import threadpool_limits
 
     from .._util.memory import peak_rss_bytes, reset_peak_rss
-    from .tasks import _owns_dir, read_xy, versions
 
     t_start = time.time()
     center = grid_center(spec, deps)
@@ -283,7 +277,7 @@ def run_grid_task(spec, *deps):
               "n_train": int(train.size), "n_test": int(test.size), "evidence_grid": grid,
               "versions": versions(), "peak_rss_mb": peak_rss_bytes() / 2 ** 20,
               "peak_rss_scope": peak_scope}
-    if _owns_dir(spec):
+    if owns_dir(spec):
         from .checkpoint import write_record
 
         write_record(Path(spec["task_dir"]) / "result.h5", result)

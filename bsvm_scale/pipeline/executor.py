@@ -113,7 +113,7 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
 
 def _weights_of(path):
     """The case weights of a data set file (``/extra/sample_weight``), or None."""
-    from .tasks import read_weights
+    from .taskio import read_weights
 
     return read_weights(str(path))
 

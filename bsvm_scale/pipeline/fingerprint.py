@@ -30,7 +30,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import re
 import shutil
 import time
 from pathlib import Path
@@ -40,12 +39,11 @@ import numpy as np
 from ..optimization.driver import PIECEWISE_OPTIONS
 from ..optimization.starts import DEFAULT_ARD_INIT
 from .checkpoint import atomic_write_bytes
-from .evidence_grid import dependencies
+from .taskio import KEY_FILE, dependencies, read_key
 
 __all__ = ["array_digest", "dataset_key", "task_keys", "key_changed", "reconcile_tasks",
            "read_key", "write_key", "KEY_FILE", "VERSIONS_DIR"]
 
-KEY_FILE = "key"
 #: earlier versions of task directories live in ``<tasks>/VERSIONS_DIR/<task id>/<key>``
 VERSIONS_DIR = ".versions"
 #: versions kept per task (the most recently set aside)
@@ -141,16 +139,6 @@ def task_keys(specs, data):
                                   array_digest(np.asarray(s["test"])), digests[s["dataset"]],
                                   *[keys[t] for t in dependencies(s)])
     return keys
-
-
-def read_key(path):
-    """The key stored at ``path`` (a small text file), or None (also for a file
-    that does not hold a key, e.g. one left empty)."""
-    path = Path(path)
-    if not path.exists():
-        return None
-    text = path.read_text(encoding="ascii", errors="replace").strip()
-    return text if re.fullmatch(r"[0-9a-f]{64}", text) else None
 
 
 def write_key(path, key):

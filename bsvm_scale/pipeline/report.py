@@ -69,7 +69,7 @@ def _plt():
 
 
 def _load_data(path):
-    from .tasks import read_xy
+    from .taskio import read_xy
 
     try:
         return read_xy(str(path))

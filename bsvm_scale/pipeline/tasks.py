@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import socket
 import tempfile
 import time
@@ -42,7 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from .._util.memory import peak_rss_bytes, reset_peak_rss
-from .config import BAYES_KINDS, KINDS, TASK_OF
+from .schema import BAYES_KINDS, KINDS, TASK_OF
+from .taskio import (feature_names_of, machine, model_inputs, owns_dir, read_coding, read_ids,
+                     read_weights, read_xy, source_commit, versions)
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
 from .external import without_platt
@@ -53,110 +54,9 @@ __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "machine", "source_
            "make_estimator",
            "regression_metrics", "classification_metrics"]
 
-_DATA_CACHE = {}
 #: a start checkpoints again only when the time since its last checkpoint is
 #: at least this many times that checkpoint's write time
 CHECKPOINT_SPACING = 10.0
-
-
-def versions():
-    import importlib.metadata as md
-
-    out = {"python": platform.python_version()}
-    for pkg in ("bsvm_scale", "numpy", "scipy", "numba", "dask", "distributed", "h5py",
-                "scikit-learn"):
-        try:
-            out[pkg] = md.version(pkg)
-        except md.PackageNotFoundError:
-            out[pkg] = "unknown"
-    return out
-
-
-def machine():
-    """Operating system, cores, CPU model and memory of this machine (for the
-    run record: the results page states where its runs ran)."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for ln in Path("/proc/cpuinfo").read_text().splitlines():
-            if ln.startswith("model name"):
-                cpu = ln.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2 ** 30
-    except (ValueError, OSError, AttributeError):
-        mem = float("nan")
-    return {"system": f"{platform.system()} {platform.release()}", "cores": int(os.cpu_count() or 0),
-            "cpu": cpu, "memory_gib": float(mem)}
-
-
-def source_commit():
-    """``git describe --always --dirty`` of the checkout holding this package
-    ('' outside a git checkout)."""
-    import subprocess
-
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return out.stdout.strip() if out.returncode == 0 else ""
-
-
-def read_xy(source):
-    """``(X, y)`` from an HDF5 data set path (read-only, cached per process), or
-    from scattered data ``(X, y)`` / ``(X, y, case_ids)``."""
-    if not isinstance(source, (str, os.PathLike)):
-        X, y = source[0], source[1]
-        return np.asarray(X, dtype=np.float64), np.asarray(y)
-    from ..datasets import read_dataset
-
-    p = str(source)
-    st = os.stat(p)
-    key = (p, st.st_mtime_ns, st.st_size)
-    if key not in _DATA_CACHE:
-        ds = read_dataset(p, splits=False, extra=False)
-        _DATA_CACHE.clear()  # keep one data set per worker process
-        _DATA_CACHE[key] = (ds.X, ds.y)
-    return _DATA_CACHE[key]
-
-
-def read_coding(source):
-    """The table coding (:class:`~bsvm_scale.tables.TableEncoder`) of an HDF5 data
-    set path imported from a table; None for other data and scattered data."""
-    if not isinstance(source, (str, os.PathLike)):
-        return source[3] if len(source) > 3 else None
-    from ..datasets import read_encoder
-
-    return read_encoder(str(source))
-
-
-def read_weights(source):
-    """The case weights of an HDF5 data set path (``/extra/sample_weight``, an
-    imported ``--weight`` column); None without them."""
-    if not isinstance(source, (str, os.PathLike)):
-        return source[4] if len(source) > 4 else None
-    import h5py
-
-    from ..datasets import dataset_info
-    from ..datasets._dataset import SAMPLE_WEIGHT
-
-    if SAMPLE_WEIGHT not in dataset_info(str(source))["extra"]:
-        return None
-    with h5py.File(str(source), "r") as f:
-        return np.asarray(f["extra"][SAMPLE_WEIGHT][...], dtype=np.float64)
-
-
-def _inputs(X, coding):
-    """Training inputs as a model takes them: the coded table of a data set
-    imported from a table (the model keeps its coding), else the array."""
-    if coding is None:
-        return X
-    from ..tables import EncodedTable
-
-    return EncodedTable(X, coding)
 
 
 def _weight_kw(model, weights):
@@ -166,25 +66,6 @@ def _weight_kw(model, weights):
     if weights is None or "sample_weight" not in inspect.signature(model.fit).parameters:
         return {}
     return {"sample_weight": weights}
-
-
-def read_ids(source):
-    """Case identifiers of an HDF5 data set path or of scattered ``(X, y, case_ids)``
-    (None without them)."""
-    if not isinstance(source, (str, os.PathLike)):
-        return source[2] if len(source) > 2 else None
-    from ..datasets import read_case_ids
-
-    return read_case_ids(str(source))
-
-
-def _feature_names(source):
-    """Feature names of the data set file ``source`` (None for scattered data)."""
-    if not isinstance(source, (str, os.PathLike)):
-        return None
-    from ..datasets import dataset_info
-
-    return dataset_info(source)["feature_names"]
 
 
 def n_starts_of(kind, params):
@@ -350,7 +231,7 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr, coding=None, weights=None)
     full = make_estimator(kind, {**params, "n_starts": n_starts})
     kw = {} if weights is None or "sample_weight" not in inspect.signature(
         full.start_points).parameters else {"sample_weight": weights}
-    return np.asarray(full.start_points(_inputs(Xtr, coding), ytr, **kw)[k], dtype=float)
+    return np.asarray(full.start_points(model_inputs(Xtr, coding), ytr, **kw)[k], dtype=float)
 
 
 def _trajectory_of(model, theta0):
@@ -387,7 +268,7 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     writer = _CheckpointWriter(spec, theta0, n_models)
     inits, resumed = writer.inits(thetas)
     model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(_inputs(Xtr, coding), ytr, callback=writer,
+    model.fit(model_inputs(Xtr, coding), ytr, callback=writer,
               init=inits[0] if n_models == 1 else inits, case_ids=case_ids,
               **_weight_kw(model, weights))
     theta = model.theta_ if n_models == 1 else theta0
@@ -437,7 +318,7 @@ class _CheckpointWriter:
         t0 = time.perf_counter()
         end, took = self.last_write[i]
         if (self.paths[i] is not None and t0 - end >= CHECKPOINT_SPACING * took
-                and _owns_dir(self.spec)):
+                and owns_dir(self.spec)):
             save_checkpoint(self.paths[i], {"theta0": self.theta0,
                                             "key": self.spec.get("key") or "",
                                             "evals": _columns(self.evals[i]), "state": state})
@@ -476,7 +357,7 @@ def _fit_plain(spec, Xtr, ytr, coding=None, weights=None):
         if coding is not None:
             record_table(best, coding)  # fitted on the coded table
         return best, extra
-    est.fit(_inputs(Xtr, coding), ytr, **sw)
+    est.fit(model_inputs(Xtr, coding), ytr, **sw)
     starts = getattr(est, "starts_", None)
     if kind in ("gpr", "gpc") and starts:  # the best start's evaluations
         extra["trajectory"] = trajectory_columns(starts[est.best_start_]["trajectory"],
@@ -513,13 +394,13 @@ def run_task(spec, *deps):
                            coding, None if weights is None else weights[train])
     result = _result_record(spec, run, y[test], t_start, train.size, test.size)
     kind = spec["kind"]
-    names = None if coding is not None else _feature_names(spec["data"])
+    names = None if coding is not None else feature_names_of(spec["data"])
     model_h5 = (external_model_bytes(run["model"], kind) if kind in EXTERNAL_KINDS
                 else _model_bytes(run["model"], names))
     # the result vouches for its model file: a model.h5 written by another task in
     # the same directory (an orphan of an earlier run) is not taken with this result
     result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()
-    if _owns_dir(spec):
+    if owns_dir(spec):
         from .checkpoint import atomic_write_bytes, write_record
 
         td = Path(spec["task_dir"])
@@ -588,17 +469,6 @@ def _result_record(spec, run, yte, t_start, n_train, n_test):
         "peak_rss_mb": peak_rss_bytes() / 2**20,
         "peak_rss_scope": run["peak_scope"],
     }
-
-
-def _owns_dir(spec):
-    """True when the task may write into ``spec['task_dir']`` (its key is the directory's)."""
-    if not spec.get("task_dir"):
-        return False
-    if spec.get("key") is None:
-        return True
-    from .fingerprint import KEY_FILE, read_key
-
-    return read_key(Path(spec["task_dir"]) / KEY_FILE) == spec["key"]
 
 
 def format_exception(exc):
