@@ -1,0 +1,255 @@
+"""Bit-for-bit guard of the evidence searches of BSVR and BTSVC.
+
+The fits below cover every route of a search: several starts, the subsample
+phase of coarse-to-fine starts, the isotropic-to-ARD continuation, an
+inferred ``kappa0``, the matrix-free evidence, a resumed start (``init`` with
+state and recorded evaluations), a retraining (``warm_start_from``) and more
+than two classes. :data:`REFERENCE` holds their fingerprints (exact
+``float.hex`` of scalars, SHA-256 of array bytes) as computed by
+:func:`fingerprints`; the test recomputes them and demands equality, so that
+a change of how the search is organised cannot change a result unnoticed.
+
+The numbers are those of this project's machine kind (x86-64, the pinned
+numpy / numba / BLAS, one thread). Fingerprints are regenerated with
+``PYTHONPATH=. python3 tests/optimization/test_search_pins.py``; a change of
+a fingerprint must be explained in the commit that makes it.
+"""
+
+import hashlib
+import pprint
+import warnings
+
+import numpy as np
+
+from bsvm_scale import BayesianSVC, BayesianSVR
+
+
+def _h(a):
+    return hashlib.sha256(np.ascontiguousarray(a, dtype=np.float64).tobytes()).hexdigest()[:24]
+
+
+def _x(v):
+    return float(v).hex()
+
+
+def _reg(n=150, d=2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2.0, 2.0, (n, d))
+    y = np.sinc(X[:, 0]) + 0.3 * X[:, -1] + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def _cls(n=150, d=2, seed=0, shift=0.7):
+    rng = np.random.default_rng(seed)
+    X = np.r_[rng.normal(-shift, 1.0, (n // 2, d)), rng.normal(shift, 1.0, (n - n // 2, d))]
+    y = np.r_[np.zeros(n // 2), np.ones(n - n // 2)]
+    return X, y
+
+
+def _print(est, Xt):
+    """The fitted values a search decides: hyperparameters, evidence,
+    iterations, the records' count and the predictions at ``Xt``."""
+    if isinstance(est, BayesianSVR):
+        mu, sd = est.predict(Xt, return_std=True)
+        out = (_h(mu), _h(sd))
+    else:
+        out = (_h(est.predict_proba(Xt)),)
+    theta = (np.concatenate([e.theta_ for e in est.estimators_])
+             if hasattr(est, "estimators_") else est.theta_)
+    starts = est.starts_ if isinstance(est.starts_[0], dict) else \
+        [s for per_class in est.starts_ for s in per_class]
+    trajectory = [r["fun"] for s in starts for r in s["trajectory"]]
+    return (_h(theta), _h(np.atleast_1d(est.log_evidence_)), _h(np.atleast_1d(est.n_iter_)),
+            len(starts), _h(trajectory)) + out
+
+
+def _resumed(make, X, y, at=2):
+    """A fit resumed from the state recorded after evaluation ``at`` of its
+    first start, with the evaluations up to there replayed."""
+    seen = []
+
+    def keep(k, rec, state):
+        seen.append((k, rec, state))
+
+    make().fit(X, y, callback=keep)
+    k, _, state = seen[at]
+    records = [rec for j, rec, _ in seen[:at + 1] if j == k]
+    theta0 = records[0]["theta"]
+    return make().fit(X, y, init={"theta": theta0, "state": state, "evaluations": records})
+
+
+def _bsvr_prints(out):
+    X, y = _reg()
+    Xt = np.random.default_rng(9).uniform(-2.0, 2.0, (9, 2))
+    out["bsvr_default"] = _print(BayesianSVR().fit(X, y), Xt)
+    out["bsvr_one_start"] = _print(BayesianSVR(n_starts=1).fit(X, y), Xt)
+    out["bsvr_coarse"] = _print(BayesianSVR(init_subsample=60).fit(X, y), Xt)
+    X3, y3 = _reg(d=3, seed=1)
+    Xt3 = np.random.default_rng(8).uniform(-2.0, 2.0, (9, 3))
+    out["bsvr_ard"] = _print(BayesianSVR(ard=True, n_starts=1).fit(X3, y3), Xt3)
+    out["bsvr_ard_isotropic"] = _print(
+        BayesianSVR(ard=True, ard_init="isotropic", optimizer_options={"maxiter": 8}).fit(X3, y3),
+        Xt3)
+    out["bsvr_kappa0"] = _print(BayesianSVR(kappa0="evidence", n_starts=1).fit(X, y), Xt)
+    out["bsvr_matrix_free"] = _print(
+        BayesianSVR(evidence_method="matrix_free", n_starts=1).fit(X, y), Xt)
+    out["bsvr_resumed"] = _print(_resumed(lambda: BayesianSVR(n_starts=1), X, y), Xt)
+    first = BayesianSVR(n_starts=1).fit(X[:120], y[:120])
+    out["bsvr_retrain"] = _print(BayesianSVR(warm_start_from=first).fit(X, y), Xt)
+
+
+def _btsvc_prints(out):
+    X, y = _cls()
+    Xt = np.random.default_rng(9).normal(size=(9, 2))
+    out["btsvc_default"] = _print(BayesianSVC().fit(X, y), Xt)
+    out["btsvc_coarse"] = _print(BayesianSVC(init_subsample=60).fit(X, y), Xt)
+    X3, y3 = _cls(d=3, seed=1)
+    Xt3 = np.random.default_rng(8).normal(size=(9, 3))
+    out["btsvc_ard"] = _print(BayesianSVC(ard=True, n_starts=1).fit(X3, y3), Xt3)
+    out["btsvc_ard_isotropic"] = _print(
+        BayesianSVC(ard=True, ard_init="isotropic", optimizer_options={"maxiter": 8}).fit(X3, y3),
+        Xt3)
+    out["btsvc_matrix_free"] = _print(
+        BayesianSVC(evidence_method="matrix_free", n_starts=1).fit(X, y), Xt)
+    out["btsvc_resumed"] = _print(_resumed(lambda: BayesianSVC(n_starts=1), X, y), Xt)
+    first = BayesianSVC(n_starts=1).fit(X[:120], y[:120])
+    out["btsvc_retrain"] = _print(BayesianSVC(warm_start_from=first).fit(X, y), Xt)
+    rng = np.random.default_rng(1)
+    yk = np.repeat([0, 1, 2], 40)
+    Xk = np.array([[0, 0], [2.5, 0], [0, 2.5]])[yk] + 0.8 * rng.standard_normal((120, 2))
+    out["btsvc_three_classes"] = _print(BayesianSVC(n_starts=1).fit(Xk, yk), Xt)
+
+
+def fingerprints():
+    """Every fingerprint (see the module docstring)."""
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _bsvr_prints(out)
+        _btsvc_prints(out)
+    return out
+
+
+#: :func:`fingerprints` of the code as recorded (see the module docstring)
+REFERENCE = {'bsvr_ard': ('8b9bdddfeb9386828aa51b5e',
+              '7099270ccb7351e77455ef8b',
+              'fe555d486cc8379252e92fe7',
+              1,
+              '51ab58af911ec7bb6c3a3953',
+              'ee991b721e9125915300d272',
+              '3ef584d7323b2f33fea23d13'),
+ 'bsvr_ard_isotropic': ('f6b39c159ba6caa6e05e41bd',
+                        '9ca6714ca75c3058ccc847ae',
+                        '7f4c2ba367bb2d97b82cdc2b',
+                        3,
+                        '9022663700f7ebcb2d93f3eb',
+                        'e04782be8610aa0137653dc8',
+                        '9101bcf90347c3d2ef5477e4'),
+ 'bsvr_coarse': ('1ccf7b1a12a6ddeb7ba20014',
+                 'be7565d8af00198b4b0ded4b',
+                 'd73f811b968e119de7a04dec',
+                 2,
+                 '98a9321b9b2a9532f4904c6f',
+                 'a50842cafd09fa117eca9bae',
+                 '5392f31027e06d0419a69da0'),
+ 'bsvr_default': ('492aca4ee518737a12204b51',
+                  '25ef6b695eb41a6aea87885b',
+                  '7f4ff09ec7afc2f6c5799fd1',
+                  2,
+                  'b451fa1d977a9840214c942d',
+                  '4c9cf927c5219d00afac8a58',
+                  'e8be7970498dd08648ef08c9'),
+ 'bsvr_kappa0': ('216412c5121eed3729415d42',
+                 'f477aab330656e63573ba7e2',
+                 '606ecda9813958644ab35765',
+                 1,
+                 '7de117b1220b30a9014e59b3',
+                 '532e819b7aac38dcabdee5d1',
+                 'b9055b3b637ceae9a683b788'),
+ 'bsvr_matrix_free': ('168561899cfc6ffb1264a9c1',
+                      '4fee04286b989ba73d3dc6f1',
+                      '0820a375e596c47ddd3140f6',
+                      1,
+                      'd715c89a7ff7b084035fb4e3',
+                      '6996cc8edd0682e2d01fb868',
+                      'd2f7ee5a680dc601ba083484'),
+ 'bsvr_one_start': ('492aca4ee518737a12204b51',
+                    '25ef6b695eb41a6aea87885b',
+                    '7f4ff09ec7afc2f6c5799fd1',
+                    1,
+                    '91bf9fe6d444af19af396f3e',
+                    '4c9cf927c5219d00afac8a58',
+                    'e8be7970498dd08648ef08c9'),
+ 'bsvr_resumed': ('492aca4ee518737a12204b51',
+                  '25ef6b695eb41a6aea87885b',
+                  '7f4ff09ec7afc2f6c5799fd1',
+                  1,
+                  '91bf9fe6d444af19af396f3e',
+                  '4c9cf927c5219d00afac8a58',
+                  'e8be7970498dd08648ef08c9'),
+ 'bsvr_retrain': ('b0d112f748e110385edc0234',
+                  'db981d70320d2cfb3d7ee676',
+                  '663e3307e15029a0314d2d35',
+                  1,
+                  'c9a8cb466d69e5e402056f97',
+                  '0688f1a12be59ab1b37e4ae1',
+                  'a1ce84a96595ceba1128326f'),
+ 'btsvc_ard': ('84f914bba84c5c9dc8eaa2fe',
+               '2613267d5c11550eeb0f167b',
+               'a8d49739f8d8184d7ab0bb2f',
+               1,
+               '1c9b7b391ddf256a009f7d68',
+               '2458f2815647523d91bf3fd0'),
+ 'btsvc_ard_isotropic': ('e74b5da5b8aec9a486245557',
+                         'ea403fe50b9d1390e27e0386',
+                         '69c1b070ce443e5e6dca7019',
+                         3,
+                         'ba365366b667e95a5b05998f',
+                         '29cfc946271d886e79a19f07'),
+ 'btsvc_coarse': ('3db8c1f5d1f4434f158a4f59',
+                  '5f7d7befb9731a0c41a511b0',
+                  '4d3be679752b01f214696ffe',
+                  2,
+                  '19cf30073470546bc861c6b4',
+                  'eb55db4fe2be5537b1d72583'),
+ 'btsvc_default': ('c4d2cf93edd8930a3d985304',
+                   '5fa3730aadea7500515dc2bd',
+                   'ad595fbfdef5a3615a8ac501',
+                   2,
+                   '1c8f3535065258ea4902de48',
+                   'e0b256422167bfe518823618'),
+ 'btsvc_matrix_free': ('520cb07f37e8d50e7cdde9e1',
+                       'db0e7225e5dd77463cbff2ed',
+                       'ed2f2bcc135b233e5f0c7907',
+                       1,
+                       '89ee14ce8c5c7cc8b8066636',
+                       'ab08bcc07865babcb08740fb'),
+ 'btsvc_resumed': ('8877bce3b446a76a8bc9f5e5',
+                   'e72d8063e389a56ec05c6615',
+                   '39652b5f1eeb791af9b416ce',
+                   1,
+                   'bfc60f8a87bb999c8fcd5c72',
+                   '9f53252a4c06003622b22c55'),
+ 'btsvc_retrain': ('717d0f07a817920fb2079b22',
+                   '37403305f9f9b62d31a5d2d1',
+                   '030562aacd3743409a551f1f',
+                   1,
+                   'e8a6e98178e790b9e7eb9b2d',
+                   'e90a51562e3bc994cf408122'),
+ 'btsvc_three_classes': ('e10c76de966fb4e6b754e9e1',
+                         '5dbc0306818276583678d9f3',
+                         '05b75f88294e9c549533bff3',
+                         3,
+                         'ea66cbe0ddbb9b413bfdf664',
+                         '2399da0aa2f1ecc805db9475')}
+
+
+def test_search_results_are_unchanged():
+    got = fingerprints()
+    assert got.keys() == REFERENCE.keys()
+    changed = {k: (got[k], REFERENCE[k]) for k in got if got[k] != REFERENCE[k]}
+    assert not changed, pprint.pformat(changed)
+
+
+if __name__ == "__main__":
+    pprint.pprint(fingerprints(), width=100)
