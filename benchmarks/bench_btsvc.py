@@ -134,11 +134,11 @@ def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
     from sklearn.svm import SVC
 
     from bsvm_scale._util.base import Standardizer
-    from bsvm_scale.models.btsvc import EvidenceObjective
+    from bsvm_scale.models.btsvc import TrigObjective
     from bsvm_scale.inference.covariance import GaussianCovariance
 
     Xw, yw = _data("gauss2d", 200, seed)  # compile outside the timings
-    EvidenceObjective(Xw, np.where(yw > 0, 1.0, -1.0), False).solve(np.log([1.0, 0.5, 100.0]))
+    TrigObjective(Xw, np.where(yw > 0, 1.0, -1.0), False).solve(np.log([1.0, 0.5, 100.0]))
     rows = []
     print(f"\nCold MAP solve, C2, kappa0 = C = {kappa0:g}, kappa = 1/d, tol 1e-3, "
           f"cache {cache_mb:g} MiB (median of {repeat})")
@@ -153,7 +153,7 @@ def bench_map(sizes, repeat, seed, kappa0=10.0, cache_mb=256.0):
         theta = GaussianCovariance(kappa0, 1.0 / X.shape[1], 100.0).theta
 
         def ours():
-            return EvidenceObjective(Xs, yb, False, cache_mb=cache_mb).solve(theta)
+            return TrigObjective(Xs, yb, False, cache_mb=cache_mb).solve(theta)
 
         t_ours, (cov, sol) = _timeit(ours, repeat, np.median)
         alpha = sol["alpha"]
@@ -181,12 +181,12 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 
     from bsvm_scale._util.base import Standardizer
-    from bsvm_scale.models.btsvc import EvidenceObjective
+    from bsvm_scale.models.btsvc import TrigObjective
     from bsvm_scale.inference.covariance import GaussianCovariance
 
     # warm-up: Numba compilation outside the timings
     Xw, yw = _data("gauss2d", 200, seed)
-    EvidenceObjective(Xw, np.where(yw > 0, 1.0, -1.0), False)(np.log([10.0, 0.5, 100.0]))
+    TrigObjective(Xw, np.where(yw > 0, 1.0, -1.0), False)(np.log([10.0, 0.5, 100.0]))
 
     rows = []
     for n in sizes:
@@ -198,7 +198,7 @@ def bench_evidence(sizes, gpc_max_n, repeat, seed):
         theta2 = theta + np.array([0.05, -0.05, 0.05])  # a nearby optimiser step
 
         def cold():
-            obj = EvidenceObjective(Xs, yb, False)
+            obj = TrigObjective(Xs, yb, False)
             t0 = time.perf_counter()
             obj.solve(theta)
             t1 = time.perf_counter()

@@ -1,16 +1,19 @@
 """BSVR evidence objective: ``theta -> (-ln evidence, gradient, info)`` of
 (4.38)-(4.42) at the MAP solution of the dual (4.25).
 
-:class:`_Problem` keeps the row cache and the last dual vector, warm-starts the
-Numba SMO of :mod:`bsvm_scale._compiled.smo_silf` at every new point and evaluates the
-evidence densely or matrix-free (:func:`bsvm_scale.inference.evidence_silf.silf_evidence`).
-The estimator is :class:`bsvm_scale.models.bsvr.BayesianSVR`.
+:class:`SilfObjective` implements the objective contract of
+:mod:`bsvm_scale.optimization.objective`: it keeps the row cache and the last
+dual vector, warm-starts the Numba SMO of :mod:`bsvm_scale._compiled.smo_silf`
+at every new point and evaluates the evidence densely or matrix-free
+(:func:`bsvm_scale.inference.evidence_silf.silf_evidence`). The estimator is
+:class:`bsvm_scale.models.bsvr.BayesianSVR`.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -20,12 +23,23 @@ from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
 from .map_lowrank import next_start, silf_start
-from ..optimization.driver import BestPoint
+from ..optimization.objective import BestPoint, Evaluation, Warm
 
-__all__ = ["_Problem"]
+__all__ = ["SilfObjective", "SilfDetail"]
 
 
-class _Problem:
+class SilfDetail(NamedTuple):
+    """What an evaluation of :class:`SilfObjective` leaves for the fitted
+    model: the hyperparameters it was made at and its evidence result
+    (:class:`~bsvm_scale.inference.evidence_silf.SilfEvidence`)."""
+
+    C: float
+    epsilon: float
+    covariance: GaussianCovariance
+    evidence: object
+
+
+class SilfObjective:
     """Objective ``theta -> (-ln evidence, gradient, info)`` for one data set.
 
     ``theta = [ln C, ln eps, (ln kappa0,) ln kappa | ln kappa_1..d, ln kappa_b]``
@@ -66,12 +80,27 @@ class _Problem:
         self.pinned = False  # start the next solve from self.nu as it is
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
 
-    def restart(self, nu=None):
-        """Start SMO afresh (or from ``nu``) for another optimiser run,
-        keeping the best point seen so far."""
-        best = self.best
-        self.reset(nu)
-        self.best = best
+    def restart(self, warm=None):
+        """Begin another optimiser run from the :class:`~bsvm_scale.optimization.objective.Warm`
+        ``warm`` (its dual vector, None: the current one; its secant slope,
+        None: the current one), keeping the best point seen so far."""
+        if warm is None:
+            return
+        if warm.dual is not None:
+            best = self.best
+            self.reset(warm.dual)
+            self.best = best
+        if warm.slope is not None:
+            self.slope = float(warm.slope)
+
+    def release(self):
+        """Nothing to drop: the row cache is reused by the next evaluation."""
+
+    def carry(self):
+        """The best dual solution and the last outer secant slope, which a
+        larger problem's first solve begins with (the slope does not scale
+        with the number of cases)."""
+        return Warm(None if self.best is None else self.best.dual, self.slope)
 
     def box(self, C):
         """The boxes ``|nu_i| <= C_i`` of (4.25): ``C`` itself without case
@@ -128,8 +157,8 @@ class _Problem:
     def _repeat(self, theta, need_grad):
         """True when ``theta`` is the point evaluated last (the MAP solution
         is unique, so the stored evaluation is the answer)."""
-        return (self.last is not None and np.array_equal(self.last[0], theta)
-                and (not need_grad or self.last[5].grad is not None))
+        return (self.last is not None and np.array_equal(self.last.theta, theta)
+                and (not need_grad or self.last.grad is not None))
 
     def unpack(self, theta):
         theta = np.asarray(theta, dtype=float)
@@ -161,10 +190,16 @@ class _Problem:
         return nu, f, float(bias), int(n_iter), float(vmax), how
 
     def __call__(self, theta, need_grad=True):
+        return self.evaluate(theta, need_grad).as_tuple()
+
+    def evaluate(self, theta, need_grad=True):
+        """The :class:`~bsvm_scale.optimization.objective.Evaluation` at
+        ``theta`` (a rejected step, the evidence arrays over ``evidence_mb``,
+        has value ``inf``)."""
         if self._repeat(theta, need_grad):  # the point just evaluated (the final evaluation)
-            nu, ev, info, f = self.last[4], self.last[5], self.last[6], self.last[7]
-            self._keep_best(ev.value, nu, f, theta, info)
-            return ev.value, ev.grad, info
+            last = self.last
+            self._keep_best(last.value, last.dual, last.f, theta, last.info)
+            return last
         C, eps, cov = self.unpack(theta)
         t0 = time.perf_counter()
         nu, f, bias, n_iter, vmax, how = self.solve(C, eps, cov)
@@ -177,9 +212,9 @@ class _Problem:
             if not need_grad:  # a final evaluation: the fit cannot be made
                 raise
             warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
-                          RuntimeWarning, stacklevel=2)
-            return np.inf, np.zeros(np.size(theta)), {"rejected": str(err), "smo_iter": n_iter,
-                                                      "smo_violation": vmax}
+                          RuntimeWarning, stacklevel=3)
+            return Evaluation(np.array(theta, dtype=float), np.inf, np.zeros(np.size(theta)),
+                              {"rejected": str(err), "smo_iter": n_iter, "smo_violation": vmax})
         t2 = time.perf_counter()
         box = self.box(C)
         info = {**ev.info(), "n_sv": int(ev.support.size), "n_off_bound": int(ev.off_bound.size),
@@ -194,10 +229,11 @@ class _Problem:
                 "jitter": ev.jitter, "bias": bias,
                 # wall time of the MAP solve and of the evidence (+ gradient)
                 "map_s": t1 - t0, "evidence_s": t2 - t1}
-        self.last = (np.array(theta, dtype=float), C, eps, cov, nu.copy(), ev, info, f)
+        self.last = Evaluation(np.array(theta, dtype=float), ev.value, ev.grad, info, nu.copy(),
+                               f, SilfDetail(C, eps, cov, ev))
         if not need_grad or np.all(np.isfinite(ev.grad)):  # as run_start counts points
             self._keep_best(ev.value, nu, f, theta, info)
-        return ev.value, ev.grad, info
+        return self.last
 
     def _keep_best(self, value, nu, f, theta, info):
         """Remember the MAP solution at the lowest ``-ln evidence`` so far."""
@@ -205,30 +241,32 @@ class _Problem:
             self.best = BestPoint(float(value), np.array(theta, dtype=float), nu.copy(),
                                   f.copy(), dict(info))
 
-    def evaluation_at(self, theta, best):
+    def final(self, theta):
         """The evaluation at ``theta`` (as :attr:`last`, without gradient).
 
-        When ``best`` (a :class:`BestPoint`) was made at ``theta`` its MAP
+        When the best point (:attr:`best`) was made at ``theta`` its MAP
         solution is used as it is. A new SMO solve, even warm-started from
         it, stops anywhere within ``tol`` of the optimum, and the evidence
         (4.38) jumps when a case there crosses between the loss's quadratic
         and linear pieces, so a re-solve could return a model whose evidence
-        differs from the best one the optimiser found (docs/design/history.md,
-        "Evidence jumps"). Otherwise it re-solves warm from ``best``'s dual
-        vector.
+        differs from the best one the optimiser found. Otherwise it re-solves
+        warm from the best point's dual vector.
         """
+        best = self.best
         theta = np.asarray(theta, dtype=float)
-        if best is not None and best.f is not None and np.array_equal(best.theta, theta):
+        if best is None:  # no search (fixed hyperparameters): from the current state
+            return self.evaluate(theta, need_grad=False)
+        if best.f is not None and np.array_equal(best.theta, theta):
             nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence,
                                kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
-            self.last = (theta.copy(), C, eps, cov, nu, ev, info, f)
+            self.last = Evaluation(theta.copy(), ev.value, ev.grad, info, nu, f,
+                                   SilfDetail(C, eps, cov, ev))
             return self.last
-        self.reset(None if best is None else best.dual)
-        self.pinned = best is not None
-        self(theta, need_grad=False)
-        return self.last
+        self.reset(best.dual)
+        self.pinned = True
+        return self.evaluate(theta, need_grad=False)
 
 
 def _best_point(stored, n):

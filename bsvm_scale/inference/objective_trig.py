@@ -4,7 +4,8 @@ optimiser.
 
 :func:`solve_dual` runs the Numba SMO of :mod:`bsvm_scale._compiled.smo_trig` on a
 working problem (cases at ``alpha = 0`` far from violating (5.31) are left out
-and checked afterwards); :class:`EvidenceObjective` keeps the row cache and the
+and checked afterwards); :class:`TrigObjective` (the objective contract of
+:mod:`bsvm_scale.optimization.objective`) keeps the row cache and the
 last dual solution (the warm start of the next solve) and evaluates the
 evidence densely or matrix-free (:mod:`bsvm_scale.inference.evidence_trig`,
 :mod:`bsvm_scale.inference.evidence_lowrank`). The estimator is
@@ -23,9 +24,9 @@ from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
 from .map_lowrank import next_start, trig_start
-from ..optimization.driver import BestPoint
+from ..optimization.objective import BestPoint, Evaluation, Warm
 
-__all__ = ["solve_dual", "EvidenceObjective", "EVIDENCE_MB", "case_weights"]
+__all__ = ["solve_dual", "TrigObjective", "EVIDENCE_MB", "case_weights"]
 
 
 # -- MAP solve ---------------------------------------------------------------------
@@ -179,7 +180,7 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True,
 EVIDENCE_MB = 1024.0
 
 
-class EvidenceObjective:
+class TrigObjective:
     """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
 
     Keeps one row cache and the last dual solution, which warm-starts the
@@ -237,7 +238,22 @@ class EvidenceObjective:
         self.n_smo_iter = sol["n_iter"]
         return cov, sol
 
-    def __call__(self, theta, keep_factor=False, with_grad=True):
+    def __call__(self, theta):
+        return self.evaluate(theta).as_tuple()
+
+    def final(self, theta):
+        """The evaluation a fitted model is made from: at the best point's own
+        dual solution when ``theta`` is the best point (:meth:`restore`),
+        without gradient, keeping the factor of the SV block."""
+        self.restore(theta)
+        return self.evaluate(theta, need_grad=False, keep_factor=True)
+
+    def evaluate(self, theta, need_grad=True, keep_factor=False):
+        """The :class:`~bsvm_scale.optimization.objective.Evaluation` at
+        ``theta``; ``keep_factor``: keep the factor of the SV block in its
+        ``info`` (what prediction needs). A rejected step (the evidence
+        arrays over ``evidence_mb``) has value ``inf``; at a final
+        evaluation (``keep_factor``) it is an error."""
         t0 = time.perf_counter()
         cov, sol = self.solve(theta)
         t_map = time.perf_counter() - t0
@@ -248,19 +264,18 @@ class EvidenceObjective:
             if keep_factor:
                 raise
             warnings.warn(f"{err} The step to {np.round(theta, 3)} is rejected.",
-                          RuntimeWarning, stacklevel=2)
-            return np.inf, np.zeros(np.size(theta)), {"n_sv": m, "jitter": 0.0,
-                                                      "smo_iter": sol["n_iter"],
-                                                      "smo_violation": sol["max_violation"],
-                                                      "map_s": t_map, "evidence_s": 0.0,
-                                                      "rejected": str(err)}
+                          RuntimeWarning, stacklevel=3)
+            return Evaluation(np.array(theta, dtype=float), np.inf, np.zeros(np.size(theta)),
+                              {"n_sv": m, "jitter": 0.0, "smo_iter": sol["n_iter"],
+                               "smo_violation": sol["max_violation"], "map_s": t_map,
+                               "evidence_s": 0.0, "rejected": str(err)})
         if m >= SMALL_BLOCK:
             # the cached rows are dropped at the next hyperparameters anyway:
             # give their memory to the evidence arrays
             self.release()
         t1 = time.perf_counter()
         value, grad, info = neg_log_evidence(
-            cov, self.X, self.y, sol["alpha"], with_grad=with_grad, keep_factor=keep_factor,
+            cov, self.X, self.y, sol["alpha"], with_grad=need_grad, keep_factor=keep_factor,
             method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank,
             predict_rank=self.evidence.predict_rank(m), weights=self.w)
         info.setdefault("method", "dense")
@@ -274,7 +289,8 @@ class EvidenceObjective:
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
                                   info={"smo_iter": int(sol["n_iter"])})
-        return value, grad, info
+        return Evaluation(np.array(theta, dtype=float), value, grad, info, sol["alpha"],
+                          sol["f"], cov)
 
     def get_state(self):
         """Warm-start state: the SMO vector ``alpha`` and the best point seen.
@@ -310,16 +326,21 @@ class EvidenceObjective:
                                   np.asarray(state["best_alpha"], dtype=np.float64).copy(),
                                   info={"smo_iter": int(state["best_smo_iter"])})
 
-    def restart(self, alpha=None):
-        """Begin another optimiser run from the dual warm start ``alpha``
-        (None: the current one), keeping the best point seen so far."""
-        if alpha is not None:
-            self.alpha = np.maximum(np.asarray(alpha, dtype=np.float64), 0.0)
+    def restart(self, warm=None):
+        """Begin another optimiser run from the :class:`~bsvm_scale.optimization.objective.Warm`
+        ``warm`` (its dual vector ``alpha``; None: the current one),
+        keeping the best point seen so far."""
+        if warm is not None and warm.dual is not None:
+            self.alpha = np.maximum(np.asarray(warm.dual, dtype=np.float64), 0.0)
         self._pinned = False
 
     def release(self):
         """Drop the row cache (kept: the best dual solution)."""
         self.cache = None
+
+    def carry(self):
+        """The best dual solution, which a larger problem's first solve begins with."""
+        return Warm(None if self.best is None else self.best.dual)
 
     def restore(self, theta):
         """Warm start from the dual solution kept for ``theta`` if it is the

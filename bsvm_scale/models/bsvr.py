@@ -23,7 +23,6 @@ of any scale; for targets of unit spread they coincide with the thesis' values.
 from __future__ import annotations
 
 import warnings
-from functools import partial
 from numbers import Real
 
 import numpy as np
@@ -40,16 +39,15 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_silf import (prediction_factor, predictive_variance_chunk,
                                        variance_from_cross)
-from ..inference.objective_silf import _Problem
-from ._common import BAYES_CONSTRAINTS, ard_groups, isotropic_fit, table_groups
+from ..inference.objective_silf import SilfObjective
+from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import run_plan, run_start
-from ..optimization.starts import (COARSE_OPTIONS, DEFAULT_ARD_INIT, FINE_FIRST_STEP,
-                                   FINE_MAX_STEP, ard_runs, best_start, coarse_starts,
-                                   retrain_options, search_options)
-from ..optimization.records import fixed_record, start_record, unrefined_record
+from ..optimization.objective import Warm
+from ..optimization.records import fixed_record
+from ..optimization.search import Data, Resume, Retrain, evaluate_at, search
+from ..optimization.starts import DEFAULT_ARD_INIT, search_options
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -475,29 +473,33 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                            "BayesianSVR",
                            "Subtract the mean of y before fitting (add it back to predictions).")
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
-        problem = _Problem(Xs, y, kappa0, beta, bool(self.ard), float(self.tol),
-                           float(self.cache_mb), self._max_iter, self._evidence_settings(), sw,
-                           self._groups)
-        thetas = self._start_points(s, d, bounds)
+        model = _SilfSearch(self, bounds, kappa0, beta, self._groups)
+        data = Data(Xs, y, sw)
+        thetas, resume, retrain = self._search_inputs(s, d, bounds, init, case_ids)
+        if self.optimize:
+            out = search(model, data, thetas, resume, retrain, callback)
+            obj, final, self.starts_ = out.objective, out.final, out.records
+        else:
+            obj, final = evaluate_at(model, data, thetas[0], resume, retrain)
+            self.starts_ = [fixed_record(thetas[0], final.value, final.info)]
+        self._set_fitted(final, beta, Xs, model.settings, sw)
+        keep_support_case_ids(self, case_ids)
+        self._smo_slope = float(obj.slope)
+        return self
+
+    def _search_inputs(self, s, d, bounds, init, case_ids):
+        """The start points, the resumed start (:class:`Resume`) and the
+        retraining (:class:`Retrain`) of a fit."""
+        thetas, resume, retrain = self._start_points(s, d, bounds), None, None
         prev = previous_model(self.warm_start_from, BayesianSVR, d, bool(self.ard),
                               self._groups)
         if prev is not None:
-            thetas = self._retrain_start(prev, bounds, problem, case_ids)
+            retrain = self._retrain(prev, bounds, case_ids)
+            thetas = [retrain.theta]
         if init is not None:
-            thetas = [self._resume(init, bounds, problem)]
-
-        if self.optimize:
-            final = self._optimise(X, y, Xs, problem, thetas, bounds, callback, init,
-                                   (kappa0, beta), retrain=None if prev is None
-                                   else (previous_hessians(prev),), sample_weight=sw)
-        else:
-            value, _, info = problem(thetas[0], need_grad=False)
-            final = problem.last
-            self.starts_ = [fixed_record(thetas[0], value, info)]
-        self._set_fitted(final, beta, Xs, problem.evidence, sw)
-        keep_support_case_ids(self, case_ids)
-        self._smo_slope = float(problem.slope)
-        return self
+            resume = self._resume(init, bounds)
+            thetas = [resume.theta]
+        return thetas, resume, retrain
 
     def _kappa0(self, y, sample_weight=None):
         """``kappa0`` of the objective: ``var(y)`` by default (weighted with case
@@ -511,145 +513,37 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             return _target_var(y, sample_weight)
         return None if self._lead == 3 else float(self.kappa0)
 
-    def _resume(self, init, bounds, problem):
-        """The start ``init["theta"]`` of ``fit(init=...)``, checked, with the
-        objective's state (or SMO vector) restored when ``init`` has one."""
+    def _resume(self, init, bounds):
+        """The start ``init`` of ``fit(init=...)``, checked: its ``theta``,
+        objective state (or bare SMO vector ``nu``) and evaluations."""
         theta = np.asarray(init["theta"], dtype=float)
         if theta.shape != (len(bounds),) or not np.all(np.isfinite(theta)):
             raise ValueError(f"init['theta'] must hold {len(bounds)} finite log "
                              f"hyperparameters (ard={self.ard}, kappa0={self.kappa0!r}); "
                              f"got {init['theta']!r:.200}.")
-        if init.get("state") is not None or init.get("nu") is not None:
-            problem.set_state(init["state"] if init.get("state") is not None
-                              else {"nu": init["nu"]})
-        return theta
+        return Resume(theta, init.get("state"), init.get("nu"), init.get("evaluations"))
 
-    def _retrain_start(self, prev, bounds, problem, case_ids=None):
-        """The first start of a retraining (``warm_start_from``): the earlier
-        optimum inside this fit's box. The MAP objective also takes the earlier
-        fit's estimate of the slope ``psi'(s)`` of the outer equation of the
-        SMO (:func:`bsvm_scale._compiled.smo_silf.smo_silf`): without one the
+    def _retrain(self, prev, bounds, case_ids=None):
+        """A retraining (``warm_start_from``): the earlier optimum inside this
+        fit's box, the earlier search's final model Hessian, and as warm start
+        the earlier dual vector on the cases still present (with
+        ``case_ids``) and the earlier fit's estimate of the slope ``psi'(s)``
+        of the outer equation of the SMO
+        (:func:`bsvm_scale._compiled.smo_silf.smo_silf`): without one the
         first solve on the new data begins from the slope ``kappa_b`` and its
-        first steps in ``s`` overshoot (docs/design/history.md); and, with
-        ``case_ids``, the earlier dual vector on the cases still present."""
-        nu0 = carried_dual(prev, case_ids)
-        if nu0 is not None:
-            problem.reset(nu0)
-        problem.slope = float(getattr(prev, "_smo_slope", 0.0))
+        first steps in ``s`` overshoot."""
         theta = previous_thetas(prev)
         if theta.shape[0] != len(bounds):
             raise ValueError(f"warm_start_from: the earlier model has kappa0={prev.kappa0!r}, "
                              f"this fit kappa0={self.kappa0!r}; their hyperparameters "
                              "do not correspond.")
-        return [np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])]
-
-    def _optimise(self, X, y, Xs, problem, thetas, bounds, callback, init, kappa0_beta,
-                  retrain=None, sample_weight=None):
-        """Evidence maximisation from ``thetas``; the final evaluation.
-
-        The plan of optimiser runs: every start (or, coarse-to-fine, the best
-        subsample start refined on the full data); with the isotropic first
-        stage (``ard_init``) also one ARD run from the best isotropic optimum
-        of the starts, warm-started from its dual solution. ``retrain``: a
-        retraining (``(hessian,)``, the earlier search's final model Hessian or
-        None): one run from ``thetas[0]`` (an earlier fit's optimum) within the
-        trust radius. ``sample_weight``: the case weights of the fit (the
-        subsample phase and the isotropic first stage use them too).
-        """
-        replay = None if init is None else init.get("evaluations")
-        if retrain is not None:  # retraining from an earlier optimum (warm_start_from)
-            return self._maximise_evidence(problem, [(thetas[0], None, FINE_MAX_STEP, *retrain)],
-                                           bounds, callback, replay, retrain_options(*retrain))
-        coarse, best, nu0, slope = self._coarse_starts(Xs, y, *kappa0_beta, thetas, bounds,
-                                                       sample_weight)
-        if coarse:  # refine the best subsample start on the full data
-            if init is None or init.get("state") is None:
-                problem.reset(nu0)
-                problem.slope = slope
-            thetas, origins = [coarse[best]["theta"]], [coarse[best]["theta0"]]
-        else:
-            origins = thetas
-        n, d = Xs.shape
-        mode = self.ard_init if bool(self.ard) and self._n_kappa(d) > 1 else "start"
-        fit_iso = self._isotropic_fit if sample_weight is None else \
-            partial(self._isotropic_fit, sample_weight=sample_weight)
-        direct, _, best_iso = ard_runs(fit_iso, X, y, thetas, origins, mode,
-                                       refined=bool(coarse), n_jobs=self.n_jobs)
-        plan = [(theta, None, FINE_MAX_STEP if coarse else None)
-                for theta, run in zip(thetas, direct) if run]
-        stage = [] if best_iso is None else [best_iso]
-        plan += [(_ard_theta(iso.theta_, self._n_kappa(d), self._lead), self._full_dual(iso, n),
-                  FINE_MAX_STEP)
-                 for iso in stage]
-        final = self._maximise_evidence(problem, plan, bounds, callback, replay)
-        n_direct = len(plan) - len(stage)
-        for rec, iso in zip(self.starts_[n_direct:], stage):
-            rec["isotropic"] = iso.starts_[0]
-        if coarse:
-            self.starts_[0]["subsample"] = coarse[best]
-            self.starts_ += [unrefined_record(r) for k, r in enumerate(coarse) if k != best]
-        return final
-
-    def _isotropic_fit(self, X, y, theta0, sample_weight=None):
-        """The isotropic model fitted from the ARD start ``theta0``
-        (:func:`bsvm_scale.models._common.isotropic_fit`)."""
-        lead = ("C", "epsilon", "kappa0")[:self._lead]
-        return isotropic_fit(self, X, y, theta0, lead, keep=("kappa0",),
-                             sample_weight=sample_weight)
-
-    @staticmethod
-    def _full_dual(model, n):
-        """The dual vector ``nu`` of a fitted model over all ``n`` training cases."""
-        nu = np.zeros(n)
-        nu[model.support_] = model.dual_coef_
-        return nu
-
-    def _coarse_starts(self, X, y, kappa0, beta, thetas, bounds, sample_weight=None):
-        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`): the
-        full-data warm start is the best subsample solution ``nu`` on its own
-        cases and 0 elsewhere. (Predicting bound SVs from the residuals
-        instead overshoots: with ``n / init_subsample`` times as many points at
-        the bound, ``f`` would be as many times too large.) Also returned: the
-        last outer secant slope of the best subsample objective, the first
-        slope of the full-data solves (the slope does not scale with ``n``).
-        With case weights the subsample keeps its cases' weights."""
-        m = self.init_subsample
-
-        def objective(Xm, ym, wm=None):
-            return _Problem(Xm, ym, kappa0, beta, bool(self.ard), float(self.tol),
-                            float(self.cache_mb), max(10**6, 100 * int(m)),
-                            self._evidence_settings(), wm, self._groups)
-
-        def run(obj, theta0, bounds):
-            opts = search_options(COARSE_OPTIONS, self.optimizer_options)
-            return run_start(obj, theta0, bounds, opts, precondition=True)
-
-        records, best, nu0, chosen = coarse_starts(objective, X, y, thetas, bounds, m,
-                                                   self.random_state, run, self.n_jobs,
-                                                   sample_weight)
-        return records, best, nu0, None if chosen is None else chosen.slope
-
-    def _maximise_evidence(self, problem, plan, bounds, callback, replay=None, options=None):
-        """Run the ``(theta0, warm, max_step[, hessian])`` of ``plan`` on ``problem``
-        (:func:`bsvm_scale.optimization.driver.run_plan`), keep their records and return
-        the final evaluation at the best point of the run with the highest
-        evidence (thesis 4.3.2); within a trust radius (the full-data phase)
-        the first radius is :data:`FINE_FIRST_STEP`."""
-        cb = None if callback is None else \
-            (lambda k, rec: callback(k, rec, problem.get_state()))
-        opts = search_options(options, self.optimizer_options)
-        results = run_plan(problem, plan, bounds, opts, cb, replay,
-                           precondition=True, first_step=FINE_FIRST_STEP)
-        self.starts_ = [start_record(res) for res in results]
-        for k, res in enumerate(results):
-            if res.hit_limit:
-                warnings.warn(f"optimiser run {k} (starts_[{k}]) stopped at its iteration limit: "
-                              f"{res.message}", ConvergenceWarning, stacklevel=3)
-        best = best_start(results)
-        return problem.evaluation_at(results[best].theta, problem.best)
+        theta = np.clip(theta, [b[0] for b in bounds], [b[1] for b in bounds])
+        warm = Warm(carried_dual(prev, case_ids), float(getattr(prev, "_smo_slope", 0.0)))
+        return Retrain(theta, warm, previous_hessians(prev))
 
     def _set_fitted(self, final, beta, X, settings, sample_weight=None):
-        theta, C, eps, cov, nu, ev, info = final[:7]
+        theta, nu, info = final.theta, final.dual, final.info
+        C, eps, cov, ev = final.detail
         if info["smo_violation"] > self.tol:
             hint = ("increase max_iter" if info["smo_iter"] >= self._max_iter else
                     "the solver stalled at the limit of floating-point precision; use a "
@@ -785,3 +679,63 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             mean[a:a + rows] = m + self.intercept_
             var[a:a + rows] = variance_from_cross(cov, K.T, self.cholesky_)
         return mean, var
+
+
+class _SilfSearch:
+    """BSVR's hooks for :func:`bsvm_scale.optimization.search.search`:
+    objectives (:class:`~bsvm_scale.inference.objective_silf.SilfObjective`)
+    on the standardised data, ``theta = [ln C, ln eps, (ln kappa0,) ln kappa
+    (or ln kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of
+    an ARD search."""
+
+    precondition = True
+
+    def __init__(self, est, bounds, kappa0, beta, groups, ard=None):
+        self.est, self.bounds, self.kappa0, self.beta = est, bounds, kappa0, beta
+        self.ard = bool(est.ard) if ard is None else ard
+        self.groups = groups if self.ard else None
+        self.lead = 3 if kappa0 is None else 2
+        self.n_kappa = len(bounds) - self.lead - 1
+        self.n_jobs, self.random_state = est.n_jobs, est.random_state
+        self.init_subsample = est.init_subsample
+        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+        self.settings = est._evidence_settings()
+
+    def objective(self, data, subsample=False):
+        est = self.est
+        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else est._max_iter
+        return SilfObjective(data.X, data.y, self.kappa0, self.beta, self.ard, float(est.tol),
+                             float(est.cache_mb), max_iter, self.settings, data.weights,
+                             self.groups)
+
+    def options(self, phase=None):
+        return search_options(phase, self.est.optimizer_options)
+
+    def isotropic(self):
+        k = self.lead
+        return _SilfSearch(self.est, self.bounds[:k + 1] + self.bounds[-1:], self.kappa0,
+                           self.beta, None, ard=False)
+
+    def isotropic_theta(self, theta):
+        """One ``kappa``, the geometric mean of the ``kappa_l``."""
+        k = self.lead
+        lead = [np.log(float(np.exp(theta[i]))) for i in range(k)]
+        kappa = float(np.exp(np.mean(theta[k:-1])))
+        return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
+                               [np.log(float(np.exp(theta[-1])))]))
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+        return _ard_theta(theta, self.n_kappa, self.lead)
+
+    @staticmethod
+    def continuation_warm(final, data):
+        """The isotropic solution ``nu`` on its support, 0 elsewhere."""
+        support = final.detail.evidence.support
+        nu = np.zeros(data.y.shape[0])
+        nu[support] = final.dual[support].copy()
+        return Warm(nu)
+
+    @staticmethod
+    def dual_state(dual):
+        return {"nu": dual}

@@ -41,19 +41,18 @@ from .._util.validation import (check_classification_data, check_positive, check
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
-from ..inference.objective_trig import EVIDENCE_MB, EvidenceObjective, solve_dual
+from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
-from ._common import BAYES_CONSTRAINTS, ard_groups, isotropic_fit, table_groups
+from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
-from ..optimization.driver import run_plan, run_start
-from ..optimization.starts import (COARSE_OPTIONS, DEFAULT_ARD_INIT, FINE_FIRST_STEP,
-                                   FINE_MAX_STEP, ard_runs, best_start, coarse_starts,
-                                   retrain_options, search_options)
-from ..optimization.records import fixed_record, start_record, unrefined_record
+from ..optimization.objective import Warm
+from ..optimization.records import fixed_record
+from ..optimization.search import Data, Resume, Retrain, evaluate_at, search
+from ..optimization.starts import DEFAULT_ARD_INIT, search_options
 
-__all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "EvidenceObjective"]
+__all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "TrigObjective"]
 
 #: box prior on the log hyperparameters
 BOUNDS_LN_KAPPA0 = (-5.0, 10.0)
@@ -392,7 +391,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             optimiser's trajectory record (``theta``, ``fun``, ``grad``,
             ``grad_norm``, ``info``, ``replayed``) and ``state`` the
             objective's warm-start state (SMO vector ``alpha`` and the best
-            point so far, :meth:`EvidenceObjective.get_state`). With more
+            point so far, :meth:`TrigObjective.get_state`). With more
             than two classes ``start_index`` is the pair ``(class_index,
             start_index)`` of the one-versus-rest model being fitted.
         init : dict or list of dict, optional
@@ -538,82 +537,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._fit_binary(X, np.where(y01 == classes[1], 1.0, -1.0), callback, init, warm,
                          case_ids, weights)
 
-    def _options(self, phase=None):
-        """The driver's options: defaults, a phase's (a retraining's, see
-        :func:`bsvm_scale.optimization.starts.retrain_options`, or the subsample
-        phase's :data:`~bsvm_scale.optimization.starts.COARSE_OPTIONS`), the user's."""
-        return search_options(phase, self.optimizer_options)
-
-    def _run_start(self, obj, theta0, bounds):
-        """One trust-region start on ``obj`` (:func:`run_start`; the subsample phase)."""
-        res = run_start(obj, theta0, bounds, self._options(COARSE_OPTIONS))
-        self._warn_limit(res)
-        obj.release()  # one row cache alive at a time
-        return res
-
-    @staticmethod
-    def _warn_limit(res):
-        if res.hit_limit:
-            warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before "
-                          "the evidence converged; increase optimizer_options['maxiter'].",
-                          ConvergenceWarning, stacklevel=5)
-
-    def _run_plan(self, obj, k, plan, bounds, callback, init, retrain=None):
-        """The runs ``plan`` of start ``k`` on ``obj`` (:func:`run_plan`),
-        optionally resumed from ``init`` (state restored, recorded
-        evaluations replayed)."""
-        replay = None
-        if init is not None:
-            obj.set_state(init["state"] if init.get("state") is not None
-                          else {"alpha": init.get("alpha", obj.alpha)})
-            replay = init.get("evaluations")
-        cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
-        # within a trust radius (coarse-to-fine, retraining, the ARD continuation)
-        # the first radius is FINE_FIRST_STEP, as for BSVR
-        results = run_plan(obj, plan, bounds, self._options(retrain), cb, replay,
-                           first_step=FINE_FIRST_STEP)
-        for res in results:
-            self._warn_limit(res)
-        obj.release()  # one row cache alive at a time
-        return results
-
-    def _isotropic_fit(self, X, y, theta0, weights=None):
-        """The isotropic model fitted from the ARD start ``theta0``
-        (:func:`bsvm_scale.models._common.isotropic_fit`) with the case
-        weights ``weights`` (class weights included: the clone has none)."""
-        est = self if self.class_weight is None else clone(self).set_params(class_weight=None)
-        return isotropic_fit(est, self._design(X), y, theta0, ("kappa0",),
-                             sample_weight=weights)
-
     def _design(self, X):
         """The training design matrix as nested fits take it: with the coding
         of a table (its kernel scales and ARD groups), else as it is."""
         encoder = getattr(self, "encoder_", None)
         return X if encoder is None else EncodedTable(X, encoder)
-
-    @staticmethod
-    def _continuation(iso, y, d):
-        """ARD run from an isotropic fit: its theta with every ``ln kappa_l``
-        equal to its ``ln kappa``, its dual solution ``alpha`` (``v = y alpha``
-        on the SVs) as the warm start, trust radius FINE_MAX_STEP."""
-        theta = np.concatenate((iso.theta_[:1], np.full(d, iso.theta_[1]), iso.theta_[-1:]))
-        alpha = np.zeros(y.shape[0])
-        alpha[iso.support_] = y[iso.support_] * iso.dual_coef_
-        return theta, np.maximum(alpha, 0.0), FINE_MAX_STEP
-
-    def _coarse_starts(self, X, y, thetas, bounds, weights=None):
-        """The subsample phase (:func:`bsvm_scale.optimization.starts.coarse_starts`,
-        the subsample with its cases' weights): the full-data SMO warm start
-        is the best subsample solution ``alpha`` on its own cases and 0
-        elsewhere, whose ``f = Sigma Y alpha`` (5.32) is exactly the
-        subsample's MAP function."""
-        m = self.init_subsample
-
-        def objective(Xm, ym, wm=None):
-            return self._objective(Xm, ym, max(10**6, 100 * int(m)), wm)
-
-        return coarse_starts(objective, X, y, thetas, bounds, m, self.random_state,
-                             self._run_start, self.n_jobs, weights)[:3]
 
     def _check_init(self, init, d):
         """Validate the ``init`` argument of :meth:`fit`; returns the start theta."""
@@ -628,79 +556,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
-    def _objective(self, Xs, yb, max_iter, weights=None):
-        return EvidenceObjective(Xs, yb, self.ard, self.cache_mb, self.tol, max_iter,
-                                 weights=weights, groups=getattr(self, "_groups", None),
-                                 **self._evidence_settings())
-
-    def _plans(self, X, Xs, yb, init, warm, weights=None):
-        """The start points and, per start, the plan of optimiser runs
-        ``(theta0, alpha_warm, max_step[, hessian])``; also the subsample phase
-        (coarse-to-fine) and the isotropic first stage (``ard_init``), both
-        with the case weights ``weights``."""
-        d = Xs.shape[1]
-        bounds = self._bounds(d)
-        thetas = self._start_thetas(d) if init is None else [self._check_init(init, d)]
-        max_step, coarse, sub_best, alpha0, hessian = None, [], None, None, None
+    def _search_inputs(self, d, init, warm):
+        """The start points, the resumed start (:class:`Resume`) and the
+        retraining (:class:`Retrain`) of a binary fit."""
+        resume = retrain = None
+        thetas = self._start_thetas(d)
         if warm is not None:  # retraining: one start (the earlier optimum), full data
-            thetas, max_step = ([warm[0]] if init is None else thetas), FINE_MAX_STEP
-            hessian = warm[2]
-        else:
-            coarse, sub_best, alpha0 = self._coarse_starts(Xs, yb, thetas, bounds, weights)
-        origins = thetas
-        if coarse:  # refine the best subsample start on the full data
-            thetas, origins = [coarse[sub_best]["theta"]], [coarse[sub_best]["theta0"]]
-            max_step = FINE_MAX_STEP
-        mode = self.ard_init if self.ard and self._n_kappa(d) > 1 and warm is None else "start"
-        direct, stage, best_iso = ard_runs(
-            lambda X_, y_, theta0: self._isotropic_fit(X_, y_, theta0, weights), X, yb, thetas,
-            origins, mode, refined=bool(coarse), n_jobs=self.n_jobs)
-        plans = []
-        for theta0, run, iso in zip(thetas, direct, stage):
-            plan = [(theta0, None, max_step, hessian)] if run else []
-            if iso is not None and iso is best_iso:  # one continuation, from the best
-                plan.append(self._continuation(iso, yb, self._n_kappa(d)))
-            if plan:
-                plans.append((plan, iso))
-        return bounds, plans, (coarse, sub_best, alpha0)
-
-    def _search(self, X, Xs, yb, callback, init, warm, max_iter, weights=None):
-        """Evidence maximisation: every start's runs, the records (``starts_``),
-        and the objective restored at the best point."""
-        bounds, plans, (coarse, sub_best, alpha0) = self._plans(X, Xs, yb, init, warm, weights)
-        if coarse:
-            init = dict(init or {})
-            if init.get("state") is None:
-                init["alpha"] = alpha0
-        elif warm is not None and warm[1] is not None and (
-                init is None or (init.get("state") is None and init.get("alpha") is None)):
-            # retraining: the earlier alpha on the cases still present
-            init = {**(init or {}), "alpha": warm[1]}
-        retrain = None if warm is None else retrain_options(warm[2])
-
-        def run(k):  # the runs of start k, on an objective of its own
-            obj = self._objective(Xs, yb, max_iter, weights)
-            return obj, self._run_plan(obj, k, plans[k][0], bounds, callback, init, retrain)
-
-        done = thread_map(run, range(len(plans)), self._task_jobs(callback))  # independent
-        records, results, owners = [], [], []
-        for (plan, iso), (obj, runs) in zip(plans, done):
-            for res, (_, alpha, *_) in zip(runs, plan):
-                rec = start_record(res)
-                if alpha is not None:
-                    rec["isotropic"] = iso.starts_[iso.best_start_]
-                records.append(rec)
-                results.append(res)
-                owners.append(obj)
-        if coarse:
-            records[0]["subsample"] = coarse[sub_best]
-            records += [unrefined_record(r) for k, r in enumerate(coarse) if k != sub_best]
-        best = best_start(results)
-        theta = np.asarray(results[best].theta, dtype=float)
-        owners[best].restore(theta)
-        smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
-                       for r in results[best].trajectory)
-        return theta, owners[best], records, best, int(results[best].n_iter), smo_iter
+            theta, alpha0, hessian = warm
+            retrain = Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
+            thetas = [theta]
+        if init is not None:
+            resume = Resume(self._check_init(init, d), init.get("state"), init.get("alpha"),
+                            init.get("evaluations"))
+            thetas = [resume.theta]
+        return thetas, resume, retrain
 
     def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None,
                     weights=None):
@@ -710,19 +579,25 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
+        model = _TrigSearch(self, self._bounds(d), max_iter, self.ard, self._groups)
+        data = Data(Xs, yb, weights)
+        thetas, resume, retrain = self._search_inputs(d, init, warm)
         if self.optimize:
-            theta, obj, records, best, n_iter, smo_iter = self._search(
-                X, Xs, yb, callback, init, warm, max_iter, weights)
+            out = search(model, data, thetas, resume, retrain, callback)
+            theta, obj, final = out.theta, out.objective, out.final
             cov = GaussianCovariance.from_theta(theta, self.ard, self._groups)
+            records, best, n_iter = out.records, out.best, int(out.result.n_iter)
+            smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
+                           for r in out.result.trajectory)
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
-            obj, records, best, n_iter, smo_iter = (self._objective(Xs, yb, max_iter, weights),
-                                                    [], 0, 0, 0)
+            obj, final = evaluate_at(model, data, theta, resume, retrain)
+            records, best, n_iter, smo_iter = [], 0, 0, 0
             cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b,  # the user's values
                                      self._groups if self.ard else None)
-        value, _, info = obj(theta, keep_factor=True, with_grad=False)
+        value, info = final.value, final.info
         if obj.smo_limit_hits:
             warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
                           "solve(s); the KKT conditions (5.31) may not hold to tol.",
@@ -831,3 +706,57 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         """Class with the highest predictive probability."""
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
+
+
+class _TrigSearch:
+    """BTSVC's hooks for :func:`bsvm_scale.optimization.search.search`:
+    objectives (:class:`~bsvm_scale.inference.objective_trig.TrigObjective`)
+    on the standardised data, ``theta = [ln kappa0, ln kappa (or ln
+    kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of an ARD
+    search."""
+
+    precondition = False
+
+    def __init__(self, est, bounds, max_iter, ard, groups):
+        self.est, self.bounds, self.max_iter = est, bounds, max_iter
+        self.ard, self.groups = bool(ard), groups if ard else None
+        self.n_kappa = len(bounds) - 2
+        self.n_jobs, self.random_state = est.n_jobs, est.random_state
+        self.init_subsample = est.init_subsample
+        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+
+    def objective(self, data, subsample=False):
+        est = self.est
+        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else self.max_iter
+        return TrigObjective(data.X, data.y, self.ard, est.cache_mb, est.tol, max_iter,
+                             weights=data.weights, groups=self.groups,
+                             **est._evidence_settings())
+
+    def options(self, phase=None):
+        return search_options(phase, self.est.optimizer_options)
+
+    def isotropic(self):
+        return _TrigSearch(self.est, [self.bounds[0], self.bounds[1], self.bounds[-1]],
+                           self.max_iter, False, None)
+
+    @staticmethod
+    def isotropic_theta(theta):
+        """One ``kappa``, the geometric mean of the ``kappa_l``."""
+        return GaussianCovariance(float(np.exp(theta[0])), float(np.exp(np.mean(theta[1:-1]))),
+                                  float(np.exp(theta[-1]))).theta
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+        return np.concatenate((theta[:1], np.full(self.n_kappa, theta[1]), theta[-1:]))
+
+    @staticmethod
+    def continuation_warm(final, data):
+        """The isotropic solution ``alpha`` (``v = y alpha`` on the SVs)."""
+        support = np.asarray(final.info["support"], dtype=np.int64)
+        alpha = np.zeros(data.y.shape[0])
+        alpha[support] = data.y[support] * np.asarray(final.info["dual_coef"], dtype=np.float64)
+        return Warm(np.maximum(alpha, 0.0))
+
+    @staticmethod
+    def dual_state(dual):
+        return {"alpha": dual}

@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import NamedTuple, Protocol
 
 import numpy as np
 
@@ -70,7 +69,7 @@ from .trials import probe_neighbours, slope_trial
 from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, model_step,
                            next_radius, projected_gradient)
 
-__all__ = ["BestPoint", "EvidenceObjective", "StartResult", "Options", "Recorder", "StallRule",
+__all__ = ["StartResult", "Options", "Recorder", "StallRule",
            "run_start", "run_plan", "stop_reason", "agreement", "DEFAULT_OPTIONS", "STALL_OPTIONS",
            "PIECEWISE_OPTIONS"]
 
@@ -91,41 +90,6 @@ DEFAULT_OPTIONS = {"maxiter": 100, "ftol": 1e-6, "gtol": 1e-4, **STALL_OPTIONS}
 #: 0.03 nat over the box (same document, "Stopping on the model's promise").
 PIECEWISE_OPTIONS = {**DEFAULT_OPTIONS, "stall_atol": 0.1, "slope_rounds": 1,
                      "promise_atol": 0.03, "promise_stalls": 3}
-
-
-class BestPoint(NamedTuple):
-    """The lowest ``-ln evidence`` an objective has evaluated: the value, the
-    point, its MAP dual solution (``nu`` of BSVR, ``alpha`` of BTSVC), the MAP
-    function ``f`` where the objective keeps it, and the evaluation's info."""
-
-    value: float
-    theta: np.ndarray
-    dual: np.ndarray
-    f: np.ndarray | None = None
-    info: dict | None = None
-
-
-class EvidenceObjective(Protocol):
-    """What :func:`run_start` and :func:`run_plan` need of an objective.
-
-    ``objective(theta) -> (value, gradient, info)`` with ``value = -ln
-    evidence``; ``restart(warm)`` begins another run of the same start from
-    the dual warm start ``warm`` (None: as it is) keeping :attr:`best` (a
-    :class:`BestPoint` or None); ``get_state()`` / ``set_state(state)``
-    save and restore everything a resumed run needs (plain arrays and
-    numbers, storable in HDF5). GP objectives are plain functions: they have
-    no state, and only :func:`run_start` is used on them.
-    """
-
-    best: BestPoint | None
-
-    def __call__(self, theta): ...
-
-    def restart(self, warm=None): ...
-
-    def get_state(self): ...
-
-    def set_state(self, state): ...
 
 
 @dataclass(frozen=True)

@@ -168,13 +168,13 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_
 
 
 def best_isotropic(stage):
-    """The isotropic fit with the highest evidence in ``stage`` (None if every
-    fit failed): the ARD search continues from this one only, one ARD run
+    """The isotropic search (an outcome with ``log_evidence``) with the
+    highest evidence in ``stage`` (None if every one failed): the ARD search continues from this one only, one ARD run
     instead of one per start; the runs from the other isotropic optima add
     cost and seldom a better evidence (docs/design/trust_region_search.md,
     "ARD")."""
     fitted = [iso for iso in stage if iso is not None]
-    return max(fitted, key=lambda m: m.log_evidence_) if fitted else None
+    return max(fitted, key=lambda m: m.log_evidence) if fitted else None
 
 
 def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=None):

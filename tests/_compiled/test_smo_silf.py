@@ -8,7 +8,7 @@ from scipy.integrate import quad
 from scipy.optimize import minimize
 
 from bsvm_scale.inference import losses
-from bsvm_scale.models.bsvr import _Problem
+from bsvm_scale.inference.objective_silf import SilfObjective
 from bsvm_scale.inference.covariance import GaussianCovariance
 
 from reference import dense_cov
@@ -29,7 +29,7 @@ def _theta(C, eps, kappa, kappa_b):
 
 def _problem(X, y, beta, ard=False, tol=1e-7, kappa0=None):
     k0 = float(np.var(y)) if kappa0 is None else kappa0
-    return _Problem(X, y, k0, beta, ard, tol, 64.0, 10**7)
+    return SilfObjective(X, y, k0, beta, ard, tol, 64.0, 10**7)
 
 
 def _primal_reference(X, y, k0, kappa, kb, C, eps, beta):
@@ -147,8 +147,8 @@ def test_evidence_equals_dense_laplace_computation():
     C, eps, beta, kappa, kb = 8.0, 0.12, 0.3, np.array([1.0, 0.3]), 30.0
     p = _problem(X, y, beta, ard=True)
     value, _, info = p(_theta(C, eps, kappa, kb))
-    nu = p.last[4]
-    C, eps = p.last[1], p.last[2]  # exactly the values used (exp(ln C) may differ from C)
+    nu = p.last.dual
+    C, eps = p.last.detail.C, p.last.detail.epsilon  # exactly the values used (exp(ln C) may differ from C)
     S = dense_cov(X, X, p.kappa0, kappa, kb)
     f = S @ nu
     M = (np.abs(nu) > 0) & (np.abs(nu) < C)
@@ -169,16 +169,16 @@ def test_evidence_gradient_matches_finite_differences(ard):
     theta = _theta(6.0, 0.1, kappa, 20.0)
     p = _problem(X, y, beta, ard=ard, tol=1e-9)
     value, grad, info = p(theta)
-    off0 = p.last[5].off_bound.copy()
+    off0 = p.last.detail.evidence.off_bound.copy()
     h = 1e-5
     for k in range(theta.size):
         tp, tm = theta.copy(), theta.copy()
         tp[k] += h
         tm[k] -= h
         vp, _, _ = p(tp)
-        assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+        assert np.array_equal(p.last.detail.evidence.off_bound, off0), "SV set changed inside the FD step"
         vm, _, _ = p(tm)
-        assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+        assert np.array_equal(p.last.detail.evidence.off_bound, off0), "SV set changed inside the FD step"
         fd = (vp - vm) / (2 * h)
         assert grad[k] == pytest.approx(fd, rel=1e-4, abs=1e-6 * max(1.0, abs(value))), k
 
@@ -194,15 +194,15 @@ def test_evidence_gradient_with_inferred_kappa0_matches_finite_differences(metho
     X, y = _data(80, d=2, seed=11)
     k0 = 2.5
     theta = np.insert(_theta(6.0, 0.1, np.array([1.2, 0.4]), 20.0), 2, np.log(k0))
-    p = _Problem(X, y, None, 0.3, True, 1e-9, 64.0, 10**7, EvidenceSettings(method, 1e-6))
+    p = SilfObjective(X, y, None, 0.3, True, 1e-9, 64.0, 10**7, EvidenceSettings(method, 1e-6))
     value, grad, _ = p(theta)
-    assert grad.shape == theta.shape and p.last[3].kappa0 == pytest.approx(k0)
-    fixed = _Problem(X, y, p.last[3].kappa0, 0.3, True, 1e-9, 64.0, 10**7,
+    assert grad.shape == theta.shape and p.last.detail.covariance.kappa0 == pytest.approx(k0)
+    fixed = SilfObjective(X, y, p.last.detail.covariance.kappa0, 0.3, True, 1e-9, 64.0, 10**7,
                      EvidenceSettings(method, 1e-6))
     v_fixed, g_fixed, _ = fixed(np.delete(theta, 2))
     assert v_fixed == pytest.approx(value, rel=1e-12)
     np.testing.assert_allclose(np.delete(grad, 2), g_fixed, rtol=1e-10, atol=1e-12)
-    off0 = p.last[5].off_bound.copy()
+    off0 = p.last.detail.evidence.off_bound.copy()
     h = 1e-5
     for k in range(theta.size):
         vals = []
@@ -210,7 +210,7 @@ def test_evidence_gradient_with_inferred_kappa0_matches_finite_differences(metho
             t = theta.copy()
             t[k] += sgn * h
             vals.append(p(t)[0])
-            assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+            assert np.array_equal(p.last.detail.evidence.off_bound, off0), "SV set changed inside the FD step"
         fd = (vals[0] - vals[1]) / (2 * h)
         assert grad[k] == pytest.approx(fd, rel=1e-4, abs=1e-6 * max(1.0, abs(value))), k
 
@@ -222,7 +222,7 @@ def test_tiny_cache_and_partial_rows_give_the_same_solution():
     cov = None
     sols = []
     for cache_mb in (64.0, 1e-6):
-        p = _Problem(X, y, float(np.var(y)), 0.1, False, 1e-6, cache_mb, 10**7)
+        p = SilfObjective(X, y, float(np.var(y)), 0.1, False, 1e-6, cache_mb, 10**7)
         cov = GaussianCovariance(p.kappa0, 2.0, 10.0)
         nu, f, bias, n_iter, vmax, _ = p.solve(10.0, 0.05, cov)
         assert vmax <= 1e-6
@@ -238,7 +238,7 @@ def test_gradient_stays_exact_through_shrinking_and_warm_starts(cache_mb):
     # including the shrunk ones rebuilt from G_bar; the sequence moves C (the
     # bound SVs keep their bound), the kernel width and kappa_b
     X, y = _data(1500, d=2, seed=17)
-    p = _Problem(X, y, float(np.var(y)), 0.05, False, 1e-5, cache_mb, 10**7)
+    p = SilfObjective(X, y, float(np.var(y)), 0.05, False, 1e-5, cache_mb, 10**7)
     for C, eps, kappa, kb in [(3.0, 0.02, 2.0, 10.0), (4.5, 0.03, 2.5, 10.0),
                               (2.0, 0.05, 1.5, 50.0)]:
         cov = GaussianCovariance(p.kappa0, kappa, kb)
@@ -332,7 +332,7 @@ def _wproblem(X, y, beta, w, tol=1e-9, kappa0=None, cache_mb=64.0, method="dense
     from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
 
     k0 = float(np.var(y)) if kappa0 is None else kappa0
-    return _Problem(X, y, k0, beta, False, tol, cache_mb, 10**7,
+    return SilfObjective(X, y, k0, beta, False, tol, cache_mb, 10**7,
                     EvidenceSettings(method, 1e-8), sample_weight=w)
 
 
@@ -397,14 +397,14 @@ def test_unit_weights_give_the_unweighted_iterates_bit_for_bit(cache_mb):
     X, y = _data(1500, d=2, seed=17)
     runs = []
     for w in (None, np.ones(1500)):
-        p = _Problem(X, y, float(np.var(y)), 0.05, False, 1e-5, cache_mb, 10**7,
+        p = SilfObjective(X, y, float(np.var(y)), 0.05, False, 1e-5, cache_mb, 10**7,
                      sample_weight=w)
         out = []
         for theta in ([np.log(3.0), np.log(0.02), np.log(2.0), np.log(10.0)],
                       [np.log(4.5), np.log(0.03), np.log(2.5), np.log(10.0)],
                       [np.log(2.0), np.log(0.05), np.log(1.5), np.log(50.0)]):
             value, grad, info = p(np.array(theta))
-            out.append((value, grad.copy(), p.last[4].copy(), p.last[7].copy(), info["smo_iter"]))
+            out.append((value, grad.copy(), p.last.dual.copy(), p.last.f.copy(), info["smo_iter"]))
         runs.append(out)
     for a, b in zip(*runs):
         assert a[0] == b[0] and a[4] == b[4]
@@ -425,12 +425,12 @@ def test_zero_weights_are_cases_left_out():
                      kappa0=1.3)
     v_full, g_full, _ = full(theta)
     v_part, g_part, _ = part(theta)
-    nu = full.last[4]
+    nu = full.last.dual
     assert np.all(nu[~keep] == 0.0)
-    np.testing.assert_allclose(nu[keep], part.last[4], atol=1e-9)
-    np.testing.assert_allclose(full.last[7][keep], part.last[7], atol=1e-9)
+    np.testing.assert_allclose(nu[keep], part.last.dual, atol=1e-9)
+    np.testing.assert_allclose(full.last.f[keep], part.last.f, atol=1e-9)
     S_out = dense_cov(X[~keep], X[keep], 1.3, 1.2, 20.0)
-    np.testing.assert_allclose(full.last[7][~keep], S_out @ part.last[4], atol=1e-9)
+    np.testing.assert_allclose(full.last.f[~keep], S_out @ part.last.dual, atol=1e-9)
     assert v_full == pytest.approx(v_part, rel=1e-10)
     np.testing.assert_allclose(g_full, g_part, rtol=1e-8, atol=1e-9)
 

@@ -316,14 +316,14 @@ def test_bsvr_matrix_free_matches_dense_at_beta_03():
 
 
 def test_bsvr_matrix_free_gradient_matches_dense():
-    from bsvm_scale.models.bsvr import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
     from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
     d = synthetic.sinc_silf(2500, seed=1)
     X = np.ascontiguousarray(Standardizer.fit(d.X).transform(d.X))
     theta = np.log([10.0, 0.1, 1.0, 10.0])
     out = {}
     for method in ("dense", "matrix_free"):
-        prob = _Problem(X, d.y, 1.0, 0.3, False, 1e-3, 256.0, 10**6,
+        prob = SilfObjective(X, d.y, 1.0, 0.3, False, 1e-3, 256.0, 10**6,
                         EvidenceSettings(method, 1e-3))
         out[method] = prob(theta)
     (vd, gd, _), (vm, gm, info) = out["dense"], out["matrix_free"]

@@ -30,7 +30,7 @@ def test_inverse_lower_of_an_empty_block():
 from bsvm_scale.inference import losses  # noqa: E402
 from bsvm_scale.inference.covariance import GaussianCovariance  # noqa: E402
 from bsvm_scale.inference.evidence_lowrank import EvidenceSettings  # noqa: E402
-from bsvm_scale.inference.objective_silf import _Problem  # noqa: E402
+from bsvm_scale.inference.objective_silf import SilfObjective  # noqa: E402
 
 from reference import dense_cov, silf_laplace_evidence_dense  # noqa: E402
 
@@ -51,7 +51,7 @@ def _weights(n, seed):
 
 
 def _problem(X, y, w, method="dense", ard=True, kappa0=1.4, tol=1e-10):
-    return _Problem(X, y, kappa0, 0.3, ard, tol, 64.0, 10**7, EvidenceSettings(method, 1e-9),
+    return SilfObjective(X, y, kappa0, 0.3, ard, tol, 64.0, 10**7, EvidenceSettings(method, 1e-9),
                     sample_weight=w)
 
 
@@ -70,7 +70,7 @@ def test_weighted_evidence_equals_the_dense_laplace_computation(method):
     kappa, kb = np.array([1.0, 0.3]), 30.0
     p = _problem(X, y, w, method)
     value, _, info = p(_theta(8.0, 0.12, kappa, kb))
-    C, eps, nu = p.last[1], p.last[2], p.last[4]
+    C, eps, nu = p.last.detail.C, p.last.detail.epsilon, p.last.dual
     S = dense_cov(X, X, 1.4, kappa, kb)
     off = (np.abs(nu) > 0) & (np.abs(nu) < C * w)
     assert 5 < off.sum() < 90 and info["n_off_bound"] == off.sum()
@@ -98,14 +98,14 @@ def _check_central_differences(p, theta, h=1e-5):
     differences, the off-bound set unchanged inside every step."""
     value, grad, _ = p(theta)
     assert grad.shape == theta.shape
-    off0 = p.last[5].off_bound.copy()
+    off0 = p.last.detail.evidence.off_bound.copy()
     for k in range(theta.size):
         vals = []
         for sgn in (1, -1):
             t = theta.copy()
             t[k] += sgn * h
             vals.append(p(t)[0])
-            assert np.array_equal(p.last[5].off_bound, off0), "SV set changed inside the FD step"
+            assert np.array_equal(p.last.detail.evidence.off_bound, off0), "SV set changed inside the FD step"
         fd = (vals[0] - vals[1]) / (2 * h)
         assert grad[k] == pytest.approx(fd, rel=1e-4, abs=1e-6 * max(1.0, abs(value))), k
 
@@ -136,7 +136,7 @@ def test_unit_weights_give_the_unweighted_evidence_bit_for_bit(method):
     for w in (None, np.ones(150)):
         p = _problem(X, y, w, method, tol=1e-6)
         value, grad, _ = p(theta)
-        C, eps, cov, ev = p.last[1], p.last[2], p.last[3], p.last[5]
+        C, eps, cov, ev = p.last.detail.C, p.last.detail.epsilon, p.last.detail.covariance, p.last.detail.evidence
         extra = ev.L if method == "dense" else \
             prediction_factor(X, ev, cov, C, eps, 0.3, p.evidence, w).L_C
         out.append((value, grad, extra))
@@ -157,10 +157,10 @@ def test_tied_ard_evidence_gradient_matches_finite_differences(method):
     X = np.ascontiguousarray(np.column_stack([X, np.eye(3)[cat] / np.sqrt(2.0)]))
     y = y + 0.5 * (cat == 1)
     groups = np.array([0, 1, 2, 2, 2])
-    p = _Problem(X, y, 1.4, 0.3, True, 1e-10, 64.0, 10**7, EvidenceSettings(method, 1e-9),
+    p = SilfObjective(X, y, 1.4, 0.3, True, 1e-10, 64.0, 10**7, EvidenceSettings(method, 1e-9),
                  groups=groups)
     theta = _theta(6.0, 0.1, np.array([1.1, 0.5, 0.8]), 20.0)
-    untied = _Problem(X, y, 1.4, 0.3, True, 1e-10, 64.0, 10**7, EvidenceSettings(method, 1e-9))
+    untied = SilfObjective(X, y, 1.4, 0.3, True, 1e-10, 64.0, 10**7, EvidenceSettings(method, 1e-9))
     assert untied(_theta(6.0, 0.1, np.array([1.1, 0.5, 0.8, 0.8, 0.8]), 20.0))[0] == \
         pytest.approx(p(theta)[0], rel=1e-10)
     _check_central_differences(p, theta)

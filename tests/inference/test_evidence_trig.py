@@ -1,6 +1,6 @@
 """Tests of the BTSVC evidence (5.35)-(5.37) with case weights
 (:mod:`bsvm_scale.inference.evidence_trig`, through
-:class:`~bsvm_scale.inference.objective_trig.EvidenceObjective`), dense and
+:class:`~bsvm_scale.inference.objective_trig.TrigObjective`), dense and
 matrix-free.
 
 References: the dense Laplace evidence over all ``n`` cases of the weighted
@@ -17,7 +17,7 @@ import reference
 from bsvm_scale.inference.covariance import GaussianCovariance
 from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
 from bsvm_scale.inference.evidence_trig import neg_log_evidence
-from bsvm_scale.inference.objective_trig import EvidenceObjective
+from bsvm_scale.inference.objective_trig import TrigObjective
 
 
 def _data(n=90, d=2, seed=4, shift=0.7):
@@ -46,7 +46,7 @@ def test_weighted_evidence_equals_the_dense_laplace_evidence(hyp):
     theta = GaussianCovariance(*hyp).theta
     S = reference.dense_cov(X, X, *hyp)
     for method in ("dense", "matrix_free"):
-        obj = EvidenceObjective(X, y, ard=False, tol=1e-12, weights=w, evidence=_settings(method))
+        obj = TrigObjective(X, y, ard=False, tol=1e-12, weights=w, evidence=_settings(method))
         value, _, info = obj(theta)
         assert info["method"] == method
         f = S @ (y * obj.alpha)
@@ -56,7 +56,7 @@ def test_weighted_evidence_equals_the_dense_laplace_evidence(hyp):
         assert abs(value - ref) < 1e-7 * max(1.0, abs(ref)), method
         assert info["n_sv"] == int(np.sum((y * f < 1.0) & (w > 0)))
     # the weights matter: the unweighted evidence is another number
-    assert abs(EvidenceObjective(X, y, ard=False, tol=1e-12)(theta)[0] - value) > 0.1
+    assert abs(TrigObjective(X, y, ard=False, tol=1e-12)(theta)[0] - value) > 0.1
 
 
 def _fd_check(obj, theta, h=1e-5):
@@ -79,7 +79,7 @@ def _fd_check(obj, theta, h=1e-5):
                                        (True, np.log([3.0, 0.3, 0.5, 0.8, 2.0]))])
 def test_weighted_evidence_gradient_matches_finite_differences(method, ard, theta):
     X, y = _data(n=120, d=3, seed=1, shift=1.0)
-    obj = EvidenceObjective(X, y, ard=ard, tol=1e-12, weights=_weights(y.size, seed=2),
+    obj = TrigObjective(X, y, ard=ard, tol=1e-12, weights=_weights(y.size, seed=2),
                             evidence=_settings(method))
     _fd_check(obj, theta)
 
@@ -93,9 +93,9 @@ def test_integer_weights_give_the_evidence_of_duplicated_cases(method):
     X, y = _data(n=80, seed=7, shift=0.5)
     k = np.random.default_rng(3).integers(0, 4, y.size)
     theta = np.log([5.0, 0.7, 3.0])
-    weighted = EvidenceObjective(X, y, ard=False, tol=1e-12, weights=k.astype(float),
+    weighted = TrigObjective(X, y, ard=False, tol=1e-12, weights=k.astype(float),
                                  evidence=_settings(method))
-    dup = EvidenceObjective(np.repeat(X, k, axis=0), np.repeat(y, k), ard=False, tol=1e-12,
+    dup = TrigObjective(np.repeat(X, k, axis=0), np.repeat(y, k), ard=False, tol=1e-12,
                             evidence=_settings(method))
     vw, gw, iw = weighted(theta)
     vd, gd, idup = dup(theta)
@@ -111,7 +111,7 @@ def test_integer_weights_give_the_evidence_of_duplicated_cases(method):
 
 def test_all_ones_weights_are_the_unweighted_evidence_bit_for_bit():
     X, y = _data(seed=5)
-    obj = EvidenceObjective(X, y, ard=False, tol=1e-8)
+    obj = TrigObjective(X, y, ard=False, tol=1e-8)
     theta = np.log([3.0, 0.4, 2.0])
     obj(theta)
     alpha, f = obj.alpha, GaussianCovariance.from_theta(theta, False).cross_matvec(
@@ -134,9 +134,9 @@ def test_tied_ard_evidence_gradient_matches_finite_differences(method):
     X = np.column_stack([X, np.eye(3)[cat] / np.sqrt(2.0)])
     groups = np.array([0, 1, 2, 2, 2])
     theta = np.log([3.0, 0.4, 0.7, 1.3, 2.0])
-    tied = EvidenceObjective(X, y, ard=True, tol=1e-12, evidence=_settings(method),
+    tied = TrigObjective(X, y, ard=True, tol=1e-12, evidence=_settings(method),
                              groups=groups)
-    untied = EvidenceObjective(X, y, ard=True, tol=1e-12, evidence=_settings(method))
+    untied = TrigObjective(X, y, ard=True, tol=1e-12, evidence=_settings(method))
     expanded = np.log([3.0, 0.4, 0.7, 1.3, 1.3, 1.3, 2.0])
     assert tied(theta)[0] == pytest.approx(untied(expanded)[0], rel=1e-10)
     _fd_check(tied, theta)

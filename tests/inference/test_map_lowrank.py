@@ -5,8 +5,8 @@ import pytest
 from scipy.optimize import minimize
 
 from bsvm_scale.inference import losses, map_lowrank
-from bsvm_scale.models.bsvr import _Problem
-from bsvm_scale.models.btsvc import EvidenceObjective, solve_dual
+from bsvm_scale.inference.objective_silf import SilfObjective
+from bsvm_scale.models.btsvc import TrigObjective, solve_dual
 from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.datasets import synthetic
 from bsvm_scale.inference.map_lowrank import (choose_start, low_rank_factor, newton,
@@ -118,7 +118,7 @@ def test_silf_start_with_an_exact_factor_is_the_bsvr_dual_solution(monkeypatch):
     monkeypatch.setattr(map_lowrank, "TRACE_TOL", 1e-14)  # the factor to rounding level
     X, y = _sinc(400, seed=4)
     C, eps, beta = 10.0, 0.1, 0.3
-    p = _Problem(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7)
+    p = SilfObjective(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7)
     cov = GaussianCovariance(1.0, 2.0, 1.0)
     st = silf_start(cov, X, y, C, eps, beta, max_rank=400)
     assert st.exact and np.all(np.abs(st.dual) <= C)
@@ -143,7 +143,7 @@ def test_weighted_silf_start_with_an_exact_factor_is_the_weighted_dual_solution(
     cov = GaussianCovariance(1.0, 2.0, 1.0)
     st = silf_start(cov, X, y, C, eps, beta, max_rank=300, weights=w)
     assert st.exact and np.all(np.abs(st.dual) <= C * w) and np.all(st.dual[:20] == 0.0)
-    p = _Problem(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7, sample_weight=w)
+    p = SilfObjective(X, y, 1.0, beta, False, 1e-9, 64.0, 10**7, sample_weight=w)
     nu, f, *_ = p.solve(C, eps, cov)
     np.testing.assert_allclose(st.f, f, atol=1e-6)
     np.testing.assert_allclose(st.dual, nu, atol=1e-4 * C)
@@ -198,7 +198,7 @@ def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
     monkeypatch.setattr(map_lowrank, "MAX_RANK", 4)  # every factor truncated
     X, y = _c2(400, seed=8)
-    obj = EvidenceObjective(X, y, False)
+    obj = TrigObjective(X, y, False)
     theta = np.log([10.0, 0.5, 100.0])
     assert obj(theta)[2]["smo_start"] == "zero" and not obj.lowrank_ok
     assert obj.get_state()["lowrank_ok"] is False
@@ -208,7 +208,7 @@ def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):
 def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
     X, y = _c2(600, seed=6)
-    obj = EvidenceObjective(X, y, False)
+    obj = TrigObjective(X, y, False)
     theta = np.log([10.0, 0.5, 100.0])
     v1, _, info = obj(theta)
     assert info["smo_start"].startswith("lowrank")

@@ -269,21 +269,23 @@ def test_an_old_checkpoint_best_point_is_re_solved():
     """A best point stored as ``(value, nu)`` (checkpoints from before the
     stored MAP solution) is evaluated again by a warm SMO solve at theta; the
     other stored layout is read as the point it names."""
-    from bsvm_scale.models.bsvr import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
     from bsvm_scale.inference.objective_silf import _best_point
 
     X, y, _, _ = _sinc(80, 12)
-    P = _Problem(np.ascontiguousarray((X - X.mean()) / X.std()), y, float(np.var(y)), 0.3,
+    P = SilfObjective(np.ascontiguousarray((X - X.mean()) / X.std()), y, float(np.var(y)), 0.3,
                  False, 1e-3, 16.0, 10**6)
     theta = np.array([np.log(10.0), np.log(0.1), 0.0, 0.0])
     value = P(theta)[0]
     b = P.best
     old = _best_point((b.value, b.dual), 80)
     assert old.theta is None and old.f is None
-    last = P.evaluation_at(theta, old)
-    np.testing.assert_array_equal(last[0], theta)
-    assert last[5].value == pytest.approx(value, rel=1e-9)
-    assert P.evaluation_at(theta, b)[5].value == value
+    P.best = old
+    last = P.final(theta)
+    np.testing.assert_array_equal(last.theta, theta)
+    assert last.value == pytest.approx(value, rel=1e-9)
+    P.best = b
+    assert P.final(theta).value == value
     legacy = _best_point((b.value, b.dual, b.f, b.theta, b.info), 80)
     assert np.array_equal(legacy.theta, theta) and legacy.f is b.f
     assert _best_point(tuple(b), 80) == tuple(b)
@@ -303,18 +305,18 @@ def test_full_data_phase_begins_with_the_subsample_slope(monkeypatch):
     """Coarse-to-fine: the first full-data MAP solve starts its outer secant
     from the slope the subsample objective ended with (not from none)."""
     from bsvm_scale.datasets import synthetic
-    from bsvm_scale.inference.objective_silf import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
 
     d = synthetic.sinc_silf(1100, seed=0)
     seen = []  # (problem, slope at its first solve)
-    solve = _Problem.solve
+    solve = SilfObjective.solve
 
     def spy(self, C, eps, cov):
         if not any(p is self for p, _ in seen):
             seen.append((self, self.slope))
         return solve(self, C, eps, cov)
 
-    monkeypatch.setattr(_Problem, "solve", spy)
+    monkeypatch.setattr(SilfObjective, "solve", spy)
     BayesianSVR(n_starts=1, init_subsample=200).fit(d.X, d.y)
     (sub, first_sub), (full, first_full) = seen
     assert sub.X.shape[0] == 200 and full.X.shape[0] == 1100
@@ -403,12 +405,12 @@ def _bits_lowrank(unit_weights=False):
     import hashlib
 
     from bsvm_scale.inference.covariance import GaussianCovariance
-    from bsvm_scale.inference.objective_silf import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
 
     rng = np.random.default_rng(3)
     X = np.ascontiguousarray(np.sort(rng.uniform(-3, 3, (3000, 1)), axis=0))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.standard_normal(3000)
-    p = _Problem(X, y, 1.0, 0.1, False, 1e-9, 64.0, 10**7,
+    p = SilfObjective(X, y, 1.0, 0.1, False, 1e-9, 64.0, 10**7,
                  sample_weight=np.ones(3000) if unit_weights else None)
     nu, f, bias, it, vmax, how = p.solve(3.0, 0.05, GaussianCovariance(1.0, 0.5, 2.0))
     return {"how": how, "n_iter": int(it),
@@ -590,26 +592,21 @@ def test_coarse_to_fine_subsample_and_isotropic_stage_take_the_weights(monkeypat
     X = rng.uniform(-2, 2, size=(300, 2))
     y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=300)
     w = rng.uniform(0.0, 2.0, 300)
-    problems, iso_weights = [], []
-    init = bsvr._Problem.__init__
+    problems = []
+    init = bsvr.SilfObjective.__init__
 
     def spy_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         problems.append(self)
 
-    def spy_iso(*args, sample_weight=None, **kwargs):
-        iso_weights.append(sample_weight)
-        return iso_fit(*args, sample_weight=sample_weight, **kwargs)
-
-    iso_fit = bsvr.isotropic_fit
-    monkeypatch.setattr(bsvr._Problem, "__init__", spy_init)
-    monkeypatch.setattr(bsvr, "isotropic_fit", spy_iso)
+    monkeypatch.setattr(bsvr.SilfObjective, "__init__", spy_init)
     BayesianSVR(ard=True, init_subsample=100, optimizer_options={"maxiter": 3}).fit(
         X, y, sample_weight=w)
     full = [p for p in problems if p.X.shape[0] == 300]
     sub = [p for p in problems if p.X.shape[0] == 100]
-    assert full and sub and len(iso_weights) == 1
-    np.testing.assert_array_equal(iso_weights[0], w)
+    iso = [p for p in problems if not p.ard]
+    assert full and sub and iso and any(p.ard for p in full)
+    assert {p.X.shape[0] for p in iso} == {100, 300}  # the isotropic stage's two phases
     for p in full:
         np.testing.assert_array_equal(p.sample_weight, w)
     idx = subsample_indices(300, 100, None)
@@ -621,7 +618,7 @@ def test_weighted_retraining_starts_from_the_earlier_dual_in_the_new_boxes(monke
     """Retraining (``warm_start_from``, ``case_ids``) with other weights: the
     earlier dual values are clipped to the new boxes ``C w_i`` (cases now of
     weight 0 start at 0) and the fit works as usual."""
-    from bsvm_scale.inference.objective_silf import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
 
     X, y, _ = _weighted_sinc(400, 29)
     ids = np.arange(400)
@@ -630,14 +627,14 @@ def test_weighted_retraining_starts_from_the_earlier_dual_in_the_new_boxes(monke
     w = np.random.default_rng(30).uniform(0.0, 1.0, 350)
     w[:20] = 0.0
     starts = []
-    warm_start = _Problem._warm_start
+    warm_start = SilfObjective._warm_start
 
     def spy(self, C):
         nu = warm_start(self, C)
         starts.append((C, nu.copy()))
         return nu
 
-    monkeypatch.setattr(_Problem, "_warm_start", spy)
+    monkeypatch.setattr(SilfObjective, "_warm_start", spy)
     b = BayesianSVR(warm_start_from=a).fit(X[50:], y[50:], sample_weight=w, case_ids=ids[50:])
     C0, nu0 = starts[0]
     assert np.all(np.abs(nu0) <= C0 * w) and np.all(nu0[:20] == 0.0) and np.any(nu0)

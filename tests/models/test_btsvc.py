@@ -16,7 +16,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 import reference
 from bsvm_scale import BayesianSVC
-from bsvm_scale.models.btsvc import EvidenceObjective, trig_class_probability
+from bsvm_scale.models.btsvc import TrigObjective, trig_class_probability
 from bsvm_scale.inference.covariance import GaussianCovariance
 
 
@@ -66,7 +66,7 @@ def blobs(n=120, d=3, seed=1, shift=1.0):
 @pytest.mark.parametrize("hyp", [(3.0, 0.4, 2.0), (10.0, 1.0, 0.5)])
 def test_evidence_equals_dense_laplace(hyp):
     X, y = blobs(n=70, d=2, seed=4, shift=0.7)
-    obj = EvidenceObjective(X, y, ard=False, tol=1e-12)
+    obj = TrigObjective(X, y, ard=False, tol=1e-12)
     theta = GaussianCovariance(*hyp).theta
     value, grad, info = obj(theta)
     S = dense_cov(X, X, *hyp)
@@ -81,7 +81,7 @@ def test_evidence_equals_dense_laplace(hyp):
 
 def _fd_check(ard, theta):
     X, y = blobs()
-    obj = EvidenceObjective(X, y, ard=ard, tol=1e-12)
+    obj = TrigObjective(X, y, ard=ard, tol=1e-12)
     value, grad, info = obj(theta)
     sv = np.flatnonzero(obj.alpha > 0)
     h = 1e-5
@@ -211,7 +211,7 @@ def test_fixed_hyperparameters_and_fitted_state():
     assert list(clf.classes_) == ["no", "yes"] and clf.n_opt_iter_ == 0 and clf.n_iter_ > 0
     # the stored evidence is the evidence at those hyperparameters
     Xs = (X - clf.x_mean_) / clf.x_scale_
-    obj = EvidenceObjective(Xs, y, ard=False, tol=1e-3)
+    obj = TrigObjective(Xs, y, ard=False, tol=1e-3)
     assert clf.log_evidence_ == pytest.approx(-obj(clf.theta_)[0], rel=1e-6)
     # predictions: mean from the SVs, class from its sign
     mu, sd = clf.decision_function(X, return_std=True)
@@ -380,7 +380,7 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     np.testing.assert_allclose(first["theta"], sub["theta"])
     # ... warm-started from the subsample MAP solution (fewer SMO iterations
     # than a cold solve at the same point) ...
-    cold = EvidenceObjective((X - m.x_mean_) / m.x_scale_,
+    cold = TrigObjective((X - m.x_mean_) / m.x_scale_,
                              np.where(y == m.classes_[1], 1.0, -1.0), False)
     assert first["info"]["smo_iter"] < cold.solve(sub["theta"])[1]["n_iter"]
     # ... and ends no worse than it began
@@ -417,13 +417,18 @@ def test_search_options_by_phase_with_the_users_over_them():
     from bsvm_scale.optimization.driver import DEFAULT_OPTIONS, PIECEWISE_OPTIONS
     from bsvm_scale.optimization.starts import COARSE_OPTIONS
 
+    from bsvm_scale.models.btsvc import _TrigSearch
+
+    def options(est, phase=None):
+        return _TrigSearch(est, [(0, 1)] * 3, 10, False, None).options(phase)
+
     est = BayesianSVC(optimizer_options={"maxiter": 7, "slope_radius": 0.3})
-    full, coarse = est._options(), est._options(COARSE_OPTIONS)
+    full, coarse = options(est), options(est, COARSE_OPTIONS)
     assert full == {**PIECEWISE_OPTIONS, "maxiter": 7, "slope_radius": 0.3}
     assert (full["stall_atol"], full["slope_rounds"]) == (0.1, 1)
     assert (coarse["stall_atol"], coarse["slope_rounds"], coarse["maxiter"]) == (0.0, 0, 7)
     assert {k: coarse[k] for k in DEFAULT_OPTIONS} == {**DEFAULT_OPTIONS, "maxiter": 7}
-    mine = BayesianSVC(optimizer_options={"slope_rounds": 2})._options(COARSE_OPTIONS)
+    mine = options(BayesianSVC(optimizer_options={"slope_rounds": 2}), COARSE_OPTIONS)
     assert mine["slope_rounds"] == 2
 
 
@@ -443,7 +448,7 @@ def _evidence_of(model, X, y, w, ard=False):
     """``-ln evidence`` of the weighted problem at ``model.theta_`` (cold SMO)."""
     Xs = (X - model.x_mean_) / model.x_scale_
     yb = np.where(y == model.classes_[1], 1.0, -1.0)
-    return EvidenceObjective(Xs, yb, ard=ard, tol=1e-12, weights=w)(model.theta_)[0]
+    return TrigObjective(Xs, yb, ard=ard, tol=1e-12, weights=w)(model.theta_)[0]
 
 
 @pytest.mark.parametrize("method", ["dense", "matrix_free"])
@@ -621,10 +626,10 @@ def test_ard_isotropic_stage_and_subsample_phase_take_the_weights():
     rec = sub.starts_[0]["subsample"]
     idx = subsample_indices(160, 60, None)
     Xs = (X - sub.x_mean_) / sub.x_scale_
-    obj = EvidenceObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12,
+    obj = TrigObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12,
                             weights=sw[idx])
     assert rec["neg_log_evidence"] == pytest.approx(obj(rec["theta"])[0], abs=1e-7)
-    plain = EvidenceObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12)
+    plain = TrigObjective(Xs[idx], np.where(y[idx] > 0, 1.0, -1.0), False, tol=1e-12)
     assert abs(plain(rec["theta"])[0] - rec["neg_log_evidence"]) > 0.1
     assert -sub.log_evidence_ == pytest.approx(_evidence_of(sub, X, y, sw), abs=1e-7)
 

@@ -24,7 +24,7 @@ from bsvm_scale._compiled import smo_trig as smo
 from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
 from bsvm_scale.inference.map_lowrank import trig_start
-from bsvm_scale.inference.objective_trig import EvidenceObjective, solve_dual
+from bsvm_scale.inference.objective_trig import TrigObjective, solve_dual
 
 
 def _h(a):
@@ -67,10 +67,10 @@ def _objective_prints(out):
     X, y = _data(n=140, d=3, seed=2, shift=0.7)
     for ard, theta in ((False, np.log([3.0, 0.4, 2.0])),
                        (True, np.log([3.0, 0.3, 0.5, 0.8, 2.0]))):
-        obj = EvidenceObjective(X, y, ard=ard, tol=1e-6)
+        obj = TrigObjective(X, y, ard=ard, tol=1e-6)
         v, g, info = obj(theta)
         out[f"evidence_dense_{ard}"] = (_x(v), _h(g), _h(obj.alpha), info["n_sv"])
-    obj = EvidenceObjective(X, y, ard=False, tol=1e-6,
+    obj = TrigObjective(X, y, ard=False, tol=1e-6,
                             evidence=EvidenceSettings("matrix_free", 1e-3))
     v, g, info = obj(np.log([3.0, 0.4, 2.0]))
     out["evidence_matrix_free"] = (_x(v), _h(g), info["rank"])

@@ -109,7 +109,7 @@ def test_bsvr_retraining_begins_with_the_earlier_smo_slope(sinc, tmp_path, monke
     """The first MAP solve of a retraining starts its outer secant from the
     earlier fit's slope psi'(s) (kept in the model file); a model file without
     one (written before it was stored) starts from no slope, as before."""
-    from bsvm_scale.inference.objective_silf import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
 
     X, y = sinc
     a = BayesianSVR(n_starts=1).fit(X[:1000], y[:1000])
@@ -117,14 +117,14 @@ def test_bsvr_retraining_begins_with_the_earlier_smo_slope(sinc, tmp_path, monke
     save_model(a, tmp_path / "a.h5")
     assert load_model(tmp_path / "a.h5")._smo_slope == a._smo_slope
     first = []
-    solve = _Problem.solve
+    solve = SilfObjective.solve
 
     def spy(self, C, eps, cov):
         if not first:
             first.append(self.slope)
         return solve(self, C, eps, cov)
 
-    monkeypatch.setattr(_Problem, "solve", spy)
+    monkeypatch.setattr(SilfObjective, "solve", spy)
     BayesianSVR(n_starts=1, warm_start_from=str(tmp_path / "a.h5")).fit(X[50:1050], y[50:1050])
     assert first == [a._smo_slope]
     old = load_model(tmp_path / "a.h5")
@@ -202,7 +202,7 @@ def _first_dual(monkeypatch, cls, attr):
 
 def test_bsvr_retraining_starts_smo_from_the_earlier_dual_of_shared_cases(sinc, tmp_path,
                                                                          monkeypatch):
-    from bsvm_scale.inference.objective_silf import _Problem
+    from bsvm_scale.inference.objective_silf import SilfObjective
 
     X, y = sinc
     ids = np.array([f"row{i}" for i in range(X.shape[0])])
@@ -212,7 +212,7 @@ def test_bsvr_retraining_starts_smo_from_the_earlier_dual_of_shared_cases(sinc, 
     np.testing.assert_array_equal(load_model(tmp_path / "a.h5").support_case_ids_,
                                   a.support_case_ids_)
     nu_before = dict(zip(a.support_case_ids_, a.dual_coef_))
-    seen = _first_dual(monkeypatch, _Problem, "nu")
+    seen = _first_dual(monkeypatch, SilfObjective, "nu")
     order = np.random.default_rng(1).permutation(np.arange(50, 1050))  # shuffled, 5% new
     w = BayesianSVR(n_starts=1, warm_start_from=str(tmp_path / "a.h5")).fit(
         X[order], y[order], case_ids=ids[order])
@@ -224,7 +224,7 @@ def test_bsvr_retraining_starts_smo_from_the_earlier_dual_of_shared_cases(sinc, 
 
 
 def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
-    from bsvm_scale.inference.objective_trig import EvidenceObjective
+    from bsvm_scale.inference.objective_trig import TrigObjective
 
     d = synthetic.waveform(700, seed=1)
     y3, ids = d.extra["label3"], np.arange(10_000, 10_700)
@@ -233,7 +233,7 @@ def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
     b = load_model(tmp_path / "a.h5")
     for e, eb in zip(a.estimators_, b.estimators_):
         np.testing.assert_array_equal(eb.support_case_ids_, ids[e.support_])
-    seen = _first_dual(monkeypatch, EvidenceObjective, "alpha")
+    seen = _first_dual(monkeypatch, TrigObjective, "alpha")
     BayesianSVC(warm_start_from=b).fit(d.X[50:650], y3[50:650], case_ids=ids[50:650])
     assert len(seen) == 3  # one objective per one-versus-rest model, each carried
     for e, alpha0 in zip(a.estimators_, seen):
@@ -279,18 +279,18 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monke
 
 # ------------------------------------------------- the earlier search's Hessian
 def _spy_runs(monkeypatch):
-    """``(hessian, stall_evals)`` of each ``run_start`` called by ``run_plan``
-    (the full-data runs; the subsample phase calls run_start directly)."""
-    from bsvm_scale.optimization import driver
+    """``(hessian, stall_evals)`` of each ``run_start`` of a search (a
+    retraining has no subsample phase)."""
+    from bsvm_scale.optimization import search
 
-    seen, real = [], driver.run_start
+    seen, real = [], search.run_start
 
     def spy(objective, theta0, bounds=None, options=None, *args, hessian=None, **kw):
         seen.append((None if hessian is None else np.array(hessian),
                      (options or {}).get("stall_evals")))
         return real(objective, theta0, bounds, options, *args, hessian=hessian, **kw)
 
-    monkeypatch.setattr(driver, "run_start", spy)
+    monkeypatch.setattr(search, "run_start", spy)
     return seen
 
 

@@ -384,7 +384,7 @@ def test_start_record_layout_is_shared():
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution(n_jobs):
-    from bsvm_scale.optimization.driver import BestPoint
+    from bsvm_scale.optimization.objective import BestPoint
     from bsvm_scale.optimization.starts import coarse_starts, subsample_indices
 
     class Quadratic:
@@ -429,10 +429,10 @@ def test_evidence_weights_are_the_normalised_evidences():
 
 
 class _IsoFit:
-    """A stand-in isotropic fit whose evidence is the start's first entry."""
+    """A stand-in isotropic search outcome whose evidence is the start's first entry."""
 
     def __init__(self, ev):
-        self.log_evidence_ = ev
+        self.log_evidence = ev
 
 
 def _fit_isotropic(X, y, theta0):
@@ -705,7 +705,7 @@ def test_a_given_hessian_ends_a_start_at_its_first_point_near_the_optimum():
 
 
 def test_run_plan_passes_each_entrys_hessian():
-    from bsvm_scale.optimization.driver import run_plan
+    from bsvm_scale.optimization.search import Run, run_plan
 
     H = np.array([[5.0, 1.0], [1.0, 2.0]])
     xstar = np.array([0.2, 0.1])
@@ -720,7 +720,7 @@ def test_run_plan_passes_each_entrys_hessian():
         def restart(self, warm=None):
             pass
 
-    res = run_plan(Obj(), [(np.zeros(2), None, None, H), (np.zeros(2), None, None)], None)
+    res = run_plan(Obj(), [Run(np.zeros(2), hessian=H), Run(np.zeros(2))], None)
     np.testing.assert_allclose(calls[1], xstar, atol=1e-12)  # first run: a Newton step
     assert res[0].n_eval == 2 and res[1].n_eval > 2  # second run: the diagonal guess
 
