@@ -633,17 +633,26 @@ def add_predict_parser(subparsers) -> None:
 def cmd_schema(args) -> int:
     """Print every key of a pipeline file (run, datasets, models, cv, and per model kind its
     search and settings keys, from the estimators' own parameter constraints) with its type,
-    allowed values, default and description, as one Markdown table."""
-    from .pipeline.schema import schema_markdown
+    allowed values, default and description, as one Markdown table; with --out, write it as
+    the reference page (docs/reference/pipeline_schema.md is made this way)."""
+    from .pipeline.schema import schema_page, schema_markdown
 
-    print(schema_markdown(), end="")
+    if args.out is None:
+        print(schema_markdown(), end="")
+        return EXIT_OK
+    from ._util.atomic import atomic_path
+
+    with atomic_path(args.out) as tmp:
+        Path(tmp).write_text(schema_page())
     return EXIT_OK
 
 
 def add_schema_parser(subparsers) -> None:
-    subparsers.add_parser("schema", help="print the keys of pipeline files as a Markdown table",
-                          description=" ".join(cmd_schema.__doc__.split())
-                          ).set_defaults(func=cmd_schema)
+    p = subparsers.add_parser("schema", help="print the keys of pipeline files as a Markdown table",
+                              description=" ".join(cmd_schema.__doc__.split()))
+    p.add_argument("--out", type=Path, default=None,
+                   help="write the reference page (title, how it was made, the table) to this file")
+    p.set_defaults(func=cmd_schema)
 
 
 COMMANDS = [add_datasets_parser, add_run_parser, add_predict_parser, add_report_parser,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nightly job: train (or resume) tonight's run of pipelines/nightly.toml, score new
 # cases with one of its models, write the report. Run from the repository root, e.g.
-# by cron or a systemd timer (README, "Nightly job").
+# by cron or a systemd timer (docs/reference/nightly.md, "Nightly job").
 #   INCOMING   file of cases to score (CSV with a header, .npy or data set .h5);
 #              default runs/incoming.csv, skipped when absent
 #   MODEL      model file name inside the run's models/ directory

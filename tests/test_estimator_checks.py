@@ -4,7 +4,7 @@ The evidence searches run with one start and a few trust-region iterations (the
 checks test the API contract, not the optimum), with warnings about the
 iteration limit silenced. Checks that cannot pass by design are declared
 through ``expected_failed_checks`` with the reason (also listed in the
-README, section Robustness).
+docs/reference/robustness.md).
 """
 
 import warnings
@@ -22,7 +22,7 @@ _SMO_TOL = ("with the default tol=1e-3 the SMO stops the weighted and the repeat
             "at_tight_tol) and tests/baselines/test_svm.py compares weights with repeated cases. "
             "scikit-learn declares the same failure for its SVC and SVR.")
 
-# check name -> reason; the same list is in README.md ("Robustness")
+# check name -> reason; the same list is in docs/reference/robustness.md
 EXPECTED_FAILURES = {
     "BayesianSVC": {
         "check_decision_proba_consistency":

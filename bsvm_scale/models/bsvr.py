@@ -211,8 +211,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
     n_jobs : int, optional
-        Threads for the independent fits of a search: the isotropic first
-        stage of an ARD search (one fit per start) and the subsample phase of
+        Threads for the independent parts of the evidence search
+        (:mod:`bsvm_scale.optimization.search`): the starts (each on an
+        objective and row cache of its own; one thread with a ``callback``),
+        the isotropic first stage of an ARD search and the subsample phase of
         coarse-to-fine starts. scikit-learn's convention: None means 1 unless
         inside a ``joblib.parallel_config`` context, -1 all processors. The
         result is the same as on one thread unless SV blocks are large enough

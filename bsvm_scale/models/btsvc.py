@@ -162,12 +162,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
     n_jobs : int, optional
-        Threads for the independent fits of a search (the isotropic first
-        stage of ARD, the subsample phase), as in
-        :class:`~bsvm_scale.models.bsvr.BayesianSVR`, and, without a
-        ``callback``, for the starts' optimiser runs (each with its own row
-        cache of ``cache_mb``) or, with more than two classes, for the
-        one-versus-rest models instead.
+        Threads for the independent parts of the evidence search, as in
+        :class:`~bsvm_scale.models.bsvr.BayesianSVR` (the starts, each with
+        its own row cache of ``cache_mb``, without a ``callback``; the
+        isotropic first stage of ARD; the subsample phase) or, with more than
+        two classes, for the one-versus-rest models instead.
     class_weight : dict, "balanced" or None, default=None
         Weight of the cases of each class, multiplying ``sample_weight``: a
         dict ``{label: weight}`` (labels of ``y``; a label that is not a

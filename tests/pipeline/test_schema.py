@@ -216,3 +216,18 @@ def test_cli_schema_prints_the_markdown_table(capsys):
     assert out[0] == "| section | key | type | allowed | default | description |"
     assert len(out) == len(schema_table()) + 2
     assert "| models.search (bsvr) | `beta` | number | in (0, 1] | (not set) |" in "\n".join(out)
+
+
+def test_the_schema_reference_page_is_the_generated_one(tmp_path):
+    """docs/reference/pipeline_schema.md is what ``bsvm-scale schema --out``
+    writes: the reference cannot drift from the schema."""
+    from pathlib import Path
+
+    from bsvm_scale.pipeline.schema import schema_page
+
+    out = tmp_path / "schema.md"
+    assert main(["schema", "--out", str(out)]) == 0
+    assert out.read_text() == schema_page()
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "pipeline_schema.md"
+    assert page.read_text() == schema_page(), \
+        "regenerate it: bsvm-scale schema --out docs/reference/pipeline_schema.md"

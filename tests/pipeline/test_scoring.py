@@ -157,7 +157,7 @@ def test_cli_predict_writes_the_file(svr_file, tmp_path, capsys):
 
 
 def test_documented_csv_sequence_imports_trains_and_scores(tmp_path, monkeypatch):
-    """README "Your own data": a raw table with text columns is imported, a model
+    """docs/reference/nightly.md, "Your own data": a raw table with text columns is imported, a model
     trained by pipelines/from_csv.toml, and new raw rows scored, with no code."""
     import gzip
     import shutil
