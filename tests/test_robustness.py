@@ -258,7 +258,7 @@ def _quadratic_failing_at(bad_calls):
     return objective, target
 
 
-def test_non_finite_evidence_step_is_rejected_and_optimiser_continues():
+def test_non_finite_evidence_step_is_rejected_and_optimizer_continues():
     objective, target = _quadratic_failing_at({2})
     with pytest.warns(RuntimeWarning, match="1 evidence evaluation"):
         res = run_start(objective, np.array([4.0, 3.0]), bounds=[(-5, 5), (-5, 5)],

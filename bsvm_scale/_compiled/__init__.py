@@ -4,8 +4,9 @@ Flat functions over arrays, scalars and named tuples, one small function per
 step of each solver (select the working set, update, shrink, fetch a cached
 row): the covariance function and its derivatives (``covariance``), the
 kernel-row cache (``row_cache``), the pivoted Cholesky factor (``lowrank``),
-dense helpers for factorised matrices (``dense``) and the three SMO solvers --
-the classical epsilon-SVR / SVC / TSVC duals (``smo_classic``), the BSVR dual
+dense helpers for factorised matrices (``dense``) and the SMO solvers -- the
+classical epsilon-SVR / SVC duals (``smo_classic``), the trigonometric SVC
+with a bias term (``smo_tsvc``, on ``smo_classic``'s working-set steps), the BSVR dual
 under the soft insensitive loss (``smo_silf``) and the unbounded BTSVC dual
 under the trigonometric loss (``smo_trig``). Nothing here imports from the rest
 of the package.

@@ -19,7 +19,7 @@ A lookup is O(1) (array index plus list splice); a miss costs one covariance
 row, O(n d). Rows are computed serially here: the SMO loop is sequential, and
 a parallel (prange) row launched from inside it waits for every thread, so it
 costs several serial rows whenever another process (a Dask worker, another
-start) occupies a core (docs/design/history.md, "Row cache").
+start) occupies a core (docs/design/threads_and_caches.md, "Row cache").
 :func:`bsvm_scale._compiled.covariance.cov_row` (prange) remains for one-off
 rows from Python.
 """

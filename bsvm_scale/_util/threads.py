@@ -2,12 +2,13 @@
 
 ``blas_threads``: BLAS thread limits with one cached ``ThreadpoolController``
 per process. ``threadpoolctl.threadpool_limits`` scans the loaded shared
-libraries on every call (about 9 ms); the evidence is evaluated dozens of
+libraries on every call, which costs more than a small evidence evaluation
+(docs/design/threads_and_caches.md); the evidence is evaluated dozens of
 times per fit, so the scan is done once and its controller reused (after
 NumPy's and SciPy's BLAS are loaded; a library loaded later is not limited).
 
-``thread_map``: independent fits (the isotropic first stage of an ARD search,
-the subsample phase of coarse-to-fine starts) on several threads of one
+``thread_map``: independent parts of an evidence search (its starts, the
+isotropic first stage of ARD, the subsample phase) on several threads of one
 process. The compiled solvers release the GIL (``nogil``), and so do NumPy's
 and SciPy's LAPACK calls, so the threads run in parallel.
 """

@@ -32,7 +32,7 @@ from ..tables.schema import describe_rows, is_missing
 __all__ = ["check_regression_data", "check_classification_data", "check_predict_X",
            "design_width", "record_table",
            "check_positive", "check_positive_int", "check_beta", "check_nonconstant",
-           "warn_target_offset", "store_params", "check_sample_weight", "POSITIVE", "NON_NEGATIVE",
+           "warn_target_offset", "store_params", "check_sample_weight", "class_weights", "POSITIVE", "NON_NEGATIVE",
            "POSITIVE_INT",
            "NON_NEGATIVE_INT", "N_JOBS", "SEED", "IntegerInterval"]
 
@@ -437,3 +437,32 @@ def check_sample_weight(est, sample_weight, n):
         raise ValueError(f"{name}: sample_weight is zero for every case (all weights are zero), "
                          f"so nothing is left to fit. {fix}")
     return w
+
+
+def class_weights(est, classes, codes):
+    """Weight of each class of ``classes`` (``class_weight_``) from ``est.class_weight``.
+
+    ``None``: ones; ``"balanced"``: ``n / (n_classes * count(class))`` (as
+    :func:`sklearn.utils.class_weight.compute_class_weight`, from the counts
+    of ``y``, not from ``sample_weight``); a dict ``{label: weight}``: the
+    weights of the labels named (finite, >= 0), 1 for the others.
+    """
+    cw = est.class_weight
+    k = classes.shape[0]
+    if cw is None:
+        return np.ones(k)
+    if isinstance(cw, str):   # "balanced" (the only string the constraints allow)
+        return codes.shape[0] / (k * np.bincount(codes, minlength=k).astype(np.float64))
+    name = type(est).__name__
+    known = classes.tolist()
+    out = np.ones(k)
+    for key, value in cw.items():
+        if key not in known:
+            raise ValueError(f"{name}: class_weight has the key {key!r}, which is not a class "
+                             f"of y (classes {known!r}); use labels of y as keys.")
+        number = isinstance(value, (int, float, np.integer, np.floating))
+        if isinstance(value, bool) or not number or not (np.isfinite(value) and value >= 0):
+            raise ValueError(f"{name}: class_weight[{key!r}] = {value!r}; class weights must be "
+                             "finite numbers >= 0.")
+        out[known.index(key)] = float(value)
+    return out

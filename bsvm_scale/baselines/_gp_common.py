@@ -78,7 +78,7 @@ def start_points(theta0, bounds, n_starts, rng, spread=3.0):
     return pts
 
 
-def maximise_evidence(est, log_evidence, theta0, bounds, model, shift=0.0):
+def maximize_evidence(est, log_evidence, theta0, bounds, model, shift=0.0):
     """Evidence maximisation of a GP baseline (``est.optimize``) from
     ``est.n_starts`` starts (:func:`start_points`), the best start kept.
 

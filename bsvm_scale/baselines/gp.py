@@ -52,7 +52,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._util.base import standardizer_for
 from .._compiled.dense import gradient_matrix_inplace, zero_upper
 from ._gp_common import (GP_CONSTRAINTS, PRED_CHUNK_BYTES, check_memory, cholesky_inplace,
-                         initial_covariance, log_bounds, maximise_evidence, set_hyperparameters)
+                         initial_covariance, log_bounds, maximize_evidence, set_hyperparameters)
 from .._util.validation import (POSITIVE, check_predict_X, check_regression_data, store_params,
                                 warn_target_offset)
 from ..inference.covariance import GaussianCovariance
@@ -243,7 +243,7 @@ class GPR(RegressorMixin, BaseEstimator):
         yc = np.ascontiguousarray((y - y_mean) / y_scale)
         # optimised on the standardised targets (scale-free); the records hold
         # the evidence of the given targets (see normalize_y)
-        theta, best, starts = maximise_evidence(
+        theta, best, starts = maximize_evidence(
             self, lambda theta: (*self._evidence(theta, Xs, yc, True), {}), theta0, bounds,
             "GPR", shift=n * np.log(y_scale))
         self.y_scale_ = y_scale

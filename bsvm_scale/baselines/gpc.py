@@ -22,7 +22,7 @@ from .._util.validation import (NON_NEGATIVE, POSITIVE_INT, check_classification
                                 check_predict_X, store_params)
 from ..inference.covariance import GaussianCovariance
 from ._gp_common import (GP_CONSTRAINTS, PRED_CHUNK_BYTES, check_memory, cholesky_b,
-                         initial_covariance, log_bounds, maximise_evidence, set_hyperparameters)
+                         initial_covariance, log_bounds, maximize_evidence, set_hyperparameters)
 
 __all__ = ["GPC"]
 
@@ -232,7 +232,7 @@ class GPC(BinaryClassifierMixin, ClassifierMixin, BaseEstimator):
             lml, grad, st = self._laplace(theta, Xs, t, True)
             return lml, grad, {"n_newton_iter": st.get("n_newton_iter", -1)}
 
-        theta, best, starts = maximise_evidence(self, log_evidence, theta0, bounds, "GPC")
+        theta, best, starts = maximize_evidence(self, log_evidence, theta0, bounds, "GPC")
         self._set_fitted(theta, Xs, t)
         self.classes_ = classes
         self.x_mean_, self.x_scale_ = std.mean, std.scale

@@ -53,10 +53,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._compiled import smo_classic as _smo
+from .._compiled import smo_tsvc as _tsvc
 from .._util.base import BinaryClassifierMixin, standardizer_for
 from .._util.validation import (NON_NEGATIVE, POSITIVE, check_classification_data,
                                 check_positive, check_positive_int, check_predict_X,
-                                check_regression_data, check_sample_weight, store_params)
+                                check_regression_data, check_sample_weight, class_weights,
+                                store_params)
 from ..inference.covariance import GaussianCovariance, RowCache
 
 __all__ = ["SVR", "SVC", "TSVC", "epsilon_noise_variance"]
@@ -108,35 +110,6 @@ def _binary_classes(est, X, y):
     return X, classes, np.where(codes == 1, 1.0, -1.0), codes
 
 
-def _class_weights(est, classes, codes):
-    """Weight of each class (``class_weight_``) from ``est.class_weight``.
-
-    ``None``: ones; ``"balanced"``: ``n / (n_classes * count(class))`` (as
-    :func:`sklearn.utils.class_weight.compute_class_weight`, from the counts
-    of ``y``, not from ``sample_weight``); a dict ``{label: weight}``: the
-    weights of the labels named (finite, >= 0), 1 for the others.
-    """
-    cw = est.class_weight
-    k = classes.shape[0]
-    if cw is None:
-        return np.ones(k)
-    if isinstance(cw, str):   # "balanced" (the only string the constraints allow)
-        return codes.shape[0] / (k * np.bincount(codes, minlength=k).astype(np.float64))
-    name = type(est).__name__
-    known = classes.tolist()
-    out = np.ones(k)
-    for key, value in cw.items():
-        if key not in known:
-            raise ValueError(f"{name}: class_weight has the key {key!r}, which is not a class "
-                             f"of y (classes {known!r}); use labels of y as keys.")
-        number = isinstance(value, (int, float, np.integer, np.floating))
-        if isinstance(value, bool) or not number or not (np.isfinite(value) and value >= 0):
-            raise ValueError(f"{name}: class_weight[{key!r}] = {value!r}; class weights must be "
-                             "finite numbers >= 0.")
-        out[known.index(key)] = float(value)
-    return out
-
-
 def _case_weights(est, sample_weight, n, classes=None, codes=None):
     """Effective case weights ``sample_weight_i * class_weight[y_i]``.
 
@@ -149,7 +122,7 @@ def _case_weights(est, sample_weight, n, classes=None, codes=None):
     sw = check_sample_weight(est, sample_weight, n)
     if classes is None:
         return sw
-    cw = _class_weights(est, classes, codes)
+    cw = class_weights(est, classes, codes)
     est.class_weight_ = cw
     if est.class_weight is None:
         w = sw
@@ -749,10 +722,10 @@ class TSVC(_BinarySVM):
         w = np.ones(n) if w is None else w
         alpha = np.zeros(n)
         Kv = np.empty(n)
-        it, status, gap, G = _smo.smo_trig(cache.kernel, cache.state,
-                                           _smo.TrigDual(s, w, alpha, Kv), tol,
+        it, status, gap, G = _tsvc.smo_tsvc(cache.kernel, cache.state,
+                                           _tsvc.TsvcDual(s, w, alpha, Kv), tol,
                                            _effective_max_iter(mi, n))
         if status == _smo.STATUS_MAX_ITER:
             _warn_max_iter("TSVC", it, gap, tol)
-        b = _smo.bias(G, alpha, s, _smo.trig_bounds(w))
+        b = _smo.bias(G, alpha, s, _tsvc.trig_bounds(w))
         return alpha, b, it

@@ -75,7 +75,7 @@ DEFAULT_TOL = 0.01
 #: the factor kept for prediction is computed to this fraction of the
 #: evidence tolerance: its projection error drives the relative error of the
 #: predictive standard deviation, which stays of the order of the factor's
-#: own tolerance (docs/design/history.md, "Matrix-free evidence")
+#: own tolerance (docs/design/matrix_free_evidence.md, "The factor kept for prediction")
 PREDICT_TOL_RATIO = 1e-2
 #: arrays of m x r float64 alive at once (the factor, and one temporary of
 #: the gradient or a trimmed copy of the pivot buffer)

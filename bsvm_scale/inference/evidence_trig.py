@@ -89,7 +89,7 @@ _JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 _XI_MAX = 2.0 - 1e-12
 #: below this SV-block size BLAS runs single-threaded: Numba's OpenMP workers
 #: keep spinning after each parallel kernel, and multi-threaded BLAS on a small
-#: block competes with them for the cores (docs/design/history.md, "BLAS threads").
+#: block competes with them for the cores (docs/design/threads_and_caches.md).
 SMALL_BLOCK = 2000
 
 

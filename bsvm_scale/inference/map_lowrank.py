@@ -5,7 +5,7 @@ L_i(f_i)`` with a convex loss ``L``: the trigonometric loss (5.7) of the
 margin ``y_i f_i`` for BTSVC, ``C`` times the soft insensitive loss (2.28) of
 the residual ``y_i - f_i`` for BSVR. Their SMO solvers work on the duals,
 two variables at a time, and from ``alpha = 0`` they need many passes over
-the data when most cases end up as support vectors (60-75% on overlapping
+the data when most cases end up as support vectors (as on overlapping
 classes).
 
 With a pivoted-Cholesky (Nystrom) factor ``Sigma ~= G G^T`` of rank ``r``

@@ -39,15 +39,15 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_silf import (prediction_factor, predictive_variance_chunk,
                                        variance_from_cross)
-from ..inference.objective_silf import SilfObjective
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
+from .search_hooks import SilfSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.objective import Warm
 from ..optimization.records import fixed_record
 from ..optimization.search import Data, Resume, Retrain, evaluate_at, search
-from ..optimization.starts import DEFAULT_ARD_INIT, search_options
+from ..optimization.starts import DEFAULT_ARD_INIT
 
 __all__ = ["BayesianSVR", "default_beta"]
 
@@ -94,12 +94,6 @@ def _target_scale(y, sample_weight=None):
     if sample_weight is None:
         return float(np.std(y)) or 1.0
     return float(np.sqrt(_target_var(y, sample_weight))) or 1.0
-
-
-def _ard_theta(theta, d, lead=2):
-    """The isotropic ``[ln C, ln eps, (ln kappa0,) ln kappa, ln kappa_b]`` as the
-    equal ARD point (``lead``: the log hyperparameters before ``ln kappa``)."""
-    return np.concatenate((theta[:lead], np.full(d, theta[lead]), theta[-1:]))
 
 
 class BayesianSVR(RegressorMixin, BaseEstimator):
@@ -475,7 +469,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                            "BayesianSVR",
                            "Subtract the mean of y before fitting (add it back to predictions).")
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
-        model = _SilfSearch(self, bounds, kappa0, beta, self._groups)
+        model = SilfSearch(self, bounds, kappa0, beta, self._groups)
         data = Data(Xs, y, sw)
         thetas, resume, retrain = self._search_inputs(s, d, bounds, init, case_ids)
         if self.optimize:
@@ -682,62 +676,3 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             var[a:a + rows] = variance_from_cross(cov, K.T, self.cholesky_)
         return mean, var
 
-
-class _SilfSearch:
-    """BSVR's hooks for :func:`bsvm_scale.optimization.search.search`:
-    objectives (:class:`~bsvm_scale.inference.objective_silf.SilfObjective`)
-    on the standardised data, ``theta = [ln C, ln eps, (ln kappa0,) ln kappa
-    (or ln kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of
-    an ARD search."""
-
-    precondition = True
-
-    def __init__(self, est, bounds, kappa0, beta, groups, ard=None):
-        self.est, self.bounds, self.kappa0, self.beta = est, bounds, kappa0, beta
-        self.ard = bool(est.ard) if ard is None else ard
-        self.groups = groups if self.ard else None
-        self.lead = 3 if kappa0 is None else 2
-        self.n_kappa = len(bounds) - self.lead - 1
-        self.n_jobs, self.random_state = est.n_jobs, est.random_state
-        self.init_subsample = est.init_subsample
-        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
-        self.settings = est._evidence_settings()
-
-    def objective(self, data, subsample=False):
-        est = self.est
-        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else est._max_iter
-        return SilfObjective(data.X, data.y, self.kappa0, self.beta, self.ard, float(est.tol),
-                             float(est.cache_mb), max_iter, self.settings, data.weights,
-                             self.groups)
-
-    def options(self, phase=None):
-        return search_options(phase, self.est.optimizer_options)
-
-    def isotropic(self):
-        k = self.lead
-        return _SilfSearch(self.est, self.bounds[:k + 1] + self.bounds[-1:], self.kappa0,
-                           self.beta, None, ard=False)
-
-    def isotropic_theta(self, theta):
-        """One ``kappa``, the geometric mean of the ``kappa_l``."""
-        k = self.lead
-        lead = [np.log(float(np.exp(theta[i]))) for i in range(k)]
-        kappa = float(np.exp(np.mean(theta[k:-1])))
-        return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
-                               [np.log(float(np.exp(theta[-1])))]))
-
-    def ard_theta(self, theta):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
-        return _ard_theta(theta, self.n_kappa, self.lead)
-
-    @staticmethod
-    def continuation_warm(final, data):
-        """The isotropic solution ``nu`` on its support, 0 elsewhere."""
-        support = final.detail.evidence.support
-        nu = np.zeros(data.y.shape[0])
-        nu[support] = final.dual[support].copy()
-        return Warm(nu)
-
-    @staticmethod
-    def dual_state(dual):
-        return {"nu": dual}

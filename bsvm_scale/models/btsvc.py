@@ -37,20 +37,21 @@ from sklearn.utils._param_validation import StrOptions
 from .._util.base import resolve_rng, standardizer_for
 from .._util.threads import thread_map
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
-                                check_sample_weight, store_params)
+                                check_sample_weight, class_weights, store_params)
 from ..inference.covariance import GaussianCovariance
 from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankPredictor
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
+from .search_hooks import TrigSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
                          keep_support_case_ids)
 from ..optimization.objective import Warm
 from ..optimization.records import fixed_record
 from ..optimization.search import Data, Resume, Retrain, evaluate_at, search
-from ..optimization.starts import DEFAULT_ARD_INIT, search_options
+from ..optimization.starts import DEFAULT_ARD_INIT
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "TrigObjective"]
 
@@ -419,7 +420,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self._groups = ard_groups(self)
         self._check_params(X.shape[1])
         sample_weight = check_sample_weight(self, sample_weight, X.shape[0])
-        self.class_weight_ = self._class_weights(classes, codes)
+        self.class_weight_ = class_weights(self, classes, codes)
         weights = self._case_weights(sample_weight, codes)
         self.classes_ = classes
         case_ids = check_case_ids(case_ids, X.shape[0])
@@ -432,33 +433,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         else:
             self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
         return self
-
-    def _class_weights(self, classes, codes):
-        """``class_weight`` as one multiplier per class of ``classes`` (the
-        fitted ``class_weight_``): ones for None, ``n / (n_classes count_k)``
-        for ``"balanced"`` (:func:`sklearn.utils.class_weight.compute_class_weight`),
-        else the dict's values (classes it does not name keep 1)."""
-        cw = self.class_weight
-        out = np.ones(classes.size)
-        if cw is None:
-            return out
-        if isinstance(cw, str):  # "balanced" (the constraints admit no other string)
-            return codes.size / (classes.size * np.bincount(codes, minlength=classes.size))
-        index = {c.item() if isinstance(c, np.generic) else c: k for k, c in enumerate(classes)}
-        unknown = [k for k in cw if k not in index]
-        if unknown:
-            raise ValueError(f"class_weight names {unknown!r}, not among the classes of y "
-                             f"({classes.tolist()!r}); use the labels of y as keys.")
-        for key, value in cw.items():
-            try:
-                v = float(value)
-            except (TypeError, ValueError):
-                v = np.nan
-            if not np.isfinite(v) or v < 0:
-                raise ValueError(f"class_weight[{key!r}] must be a finite number >= 0; got "
-                                 f"{value!r}.")
-            out[index[key]] = v
-        return out
 
     def _case_weights(self, sample_weight, codes):
         """The per-case weights of the fit, ``sample_weight_i * class_weight_[y_i]``
@@ -578,7 +552,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
-        model = _TrigSearch(self, self._bounds(d), max_iter, self.ard, self._groups)
+        model = TrigSearch(self, self._bounds(d), max_iter, self.ard, self._groups)
         data = Data(Xs, yb, weights)
         thetas, resume, retrain = self._search_inputs(d, init, warm)
         if self.optimize:
@@ -706,56 +680,3 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
 
-
-class _TrigSearch:
-    """BTSVC's hooks for :func:`bsvm_scale.optimization.search.search`:
-    objectives (:class:`~bsvm_scale.inference.objective_trig.TrigObjective`)
-    on the standardised data, ``theta = [ln kappa0, ln kappa (or ln
-    kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of an ARD
-    search."""
-
-    precondition = False
-
-    def __init__(self, est, bounds, max_iter, ard, groups):
-        self.est, self.bounds, self.max_iter = est, bounds, max_iter
-        self.ard, self.groups = bool(ard), groups if ard else None
-        self.n_kappa = len(bounds) - 2
-        self.n_jobs, self.random_state = est.n_jobs, est.random_state
-        self.init_subsample = est.init_subsample
-        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
-
-    def objective(self, data, subsample=False):
-        est = self.est
-        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else self.max_iter
-        return TrigObjective(data.X, data.y, self.ard, est.cache_mb, est.tol, max_iter,
-                             weights=data.weights, groups=self.groups,
-                             **est._evidence_settings())
-
-    def options(self, phase=None):
-        return search_options(phase, self.est.optimizer_options)
-
-    def isotropic(self):
-        return _TrigSearch(self.est, [self.bounds[0], self.bounds[1], self.bounds[-1]],
-                           self.max_iter, False, None)
-
-    @staticmethod
-    def isotropic_theta(theta):
-        """One ``kappa``, the geometric mean of the ``kappa_l``."""
-        return GaussianCovariance(float(np.exp(theta[0])), float(np.exp(np.mean(theta[1:-1]))),
-                                  float(np.exp(theta[-1]))).theta
-
-    def ard_theta(self, theta):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
-        return np.concatenate((theta[:1], np.full(self.n_kappa, theta[1]), theta[-1:]))
-
-    @staticmethod
-    def continuation_warm(final, data):
-        """The isotropic solution ``alpha`` (``v = y alpha`` on the SVs)."""
-        support = np.asarray(final.info["support"], dtype=np.int64)
-        alpha = np.zeros(data.y.shape[0])
-        alpha[support] = data.y[support] * np.asarray(final.info["dual_coef"], dtype=np.float64)
-        return Warm(np.maximum(alpha, 0.0))
-
-    @staticmethod
-    def dual_state(dual):
-        return {"alpha": dual}

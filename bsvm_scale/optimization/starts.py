@@ -39,8 +39,8 @@ RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1, "slope_rounds": 0}
 #: supplies the start of the full-data search, at ``m / n`` of its cost per
 #: evaluation: it keeps the generic stall rule (no absolute tolerance, no early
 #: end on the model's promise, no slope trial), because stopping there early
-#: costs full-data evaluations later (twonorm, 20,000 cases: 29 full-data
-#: evaluations instead of 8)
+#: costs full-data evaluations later (docs/design/trust_region_search.md,
+#: "Coarse-to-fine phases")
 COARSE_OPTIONS = {"stall_atol": 0.0, "promise_atol": 0.0, "slope_rounds": 0}
 
 
@@ -62,7 +62,7 @@ def retrain_options(hessian):
 #: initial trust radius (max-norm, log units) of the full-data phase of
 #: coarse-to-fine starts: the full-data optimum lies close to the subsample
 #: optimum, and a first step of the full radius tends to be rejected or to
-#: land far below the start (docs/design/history.md, "Coarse-to-fine starts")
+#: land far below the start (docs/design/trust_region_search.md, "Coarse-to-fine phases")
 FINE_FIRST_STEP = 0.2
 #: largest trust radius of the full-data phase of coarse-to-fine starts and of
 #: retraining: it begins at the subsample (or earlier) optimum, which is close

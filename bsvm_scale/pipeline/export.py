@@ -40,7 +40,7 @@ __all__ = ["export_run", "export_runs", "data_path_candidates", "read_checked", 
 MAX_PREDICTION_CASES = 2000
 #: models trained on more cases are not copied: a model fitted on the dense evidence
 #: path keeps the m x m Cholesky factor of its SV block for the error bars (8 m^2
-#: bytes; docs/design/history.md, "Matrix-free evidence")
+#: bytes; docs/design/matrix_free_evidence.md, "The factor kept for prediction")
 MAX_MODEL_TRAIN = 5000
 #: prefix of a data path relative to the repository root (a shipped data set)
 REPO_PREFIX = "repo:"

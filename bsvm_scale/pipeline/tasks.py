@@ -250,8 +250,8 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     objective's warm-start state: after every evaluation once evaluations
     take longer than ``CHECKPOINT_SPACING`` checkpoint writes, else at most
     once per that many write durations (so the writes cost at most about
-    1/CHECKPOINT_SPACING of the run; a small problem's evaluations take
-    milliseconds, a checkpoint about 25 ms). A resumed start passes both
+    1/CHECKPOINT_SPACING of the run, also where an evaluation takes less
+    time than a checkpoint write). A resumed start passes both
     back through ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes

@@ -43,3 +43,10 @@ def test_readme_is_a_guide():
     """Reference material lives in docs/: the README stays short."""
     assert len((ROOT / "README.md").read_text().splitlines()) <= 250
     assert re.search(r"python3 -m pytest -q tests", (ROOT / "README.md").read_text())
+
+
+def test_no_code_cites_the_design_log():
+    """Code cites the topical design notes; docs/design/history.md is a dated log."""
+    cited = [str(p.relative_to(ROOT)) for p in (ROOT / "bsvm_scale").rglob("*.py")
+             if "history.md" in p.read_text()]
+    assert cited == []

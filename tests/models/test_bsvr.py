@@ -585,7 +585,7 @@ def test_weighted_fit_resumes_exactly(init_subsample):
 def test_coarse_to_fine_subsample_and_isotropic_stage_take_the_weights(monkeypatch):
     """The subsample phase optimises on its cases with their weights, and the
     isotropic first stage of an ARD search is fitted with the weights."""
-    from bsvm_scale.models import bsvr
+    from bsvm_scale.inference.objective_silf import SilfObjective
     from bsvm_scale.optimization.starts import subsample_indices
 
     rng = np.random.default_rng(28)
@@ -593,13 +593,13 @@ def test_coarse_to_fine_subsample_and_isotropic_stage_take_the_weights(monkeypat
     y = np.sin(2 * X[:, 0]) + 0.1 * X[:, 1] + 0.1 * rng.normal(size=300)
     w = rng.uniform(0.0, 2.0, 300)
     problems = []
-    init = bsvr.SilfObjective.__init__
+    init = SilfObjective.__init__
 
     def spy_init(self, *args, **kwargs):
         init(self, *args, **kwargs)
         problems.append(self)
 
-    monkeypatch.setattr(bsvr.SilfObjective, "__init__", spy_init)
+    monkeypatch.setattr(SilfObjective, "__init__", spy_init)
     BayesianSVR(ard=True, init_subsample=100, optimizer_options={"maxiter": 3}).fit(
         X, y, sample_weight=w)
     full = [p for p in problems if p.X.shape[0] == 300]

@@ -1,0 +1,137 @@
+"""How each Bayesian model meets the one evidence search.
+
+:func:`bsvm_scale.optimization.search.search` knows no model: BSVR and BTSVC
+each give it a :class:`~bsvm_scale.optimization.search.SearchModel` --
+:class:`SilfSearch` and :class:`TrigSearch` -- that makes the model's
+objective on any part of its standardised training data, holds its box and
+optimiser options, and says how its isotropic model begins an ARD search and
+how a solution warm-starts the next solve. A third model needs only such a
+class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..inference.covariance import GaussianCovariance
+from ..inference.objective_silf import SilfObjective
+from ..inference.objective_trig import TrigObjective
+from ..optimization.objective import Warm
+from ..optimization.starts import search_options
+
+__all__ = ["SilfSearch", "TrigSearch"]
+
+
+class SilfSearch:
+    """BSVR's hooks for :func:`bsvm_scale.optimization.search.search`:
+    objectives (:class:`~bsvm_scale.inference.objective_silf.SilfObjective`)
+    on the standardised data, ``theta = [ln C, ln eps, (ln kappa0,) ln kappa
+    (or ln kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of
+    an ARD search."""
+
+    precondition = True
+
+    def __init__(self, est, bounds, kappa0, beta, groups, ard=None):
+        self.est, self.bounds, self.kappa0, self.beta = est, bounds, kappa0, beta
+        self.ard = bool(est.ard) if ard is None else ard
+        self.groups = groups if self.ard else None
+        self.lead = 3 if kappa0 is None else 2
+        self.n_kappa = len(bounds) - self.lead - 1
+        self.n_jobs, self.random_state = est.n_jobs, est.random_state
+        self.init_subsample = est.init_subsample
+        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+        self.settings = est._evidence_settings()
+
+    def objective(self, data, subsample=False):
+        est = self.est
+        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else est._max_iter
+        return SilfObjective(data.X, data.y, self.kappa0, self.beta, self.ard, float(est.tol),
+                             float(est.cache_mb), max_iter, self.settings, data.weights,
+                             self.groups)
+
+    def options(self, phase=None):
+        return search_options(phase, self.est.optimizer_options)
+
+    def isotropic(self):
+        k = self.lead
+        return SilfSearch(self.est, self.bounds[:k + 1] + self.bounds[-1:], self.kappa0,
+                           self.beta, None, ard=False)
+
+    def isotropic_theta(self, theta):
+        """One ``kappa``, the geometric mean of the ``kappa_l``."""
+        k = self.lead
+        lead = [np.log(float(np.exp(theta[i]))) for i in range(k)]
+        kappa = float(np.exp(np.mean(theta[k:-1])))
+        return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
+                               [np.log(float(np.exp(theta[-1])))]))
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+        k = self.lead
+        return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
+
+    @staticmethod
+    def continuation_warm(final, data):
+        """The isotropic solution ``nu`` on its support, 0 elsewhere."""
+        support = final.detail.evidence.support
+        nu = np.zeros(data.y.shape[0])
+        nu[support] = final.dual[support].copy()
+        return Warm(nu)
+
+    @staticmethod
+    def dual_state(dual):
+        return {"nu": dual}
+
+
+class TrigSearch:
+    """BTSVC's hooks for :func:`bsvm_scale.optimization.search.search`:
+    objectives (:class:`~bsvm_scale.inference.objective_trig.TrigObjective`)
+    on the standardised data, ``theta = [ln kappa0, ln kappa (or ln
+    kappa_l), ln kappa_b]`` in ``bounds``, and the isotropic model of an ARD
+    search."""
+
+    precondition = False
+
+    def __init__(self, est, bounds, max_iter, ard, groups):
+        self.est, self.bounds, self.max_iter = est, bounds, max_iter
+        self.ard, self.groups = bool(ard), groups if ard else None
+        self.n_kappa = len(bounds) - 2
+        self.n_jobs, self.random_state = est.n_jobs, est.random_state
+        self.init_subsample = est.init_subsample
+        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+
+    def objective(self, data, subsample=False):
+        est = self.est
+        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else self.max_iter
+        return TrigObjective(data.X, data.y, self.ard, est.cache_mb, est.tol, max_iter,
+                             weights=data.weights, groups=self.groups,
+                             **est._evidence_settings())
+
+    def options(self, phase=None):
+        return search_options(phase, self.est.optimizer_options)
+
+    def isotropic(self):
+        return TrigSearch(self.est, [self.bounds[0], self.bounds[1], self.bounds[-1]],
+                           self.max_iter, False, None)
+
+    @staticmethod
+    def isotropic_theta(theta):
+        """One ``kappa``, the geometric mean of the ``kappa_l``."""
+        return GaussianCovariance(float(np.exp(theta[0])), float(np.exp(np.mean(theta[1:-1]))),
+                                  float(np.exp(theta[-1]))).theta
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+        return np.concatenate((theta[:1], np.full(self.n_kappa, theta[1]), theta[-1:]))
+
+    @staticmethod
+    def continuation_warm(final, data):
+        """The isotropic solution ``alpha`` (``v = y alpha`` on the SVs)."""
+        support = np.asarray(final.info["support"], dtype=np.int64)
+        alpha = np.zeros(data.y.shape[0])
+        alpha[support] = data.y[support] * np.asarray(final.info["dual_coef"], dtype=np.float64)
+        return Warm(np.maximum(alpha, 0.0))
+
+    @staticmethod
+    def dual_state(dual):
+        return {"alpha": dual}
