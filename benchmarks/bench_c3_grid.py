@@ -27,7 +27,7 @@ import numpy as np
 
 def _gap(X, y, Xt, yt, options=None):
     from bsvm_scale import BayesianSVC
-    from bsvm_scale.pipeline.evidence_grid import GRID_DEFAULTS, compute_grid
+    from bsvm_scale.pipeline.run.evidence_grid import GRID_DEFAULTS, compute_grid
 
     m = BayesianSVC(n_starts=1, optimizer_options=options).fit(X, y)
     ev = compute_grid(X, y, Xt, yt, m.hyperparameters_, GRID_DEFAULTS)["neg_log_evidence"]

@@ -17,7 +17,7 @@ import time
 _CHILD = r"""
 import json, sys, time
 from bsvm_scale._util.memory import peak_rss_bytes, reset_peak_rss
-from bsvm_scale.pipeline.scoring import predict_file
+from bsvm_scale.pipeline.run.scoring import predict_file
 reset_peak_rss()
 t = time.perf_counter()
 info = predict_file({model!r}, {inp!r}, {out!r}, chunk_size={chunk}, workers={workers},

@@ -138,7 +138,7 @@ def _raw_csv(path, n_rows, seed=0):
 _CHILD = r"""
 import json
 from bsvm_scale._util.memory import peak_rss_bytes, reset_peak_rss
-from bsvm_scale.pipeline.scoring import predict_file
+from bsvm_scale.pipeline.run.scoring import predict_file
 reset_peak_rss()
 info = predict_file({model!r}, {inp!r}, {out!r}, workers={workers}, id_column="id",
                     progress=False)

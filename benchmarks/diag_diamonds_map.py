@@ -23,8 +23,8 @@ import numpy as np
 from pathlib import Path
 from sklearn.svm import SVR
 from bsvm_scale import BayesianSVR
-from bsvm_scale.pipeline.config import load_pipeline
-from bsvm_scale.pipeline.executor import prepare_data
+from bsvm_scale.pipeline.spec.config import load_pipeline
+from bsvm_scale.pipeline.run.executor import prepare_data
 
 HERE = Path(__file__).resolve().parents[1]
 p = load_pipeline(HERE / "pipelines" / "repro_r5_diamonds_reduced.toml")

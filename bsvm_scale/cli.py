@@ -24,7 +24,7 @@ Commands
 ``bsvm-scale predict MODEL.h5 INPUT --out OUT.h5 [--scheduler ADDRESS | --workers N]
 [--chunk-size N] [--by-position]``
     Score a data set, ``.npy`` or CSV file with a saved model, chunk by chunk
-    (:mod:`bsvm_scale.pipeline.scoring`).
+    (:mod:`bsvm_scale.pipeline.run.scoring`).
 ``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
     Write ``report.md`` and PNG plots of a run.
 ``bsvm-scale results [RUN...] [--from ARCHIVE|FOLDER] [--out docs] [--bench FILE.json ...]
@@ -35,13 +35,13 @@ Commands
     says so and exits.
 ``bsvm-scale export RUN... [--out docs/runs | --archive OUT.tar.gz [--base OLD.tar.gz]]``
     Write compact copies of runs (run record, generated data, partition-0
-    models; :mod:`bsvm_scale.pipeline.export`), or one archive of them with a
-    SHA-256 checksum file beside it (:mod:`bsvm_scale.pipeline.archive`) from
+    models; :mod:`bsvm_scale.pipeline.outputs.export`), or one archive of them with a
+    SHA-256 checksum file beside it (:mod:`bsvm_scale.pipeline.outputs.archive`) from
     which ``results --from`` remakes the page.
 
 ``bsvm-scale schema``
     Print the keys of pipeline files (types, allowed values, defaults) as a
-    Markdown table (:func:`bsvm_scale.pipeline.schema.schema_markdown`).
+    Markdown table (:func:`bsvm_scale.pipeline.spec.schema.schema_markdown`).
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
@@ -383,9 +383,9 @@ class _sigterm_interrupts:
 
 def cmd_run(args) -> int:
     """``bsvm-scale run PIPELINE.toml``: validate, run (or resume) and report."""
-    from .pipeline.checkpoint import RunLockedError
-    from .pipeline.config import load_pipeline
-    from .pipeline.executor import run_pipeline
+    from .pipeline.run.checkpoint import RunLockedError
+    from .pipeline.spec.config import load_pipeline
+    from .pipeline.run.executor import run_pipeline
 
     pipeline = load_pipeline(args.pipeline)
     if args.name:
@@ -398,7 +398,7 @@ def cmd_run(args) -> int:
               f"{n_tasks} (data set, model) pair(s)")
         return EXIT_OK
     if args.job_script:
-        from .pipeline.cluster import job_script
+        from .pipeline.run.backends import job_script
 
         print(job_script(pipeline.cluster), end="")
         return EXIT_OK
@@ -409,7 +409,7 @@ def cmd_run(args) -> int:
     except RunLockedError as exc:
         raise CLIError(str(exc)) from None
     if not args.no_report:
-        from .pipeline.report import write_report
+        from .pipeline.outputs.report import write_report
 
         path = write_report(pipeline.run_dir)
         print(f"report: {path}")
@@ -451,7 +451,7 @@ def add_run_parser(subparsers) -> None:
 
 
 def cmd_report(args) -> int:
-    from .pipeline.report import write_report
+    from .pipeline.outputs.report import write_report
 
     path = write_report(args.run, args.out)
     print(f"wrote {path}")
@@ -537,10 +537,10 @@ def add_results_parser(subparsers) -> None:
 
 def cmd_export(args) -> int:
     """``bsvm-scale export``: compact copies of runs, or one checksummed archive of them."""
-    from .pipeline.export import export_runs
+    from .pipeline.outputs.export import export_runs
 
     if args.archive is not None:
-        from .pipeline.archive import checksum_path, write_archive
+        from .pipeline.outputs.archive import checksum_path, write_archive
 
         info = write_archive(args.runs, args.archive, base=args.base,
                              max_prediction_cases=args.max_prediction_cases)
@@ -559,7 +559,7 @@ def cmd_export(args) -> int:
 
 
 def add_export_parser(subparsers) -> None:
-    from .pipeline.export import MAX_PREDICTION_CASES
+    from .pipeline.outputs.export import MAX_PREDICTION_CASES
 
     p = subparsers.add_parser(
         "export", help="compact copies of runs, or one checksummed archive of them",
@@ -584,7 +584,7 @@ def add_export_parser(subparsers) -> None:
 
 
 def cmd_predict(args) -> int:
-    from .pipeline.scoring import predict_file
+    from .pipeline.run.scoring import predict_file
 
     out = predict_file(args.model, args.input, args.out, chunk_size=args.chunk_size,
                        scheduler=args.scheduler, workers=args.workers,
@@ -600,7 +600,7 @@ def cmd_predict(args) -> int:
 
 
 def add_predict_parser(subparsers) -> None:
-    from .pipeline.scoring import DEFAULT_CHUNK
+    from .pipeline.run.scoring import DEFAULT_CHUNK
 
     p = subparsers.add_parser(
         "predict", help="score new inputs with a saved model",
@@ -635,7 +635,7 @@ def cmd_schema(args) -> int:
     search and settings keys, from the estimators' own parameter constraints) with its type,
     allowed values, default and description, as one Markdown table; with --out, write it as
     the reference page (docs/reference/pipeline_schema.md is made this way)."""
-    from .pipeline.schema import schema_page, schema_markdown
+    from .pipeline.spec.schema import schema_page, schema_markdown
 
     if args.out is None:
         print(schema_markdown(), end="")

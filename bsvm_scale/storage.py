@@ -394,7 +394,7 @@ def save_model(model, path, *, feature_names=None):
     """Write the (fitted) ``model`` to ``path`` atomically; returns the path.
 
     ``feature_names`` (one per input column, optional) are stored with the
-    model so that scoring (:mod:`bsvm_scale.pipeline.scoring`) can match input
+    model so that scoring (:mod:`bsvm_scale.pipeline.run.scoring`) can match input
     columns by name; :func:`model_feature_names` reads them back.
 
     Raises ``TypeError`` for an estimator class this module does not know or

@@ -3,8 +3,8 @@ source checkout, not part of the installed package.
 
 ``bsvm-scale results`` (argument parsing in :mod:`bsvm_scale.cli`) imports this
 package from the checkout and calls :func:`write_results`, which reads the run
-exports (:mod:`bsvm_scale.pipeline.export`, or a checksummed archive of them,
-:mod:`bsvm_scale.pipeline.archive`) and the benchmark JSON files and writes the
+exports (:mod:`bsvm_scale.pipeline.outputs.export`, or a checksummed archive of them,
+:mod:`bsvm_scale.pipeline.outputs.archive`) and the benchmark JSON files and writes the
 page, its figures and its summary tables. Modules: one per protocol
 (:mod:`.r1` ... :mod:`.c4`) and for the peer benchmarks (:mod:`.bench`);
 shared: :mod:`.runs` (reading runs), :mod:`.stats`, :mod:`.compare` (tests and

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bsvm_scale.pipeline.export import MAX_MODEL_TRAIN
+from bsvm_scale.pipeline.outputs.export import MAX_MODEL_TRAIN
 
 from .compare import nll_notes, peer_ratios
 from .figures import model_words, pyplot

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bsvm_scale.pipeline.report import evidence_grid_figure, grid_optima
+from bsvm_scale.pipeline.outputs.report import evidence_grid_figure, grid_optima
 
 from .compare import nll_notes, paired_tests
 from .runs import short_name

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from bsvm_scale.pipeline.archive import extract_archive, run_dirs, verify_archive
-from bsvm_scale.pipeline.evidence_grid import is_grid
-from bsvm_scale.pipeline.runfile import format_table, most_workers, summary_rows, wall_clock
+from bsvm_scale.pipeline.outputs.archive import extract_archive, run_dirs, verify_archive
+from bsvm_scale.pipeline.run.evidence_grid import is_grid
+from bsvm_scale.pipeline.outputs.runfile import format_table, most_workers, summary_rows, wall_clock
 
 from . import bench, c1, c2, c3, c4, r1, r2, r3, r4, r5
 from .figures import Figures
@@ -116,7 +116,7 @@ def _machine(runs):
     """Operating system, cores, CPU and memory of the machines the runs recorded
     (runs made before that record: this machine, said so), hosts, package
     versions and source commits."""
-    from bsvm_scale.pipeline.tasks import machine
+    from bsvm_scale.pipeline.run.tasks import machine
 
     recorded = {}
     for r in runs:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bsvm_scale.pipeline.export import MAX_MODEL_TRAIN, keep_common_partitions, read_checked
-from bsvm_scale.pipeline.runfile import read_run_file
+from bsvm_scale.pipeline.outputs.export import MAX_MODEL_TRAIN, keep_common_partitions, read_checked
+from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
 __all__ = ["Run", "PROTOCOLS", "protocol_of", "short_name", "groups_by_size", "size_of",
            "MODELS_READ", "MODELS_AT_LARGEST_SIZE", "sort_runs"]
@@ -71,7 +71,7 @@ class Run:
     """One run record with accessors (``rec``, ``dir``, ``name``, ``left_out``).
 
     Only the partitions that every model of a data set finished are kept
-    (:func:`bsvm_scale.pipeline.export.keep_common_partitions`).
+    (:func:`bsvm_scale.pipeline.outputs.export.keep_common_partitions`).
 
     Parameters
     ----------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bsvm_scale.pipeline.report import paired_t_test
+from bsvm_scale.pipeline.outputs.report import paired_t_test
 
 __all__ = ["fit_exponent", "finite_median", "n_evals", "per_evaluation", "evaluation_seconds",
            "paired_t_test", "mean_sd"]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bsvm_scale.pipeline.runfile import main_metric, summary_rows
+from bsvm_scale.pipeline.outputs.runfile import main_metric, summary_rows
 
 from .runs import protocol_of, short_name
 from .tables import write_csv

@@ -148,3 +148,43 @@ def test_no_import_circle_inside_a_layer():
 def test_the_circle_check_finds_a_circle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+#: the rooms of pipeline/, top first: imports go down this list only
+PIPELINE_ROOMS = ["run", "outputs", "spec"]
+
+
+def _room_violations(package=PACKAGE):
+    """Imports between the rooms of ``pipeline/`` that go up or sideways."""
+    rank = {room: k for k, room in enumerate(PIPELINE_ROOMS)}
+    bad = []
+    for path in sorted((package / "pipeline").rglob("*.py")):
+        parts = path.relative_to(package).parts
+        if len(parts) < 3:  # pipeline/__init__.py: the public face
+            continue
+        here = parts[1]
+        for target in _imports(path, package):
+            t = target.split(".")
+            if len(t) > 2 and t[1] == "pipeline" and t[2] in rank and t[2] != here \
+                    and rank[t[2]] <= rank[here]:
+                bad.append(f"{'/'.join(parts)} imports {target}")
+    return bad
+
+
+def test_every_pipeline_module_is_in_a_room():
+    loose = [p.name for p in (PACKAGE / "pipeline").glob("*.py") if p.name != "__init__.py"]
+    rooms = {p.name for p in (PACKAGE / "pipeline").iterdir() if (p / "__init__.py").is_file()}
+    assert loose == [] and rooms == set(PIPELINE_ROOMS)
+
+
+def test_pipeline_rooms_import_downwards():
+    assert _room_violations() == []
+
+
+def test_the_room_check_finds_an_upward_import(tmp_path):
+    package = tmp_path / "bsvm_scale"
+    (package / "pipeline" / "spec").mkdir(parents=True)
+    (package / "pipeline" / "spec" / "probe.py").write_text(
+        "from ..run.tasks import run_task\n")
+    assert _room_violations(package) == [
+        "pipeline/spec/probe.py imports bsvm_scale.pipeline.run.tasks"]

@@ -10,7 +10,7 @@ from fast_estimators import all_estimators, name
 from bsvm_scale import BayesianSVC, BayesianSVR, load_model, save_model
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import import_table, read_dataset, write_dataset
-from bsvm_scale.pipeline.scoring import predict_file
+from bsvm_scale.pipeline.run.scoring import predict_file
 from bsvm_scale.tables import EncodedTable, Table, TableError
 
 pd = pytest.importorskip("pandas")

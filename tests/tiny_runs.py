@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bsvm_scale.pipeline.config import load_pipeline
-from bsvm_scale.pipeline.executor import run_pipeline
+from bsvm_scale.pipeline.spec.config import load_pipeline
+from bsvm_scale.pipeline.run.executor import run_pipeline
 
 #: the repository checkout
 REPO = Path(__file__).resolve().parents[1]
@@ -139,7 +139,7 @@ def _run(tmp, name, text):
 def stopped_c3(run_dir, folder):
     """A copy of the tiny C3 run in ``folder/runs`` in which GPC has not finished
     partition 0 of twonorm (as in a stopped run); returns its directory."""
-    from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+    from bsvm_scale.pipeline.outputs.runfile import read_run_file, write_run_file
 
     src = Path(folder) / "runs" / "repro_c3_tiny"
     shutil.copytree(run_dir, src)

@@ -89,7 +89,7 @@ def best_start(results):
 #: how an ARD search begins (``ard_init`` of BayesianSVR and BayesianSVC)
 ARD_INIT = ("isotropic", "start", "continuation")
 #: the route of BSVR and BTSVC ARD searches when ``ard_init`` is not given
-#: (pipelines key it into task keys, :mod:`bsvm_scale.pipeline.fingerprint`)
+#: (pipelines key it into task keys, :mod:`bsvm_scale.pipeline.run.fingerprint`)
 DEFAULT_ARD_INIT = "continuation"
 
 

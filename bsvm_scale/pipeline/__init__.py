@@ -1,20 +1,29 @@
-"""Batch pipelines: Dask-scheduled multi-start and partitioned runs.
+"""Batch pipelines: Dask-scheduled multi-start and partitioned runs, in three rooms.
 
-* :mod:`.config` - the TOML pipeline schema and its validation
-* :mod:`.tasks` - pure task functions executed on the workers
-* :mod:`.executor` - the one Dask executor (LocalCluster or a scheduler address)
-* :mod:`.checkpoint` - atomic run-directory files, start checkpoints, the run lock
-* :mod:`.runfile` - the HDF5 run file written by the driver
-* :mod:`.report` - markdown + PNG reports of a run
-* :mod:`.progress` - the live progress line
+* :mod:`.spec` - the pipeline-file language: the schema of its keys
+  (:mod:`.spec.schema`), the model kinds (:mod:`.spec.kinds`, the one place a
+  kind is registered), parsing and validation (:mod:`.spec.config`), protocol
+  keys (:mod:`.spec.variants`), the ``[cluster]`` table and the evidence grid.
+* :mod:`.run` - running tasks: the one Dask executor (:mod:`.run.executor`),
+  the pure task functions (:mod:`.run.tasks`, :mod:`.run.evidence_grid`), what a
+  task reads (:mod:`.run.taskio`), start checkpoints and the run lock
+  (:mod:`.run.checkpoint`), task keys (:mod:`.run.fingerprint`), cluster back
+  ends (:mod:`.run.backends`), scikit-learn references (:mod:`.run.external`)
+  and scoring new inputs (:mod:`.run.scoring`).
+* :mod:`.outputs` - what a run leaves: atomic HDF5 records
+  (:mod:`.outputs.records`), the run file (:mod:`.outputs.runfile`), reports,
+  exports and archives, and the progress line.
+
+Imports go from ``run`` to ``outputs`` to ``spec``, never back
+(``tests/test_layers.py``).
 """
 
-from .config import Pipeline, PipelineError, load_pipeline, parse_pipeline
+from .spec.config import Pipeline, PipelineError, load_pipeline, parse_pipeline
 
 __all__ = ["Pipeline", "PipelineError", "load_pipeline", "parse_pipeline", "run_pipeline"]
 
 
 def run_pipeline(*args, **kwargs):
-    from .executor import run_pipeline as _run
+    from .run.executor import run_pipeline as _run
 
     return _run(*args, **kwargs)

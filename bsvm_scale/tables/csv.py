@@ -1,7 +1,7 @@
 """CSV files with a header row, read as columns of text cells.
 
 One reader for data set import (:mod:`bsvm_scale.datasets.importing`, the whole
-file) and batch scoring (:mod:`bsvm_scale.pipeline.scoring`, chunks of rows):
+file) and batch scoring (:mod:`bsvm_scale.pipeline.run.scoring`, chunks of rows):
 every cell comes back as its text, and the schema decides what it is
 (:mod:`bsvm_scale.tables.schema`). Files are UTF-8 (a byte-order mark is
 allowed), optionally gzip-compressed (``.csv.gz``); empty lines are skipped. Every error is one line naming the file,

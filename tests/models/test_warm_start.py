@@ -84,8 +84,8 @@ search = {{ n_starts = {starts} }}
 
 
 def test_pipeline_retrains_from_an_earlier_run(tmp_path):
-    from bsvm_scale.pipeline.config import parse_pipeline
-    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data, run_pipeline
+    from bsvm_scale.pipeline.spec.config import parse_pipeline
+    from bsvm_scale.pipeline.run.executor import plan_tasks, prepare_data, run_pipeline
 
     data = 'generator = "sinc_silf"\nn = 300\nseed = {seed}\npartitions = 2\nn_train = 200'
     text = _NIGHT.replace("{data}", data).replace("{starts}", "2")
@@ -249,8 +249,8 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monke
     retraining starts its first MAP solve from the carried dual ("warm", not
     "zero" as without ids: 300 cases are below the low-rank start's range)."""
     from bsvm_scale.datasets import Dataset, write_dataset
-    from bsvm_scale.pipeline.config import parse_pipeline
-    from bsvm_scale.pipeline.executor import run_pipeline
+    from bsvm_scale.pipeline.spec.config import parse_pipeline
+    from bsvm_scale.pipeline.run.executor import run_pipeline
 
     d = synthetic.sinc_silf(330, seed=4)
     ids = np.array([f"case{i:04d}" for i in range(330)])
@@ -264,7 +264,7 @@ def test_pipeline_passes_case_ids_so_retraining_carries_the_dual(tmp_path, monke
         p = parse_pipeline(text.replace("{starts}", "1").format(
             name=f"night{night}", night=night, out=tmp_path, warm=warm), tmp_path / "p.toml")
         assert run_pipeline(p, workers=1, progress=False)["meta"]["n_failed"] == 0
-    from bsvm_scale.pipeline.runfile import read_run_file
+    from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
     train = np.asarray(read_run_file(tmp_path / "night1" / "run.h5")["datasets"]["sinc"]
                        ["partitions"][0]["train"])

@@ -1,5 +1,5 @@
 """Archives of run exports with their SHA-256 checksum file
-(bsvm_scale/pipeline/archive.py, ``bsvm-scale export --archive``)."""
+(bsvm_scale/pipeline/outputs/archive.py, ``bsvm-scale export --archive``)."""
 
 import hashlib
 import tarfile
@@ -7,10 +7,10 @@ import tarfile
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.archive import (checksum_path, extract_archive, run_dirs,
+from bsvm_scale.pipeline.outputs.archive import (checksum_path, extract_archive, run_dirs,
                                          verify_archive, write_archive)
-from bsvm_scale.pipeline.export import export_run
-from bsvm_scale.pipeline.runfile import read_run_file
+from bsvm_scale.pipeline.outputs.export import export_run
+from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
 
 def _files(folder):
@@ -64,7 +64,7 @@ def test_base_archive_keeps_the_runs_not_replaced(tiny_run, tmp_path):
     same name replaces them."""
     import shutil
 
-    from bsvm_scale.pipeline.runfile import write_run_file
+    from bsvm_scale.pipeline.outputs.runfile import write_run_file
 
     old_run = tmp_path / "old" / "repro_r2_tiny"
     shutil.copytree(tiny_run[1]["meta"]["run_dir"], old_run)

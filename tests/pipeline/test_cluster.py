@@ -6,10 +6,11 @@ import re
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.cluster import job_script, lifetime_args, walltime_seconds
-from bsvm_scale.pipeline.config import PipelineError, parse_pipeline
-from bsvm_scale.pipeline.executor import dashboard_line, run_pipeline
-from bsvm_scale.pipeline.runfile import read_run_file
+from bsvm_scale.pipeline.run.backends import job_script, lifetime_args
+from bsvm_scale.pipeline.spec.cluster import walltime_seconds
+from bsvm_scale.pipeline.spec.config import PipelineError, parse_pipeline
+from bsvm_scale.pipeline.run.executor import dashboard_line, run_pipeline
+from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
 BODY = """
 [run]
@@ -98,7 +99,7 @@ def test_run_on_an_adaptive_local_deployment(tmp_path, capsys):
 
 
 def test_dashboard_line_without_bokeh(monkeypatch):
-    from bsvm_scale.pipeline import executor
+    from bsvm_scale.pipeline.run import executor
 
     monkeypatch.setattr(executor, "has_bokeh", lambda: False)
     assert "pip install 'bsvm_scale[cluster]'" in dashboard_line(object())
@@ -122,7 +123,7 @@ def test_a_worker_killed_for_memory_is_named_as_such():
     import dask
     from dask.distributed import Client, LocalCluster
 
-    from bsvm_scale.pipeline.executor import death_reason
+    from bsvm_scale.pipeline.run.executor import death_reason
 
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             LocalCluster(n_workers=1, threads_per_worker=1, memory_limit="400MB",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
+from bsvm_scale.pipeline.spec.config import PipelineError, load_pipeline, parse_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -121,7 +121,7 @@ kind = "gpc"
     assert p.datasets[0].partitions == "stored" and p.datasets[0].label == "g"
     assert p.datasets[0].max_partitions == 2
     from bsvm_scale.datasets import read_dataset
-    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+    from bsvm_scale.pipeline.run.executor import plan_tasks, prepare_data
 
     data = prepare_data(p, tmp_path / "run")
     stored = read_dataset(tmp_path / "g.h5").splits
@@ -137,7 +137,7 @@ kind = "gpc"
 def test_plan_generated_partitions(tmp_path):
     path = tmp_path / "p.toml"
     path.write_text(GOOD.replace("search = { n_starts = 2 }", "search = { n_starts = 3 }"))
-    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+    from bsvm_scale.pipeline.run.executor import plan_tasks, prepare_data
 
     p = load_pipeline(path)
     data = prepare_data(p, Path(p.run_dir))
@@ -170,7 +170,7 @@ def test_shipped_pipelines_validate(name):
 
 
 def test_paired_t_formula():
-    from bsvm_scale.pipeline.report import paired_t_test
+    from bsvm_scale.pipeline.outputs.report import paired_t_test
 
     a = np.array([0.10, 0.12, 0.09, 0.11])
     b = np.array([0.12, 0.13, 0.12, 0.12])
@@ -184,7 +184,7 @@ def test_paired_t_formula():
 def test_start_kappa_one_over_d_resolves_per_data_set(tmp_path):
     """The protocol's second BSVR start (kappa = 1/d) in one model over data sets
     with 1 and 6 inputs: each task gets 1 / its own number of inputs."""
-    from bsvm_scale.pipeline.executor import plan_tasks, prepare_data
+    from bsvm_scale.pipeline.run.executor import plan_tasks, prepare_data
 
     starts = 'search = { starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }] }'
     text = GOOD.replace("search = { n_starts = 2 }", starts) + (

@@ -1,4 +1,4 @@
-"""Evidence-grid tasks (bsvm_scale/pipeline/evidence_grid.py): the pipeline
+"""Evidence-grid tasks (bsvm_scale/pipeline/run/evidence_grid.py): the pipeline
 key, the grid itself, the task run by the executor and its resumption."""
 
 from pathlib import Path
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from bsvm_scale.datasets import generate
-from bsvm_scale.pipeline.checkpoint import read_record, save_checkpoint
-from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
-from bsvm_scale.pipeline.evidence_grid import (GRID_DEFAULTS, compute_grid, grid_center,
+from bsvm_scale.pipeline.run.checkpoint import read_record, save_checkpoint
+from bsvm_scale.pipeline.spec.config import PipelineError, load_pipeline, parse_pipeline
+from bsvm_scale.pipeline.run.evidence_grid import (GRID_DEFAULTS, compute_grid, grid_center,
                                                run_grid_task)
-from bsvm_scale.pipeline.executor import run_pipeline
+from bsvm_scale.pipeline.run.executor import run_pipeline
 
 PIPELINE = """
 [run]
@@ -136,7 +136,7 @@ def grid_run(tmp_path_factory):
 def test_grid_task_runs_in_the_pipeline(grid_run):
     """A 3 x 3 grid on 60 cases: one task per data set after BTSVC's starts on
     partition 0, centred on the best start, kept apart from the model's results."""
-    from bsvm_scale.pipeline.export import read_checked
+    from bsvm_scale.pipeline.outputs.export import read_checked
 
     path, rec = grid_run
     assert rec["meta"]["status"] == "complete"
@@ -207,7 +207,7 @@ def test_checkpoint_of_another_task_is_not_resumed(grid_run, tmp_path):
 
 
 def test_grid_optima():
-    from bsvm_scale.pipeline.report import grid_optima
+    from bsvm_scale.pipeline.outputs.report import grid_optima
 
     grid = {"neg_log_evidence": np.array([[5.0, 4.0], [3.0, 6.0]]),
             "error_rate": np.array([[0.1, 0.05], [0.2, 0.3]])}
@@ -216,7 +216,7 @@ def test_grid_optima():
 
 def test_report_shows_the_grid_and_names_figures_in_words(grid_run, tmp_path):
     """The run report draws every evidence grid; legends and titles in words."""
-    from bsvm_scale.pipeline.report import write_report
+    from bsvm_scale.pipeline.outputs.report import write_report
 
     _, rec = grid_run
     page = write_report(rec["meta"]["run_dir"], tmp_path).read_text()

@@ -1,4 +1,4 @@
-"""Compact copies of runs (bsvm_scale/pipeline/export.py) and the packed run
+"""Compact copies of runs (bsvm_scale/pipeline/outputs/export.py) and the packed run
 record they hold."""
 
 import copy
@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.export import (MAX_MODEL_TRAIN, export_run, keep_common_partitions,
+from bsvm_scale.pipeline.outputs.export import (MAX_MODEL_TRAIN, export_run, keep_common_partitions,
                                         read_checked)
-from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+from bsvm_scale.pipeline.outputs.runfile import read_run_file, write_run_file
 from tiny_runs import stopped_c3
 
 
@@ -69,7 +69,7 @@ def test_export_of_a_stopped_run_follows_the_partitions_shown(tiny_c3, tmp_path)
 def test_large_and_external_models_are_not_copied(tiny_run, tmp_path, monkeypatch):
     """scikit-learn references cannot be reloaded and models of more than
     MAX_MODEL_TRAIN cases are not copied; an export of an export is the same files."""
-    from bsvm_scale.pipeline import export
+    from bsvm_scale.pipeline.outputs import export
 
     assert MAX_MODEL_TRAIN == 5000
     run_dir = tiny_run[1]["meta"]["run_dir"]

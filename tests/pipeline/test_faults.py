@@ -18,7 +18,7 @@ import psutil
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.runfile import read_run_file
+from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = """

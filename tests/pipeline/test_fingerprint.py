@@ -1,11 +1,11 @@
-"""Content keys of tasks and data sets (bsvm_scale.pipeline.fingerprint)."""
+"""Content keys of tasks and data sets (bsvm_scale.pipeline.run.fingerprint)."""
 
 import copy
 
 import numpy as np
 
-from bsvm_scale.pipeline.config import DatasetSpec
-from bsvm_scale.pipeline.fingerprint import KEEP_VERSIONS, KEY_FILE, VERSIONS_DIR, dataset_key, \
+from bsvm_scale.pipeline.spec.config import DatasetSpec
+from bsvm_scale.pipeline.run.fingerprint import KEEP_VERSIONS, KEY_FILE, VERSIONS_DIR, dataset_key, \
     reconcile_tasks, task_keys
 
 
@@ -129,8 +129,8 @@ def test_prepare_data_adopts_a_keyless_data_file_only_for_the_same_file(tmp_path
     """A generated data file from before keys existed is kept when the pipeline
     file is unchanged and regenerated (and keyed) when it was edited."""
     from bsvm_scale.datasets import read_dataset, write_dataset
-    from bsvm_scale.pipeline.config import parse_pipeline
-    from bsvm_scale.pipeline.executor import prepare_data
+    from bsvm_scale.pipeline.spec.config import parse_pipeline
+    from bsvm_scale.pipeline.run.executor import prepare_data
 
     text = ('[run]\nname = "k"\noutput = "runs"\n\n[[datasets]]\nname = "s"\n'
             'generator = "sinc_silf"\nn = 40\nseed = 0\npartitions = 1\nn_train = 20\n\n'

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from bsvm_scale.datasets import generate, read_dataset
-from bsvm_scale.pipeline.config import PipelineError, load_pipeline, parse_pipeline
-from bsvm_scale.pipeline.executor import prepare_data
-from bsvm_scale.pipeline.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
-from bsvm_scale.pipeline.variants import cv_folds
+from bsvm_scale.pipeline.spec.config import PipelineError, load_pipeline, parse_pipeline
+from bsvm_scale.pipeline.run.executor import prepare_data
+from bsvm_scale.pipeline.run.external import SkGPR, SkSVC, SkSVR, model_bytes, without_platt
+from bsvm_scale.pipeline.spec.variants import cv_folds
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -146,7 +146,7 @@ def test_bad_sweeps_are_refused(tmp_path, model, needle):
 
 # ------------------------------------------------------ protocol A (fix_from)
 def test_fixed_params_average_the_best_start_per_partition():
-    from bsvm_scale.pipeline.variants import fixed_params
+    from bsvm_scale.pipeline.spec.variants import fixed_params
 
     def res(p, ev, k0, kappa):
         return {"partition": p, "log_evidence": ev,
@@ -372,7 +372,7 @@ def test_sk_gpc_start_length_scale():
     "sqrt(d)" is kappa = 1/d, the start of the project's GPs and BTSVC (on C3's
     waveform data, scikit-learn's GPC from length scale 1 ends at a flat optimum
     that predicts the majority class; see docs/results.md)."""
-    from bsvm_scale.pipeline.external import SkGPC, SkGPR
+    from bsvm_scale.pipeline.run.external import SkGPC, SkGPR
 
     assert SkGPC(length_scale="sqrt(d)")._build(9).kernel.get_params()["k1__k2__length_scale"] == 3.0
     assert SkGPC(ard=True, length_scale=2.0)._build(3).kernel.get_params()[

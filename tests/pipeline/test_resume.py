@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bsvm_scale.pipeline.checkpoint as ck
-import bsvm_scale.pipeline.tasks as tasks
+import bsvm_scale.pipeline.run.checkpoint as ck
+import bsvm_scale.pipeline.run.tasks as tasks
 from bsvm_scale.datasets import generate, random_splits
-from bsvm_scale.pipeline.tasks import run_task
+from bsvm_scale.pipeline.run.tasks import run_task
 
 
 class _Interrupt(Exception):
@@ -128,8 +128,8 @@ def test_task_writes_only_into_a_directory_keyed_for_it(tmp_path, monkeypatch):
     """A task orphaned by a pipeline edit (its directory now holds another
     key) writes no checkpoint, result or model there; a checkpoint made for
     another key is not resumed from."""
-    from bsvm_scale.pipeline.executor import _finished
-    from bsvm_scale.pipeline.fingerprint import KEY_FILE
+    from bsvm_scale.pipeline.run.executor import _finished
+    from bsvm_scale.pipeline.run.fingerprint import KEY_FILE
 
     OLD, NEW = "a" * 64, "b" * 64  # keys are SHA-256 hex digests
     monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
@@ -169,7 +169,7 @@ def test_task_writes_only_into_a_directory_keyed_for_it(tmp_path, monkeypatch):
 
 
 def _theta0():
-    from bsvm_scale.pipeline.tasks import _start_theta
+    from bsvm_scale.pipeline.run.tasks import _start_theta
 
     s = _spec(None, 1)
     X, y = s["data"]
@@ -208,7 +208,7 @@ def test_sigkill_mid_start_then_resume(tmp_path, kind):
     an uninterrupted run."""
     ref = run_task(_spec(None, 1, kind))["result"]
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from test_resume import _spec; "
-            "from bsvm_scale.pipeline.tasks import run_task; "
+            "from bsvm_scale.pipeline.run.tasks import run_task; "
             "s = _spec(sys.argv[2], 1, sys.argv[3]); s['eval_delay'] = 0.5; run_task(s)")
     ckpt = tmp_path / "checkpoint.h5"
     proc = subprocess.Popen([sys.executable, "-c", code, str(Path(__file__).parent),

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.config import load_pipeline
-from bsvm_scale.pipeline.executor import WORKER_ENV, run_pipeline
-from bsvm_scale.pipeline.runfile import read_run_file
+from bsvm_scale.pipeline.spec.config import load_pipeline
+from bsvm_scale.pipeline.run.executor import WORKER_ENV, run_pipeline
+from bsvm_scale.pipeline.outputs.runfile import read_run_file
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ def test_local_cluster_run(reference, capsys):
     assert m1["invocations"] == 1 and m1["elapsed_total"] == m1["elapsed"]
     assert m2["invocations"] == 2 and m2["n_workers_max"] == m1["n_workers"] == 2
     assert m2["elapsed_total"] == pytest.approx(m1["elapsed"] + m2["elapsed"])
-    from bsvm_scale.pipeline.runfile import wall_clock
+    from bsvm_scale.pipeline.outputs.runfile import wall_clock
 
     assert wall_clock(m2) == (f"{m2['elapsed_total']:.1f} s wall clock over 2 invocations "
                               f"(the last {m2['elapsed']:.1f} s)")
@@ -207,7 +207,7 @@ def test_run_file_is_rewritten_while_tasks_run(tmp_path, monkeypatch):
     """The driver writes run.h5 before the first task runs; with
     RUNFILE_EVERY_S = 0 again after every task but the last (status
     "running"); then once more at the end."""
-    import bsvm_scale.pipeline.executor as ex
+    import bsvm_scale.pipeline.run.executor as ex
 
     text = PIPELINE.split("[[datasets]]\nname = \"g2\"")[0] + \
         "[[models]]\nkind = \"gpr\"\nsearch = {{ n_starts = 1 }}\n" \
@@ -381,7 +381,7 @@ def test_numba_cache_write_failure_is_not_reported_as_bad_settings(tmp_path, mon
     the fix, not the model's settings."""
     import errno
 
-    import bsvm_scale.pipeline.tasks as tasks
+    import bsvm_scale.pipeline.run.tasks as tasks
 
     def full_disk(*_a, **_k):
         raise OSError(errno.EFBIG, "File too large", "/cache/index.nbi")

@@ -1,4 +1,4 @@
-"""The pipeline-file schema (bsvm_scale.pipeline.schema): the settings and
+"""The pipeline-file schema (bsvm_scale.pipeline.spec.schema): the settings and
 search keys of every model kind are the estimator's own parameters and
 constraints; every table names the key, the value and what is allowed when a
 key is unknown, of the wrong type or out of range; the reference table and
@@ -10,8 +10,8 @@ import pytest
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from bsvm_scale.cli import main
-from bsvm_scale.pipeline.config import PipelineError, parse_pipeline, schema_table
-from bsvm_scale.pipeline.schema import (CV_KEYS, DATASET_KEYS, KINDS, MODEL_KEYS, RUN_KEYS,
+from bsvm_scale.pipeline.spec.config import PipelineError, parse_pipeline, schema_table
+from bsvm_scale.pipeline.spec.schema import (CV_KEYS, DATASET_KEYS, KINDS, MODEL_KEYS, RUN_KEYS,
                                         SEARCH_KEYS, TASK_OF, TEST_KEYS, estimator_class,
                                         estimator_keys, search_keys)
 
@@ -223,7 +223,7 @@ def test_the_schema_reference_page_is_the_generated_one(tmp_path):
     writes: the reference cannot drift from the schema."""
     from pathlib import Path
 
-    from bsvm_scale.pipeline.schema import schema_page
+    from bsvm_scale.pipeline.spec.schema import schema_page
 
     out = tmp_path / "schema.md"
     assert main(["schema", "--out", str(out)]) == 0

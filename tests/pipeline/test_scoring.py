@@ -1,4 +1,4 @@
-"""Batch scoring (bsvm_scale.pipeline.scoring) and ``bsvm-scale predict``."""
+"""Batch scoring (bsvm_scale.pipeline.run.scoring) and ``bsvm-scale predict``."""
 
 import h5py
 import numpy as np
@@ -9,7 +9,7 @@ from bsvm_scale.cli import main
 from bsvm_scale.datasets import Dataset, synthetic, write_dataset
 from bsvm_scale.baselines.gp import GPR
 from bsvm_scale.tables import TableError
-from bsvm_scale.pipeline.scoring import ScoringError, file_sha256, predict_file
+from bsvm_scale.pipeline.run.scoring import ScoringError, file_sha256, predict_file
 from bsvm_scale.storage import model_feature_names, save_model
 
 NAMES = ["a", "b", "c"]

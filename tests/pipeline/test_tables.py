@@ -9,8 +9,8 @@ import pytest
 from bsvm_scale import BayesianSVC, load_model
 from bsvm_scale.cli import main
 from bsvm_scale.datasets import read_dataset
-from bsvm_scale.pipeline.config import load_pipeline
-from bsvm_scale.pipeline.executor import run_pipeline
+from bsvm_scale.pipeline.spec.config import load_pipeline
+from bsvm_scale.pipeline.run.executor import run_pipeline
 
 pd = pytest.importorskip("pandas")
 

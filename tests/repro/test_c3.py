@@ -1,7 +1,7 @@
 """The C3 section reads the evidence grids of the run (repro/c3.py)."""
 
 from repro import write_results
-from bsvm_scale.pipeline.report import grid_optima
+from bsvm_scale.pipeline.outputs.report import grid_optima
 from repro.runs import Run
 
 

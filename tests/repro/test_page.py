@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from bsvm_scale.datasets import read_dataset
-from bsvm_scale.pipeline.archive import write_archive
-from bsvm_scale.pipeline.export import export_run
-from bsvm_scale.pipeline.runfile import read_run_file, write_run_file
+from bsvm_scale.pipeline.outputs.archive import write_archive
+from bsvm_scale.pipeline.outputs.export import export_run
+from bsvm_scale.pipeline.outputs.runfile import read_run_file, write_run_file
 from repro import write_results
 from repro.page import data_used
 from repro.prose import Prose

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bsvm_scale.pipeline.config import load_pipeline
+from bsvm_scale.pipeline.spec.config import load_pipeline
 from repro import runs
 from repro.runs import Run, groups_by_size, protocol_of, short_name
 

@@ -34,62 +34,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .schema import GRID_KEYS, check_table
+from ..spec.grid import GRID_DEFAULTS, check_evidence_grid
 from .taskio import dependencies, owns_dir, read_xy, versions
 
 __all__ = ["GRID_DEFAULTS", "GRID_SUFFIX", "check_evidence_grid", "grid_specs", "grid_axes",
            "compute_grid", "grid_center", "run_grid_task", "is_grid", "grid_records",
            "dependencies"]
 
-#: The grid options left out of a pipeline file (:data:`~.schema.GRID_KEYS`).
-GRID_DEFAULTS = {name: key.default for name, key in GRID_KEYS.items()}
 #: task id suffix of a grid task
 GRID_SUFFIX = "__grid"
 #: estimator parameters of the model that also apply to the fixed-hyperparameter fits
 FIT_KEYS = ("tol", "cache_mb", "evidence_method", "evidence_tol", "evidence_mb")
 CHECKPOINT = "checkpoint.h5"
-
-
-def check_evidence_grid(table, kind, settings, fix_from, where, report):
-    """Validate a model's ``evidence_grid`` table; returns it with defaults, or None.
-
-    Parameters
-    ----------
-    table : dict or None
-        The ``evidence_grid`` table of a ``[[models]]`` table (None: absent;
-        a value of another type is left to the caller's type check).
-    kind : str
-        The model kind; only ``btsvc`` takes a grid.
-    settings : dict
-        The model's estimator settings (an ARD model has no scalar ``kappa``).
-    fix_from : dict or None
-        The model's ``fix_from`` table (a model without evidence search has no
-        optimum to centre the grid on).
-    where : str
-        Prefix of the messages, e.g. ``"models[0]"``.
-    report : callable
-        Called with one message per problem found.
-
-    Returns
-    -------
-    dict or None
-        The options with every default filled in; None when absent or invalid.
-    """
-    if not isinstance(table, dict):  # absent, or of the wrong type (reported by the caller)
-        return None
-    at = f"{where}.evidence_grid"
-    problems = []
-    if kind != "btsvc":
-        problems.append(f"{at}: only btsvc models take an evidence grid; this model is {kind}")
-    elif settings.get("ard"):
-        problems.append(f"{at}: the grid runs over one kappa; remove it or set ard = false")
-    elif fix_from is not None:
-        problems.append(f"{at}: a fix_from model has no evidence optimum to centre the grid "
-                        "on; give the grid to the model it fixes from")
-    valid = check_table(table, GRID_KEYS, at, lambda msg, key: problems.append(msg))
-    for p in problems:
-        report(p)
-    return None if problems else {**GRID_DEFAULTS, **valid}
 
 
 def grid_specs(specs, models):
@@ -191,7 +147,7 @@ def compute_grid(X, y, Xt, yt, center, options, params=None, done=None, on_row=N
         ``error_rate`` and ``n_sv`` (k, k) with rows along ``log10_kappa``,
         ``kappa_b`` and ``rows`` (= k).
     """
-    from ..models.btsvc import BayesianSVC
+    from ...models.btsvc import BayesianSVC
 
     a, b = grid_axes(center, options)
     fixed = {k: v for k, v in (params or {}).items() if k in FIT_KEYS}
@@ -253,7 +209,7 @@ def run_grid_task(spec, *deps):
     import numba
     from threadpoolctl import threadpool_limits
 
-    from .._util.memory import peak_rss_bytes, reset_peak_rss
+    from ..._util.memory import peak_rss_bytes, reset_peak_rss
 
     t_start = time.time()
     center = grid_center(spec, deps)

@@ -31,12 +31,12 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.metaestimators import available_if
 
-from .._util.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, store_params
+from ..._util.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE, store_params
+from ..spec.kinds import EXTERNAL_KINDS
 
 __all__ = ["SkSVR", "SkSVC", "SkGPR", "SkGPC", "EXTERNAL_KINDS", "model_bytes", "without_platt"]
 
 #: pipeline kind -> class name in this module
-EXTERNAL_KINDS = {"sk_svr": "SkSVR", "sk_svc": "SkSVC", "sk_gpr": "SkGPR", "sk_gpc": "SkGPC"}
 
 
 class _Standardised(BaseEstimator):

@@ -22,7 +22,7 @@ or more ``[[models]]``::
     split_seed = 1             # default: seed
     max_partitions = 10        # with partitions = "stored": use the first ones only
 
-    [cluster]                  # optional: where to run (see bsvm_scale.pipeline.cluster)
+    [cluster]                  # optional: where to run (see bsvm_scale.pipeline.spec.cluster)
     kind = "local"             # local|address|slurm|pbs|sge|lsf|kubernetes
 
     [[models]]
@@ -34,7 +34,7 @@ or more ``[[models]]``::
     sample_weight = true       # fit with the data set's case weights (imported --weight)
     warm_start = "runs/nightly-20261126"  # bsvr/btsvc: retrain from that run's models
     evidence_grid = { points = 13 }       # btsvc: -ln evidence / test error over (kappa0, kappa)
-                                          # around the optimum (bsvm_scale.pipeline.evidence_grid)
+                                          # around the optimum (bsvm_scale.pipeline.run.evidence_grid)
     [models.search]            # bsvr/btsvc/gpr/gpc: n_starts, starts, bounds, beta, random_state
     n_starts = 2
     starts = [{ C = 1.0, kappa = 0.5 }, { C = 10.0, kappa = "1/d" }]  # bsvr/btsvc
@@ -45,7 +45,7 @@ or more ``[[models]]``::
 runs; every problem is reported (all of them, one per line) in one
 :class:`PipelineError` naming the key and, where it can be found, the line.
 The keys, their types, ranges and defaults are the declarative tables of
-:mod:`bsvm_scale.pipeline.schema` (a model's ``settings`` and ``search``
+:mod:`bsvm_scale.pipeline.spec.schema` (a model's ``settings`` and ``search``
 keys come from its estimator's ``_parameter_constraints``);
 :func:`schema_table` lists them (``bsvm-scale schema``).
 """
@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .cluster import ClusterSpec, parse_cluster
-from .evidence_grid import check_evidence_grid
+from .grid import check_evidence_grid
 from .schema import (BAYES_KINDS, CV_KEYS, CV_KINDS, DATASET_KEYS, KINDS, MODEL_KEYS, NAME_RULE,
                      PER_INPUT, RUN_KEYS, TASK_OF, check_table, estimator_class, estimator_keys,
                      schema_markdown, schema_table, search_keys)
@@ -157,7 +157,7 @@ class Pipeline:
     @property
     def digest(self):
         """Hash of the pipeline text (recorded in the run file; a resumed run may use an
-        edited file, see :mod:`~bsvm_scale.pipeline.fingerprint`)."""
+        edited file, see :mod:`~bsvm_scale.pipeline.run.fingerprint`)."""
         return hashlib.sha256(self.text.encode()).hexdigest()[:16]
 
 
@@ -361,7 +361,7 @@ def _dataset_spec(d, i, where, path, seed, bad, check_files):
 
 def _generator_source(d, where, at, check_files):
     """Task, size and label of a generated data set, or None after a problem."""
-    from ..datasets import dataset_params, get_entry, real_path
+    from ...datasets import dataset_params, get_entry, real_path
 
     gen = d["generator"]
     try:
@@ -392,7 +392,7 @@ def _generator_source(d, where, at, check_files):
 
 def _file_source(d, where, path, at):
     """Task, size, label and stored splits of a data set file, or None after a problem."""
-    from ..datasets import dataset_info
+    from ...datasets import dataset_info
 
     fp = Path(d["path"])
     if not fp.is_absolute():

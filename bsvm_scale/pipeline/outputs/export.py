@@ -86,7 +86,7 @@ def read_checked(run_dir, ds, info, recorded_run_dir=None, extra=True):
     """``(path, dataset)``: the first candidate file of data set ``ds`` whose size
     matches the record's ``n`` x ``d`` (FileNotFoundError naming every place
     looked at otherwise)."""
-    from ..datasets import read_dataset
+    from ...datasets import read_dataset
 
     tried = []
     for c in data_path_candidates(run_dir, info["path"], recorded_run_dir):
@@ -167,7 +167,7 @@ def _shown(rec):
     each (data set, model) (:func:`keep_common_partitions`), and the model
     files of those that can be reloaded and were trained on at most
     :data:`MAX_MODEL_TRAIN` cases."""
-    from .external import EXTERNAL_KINDS
+    from ..spec.kinds import EXTERNAL_KINDS
 
     results = {ds: {m: dict(parts) for m, parts in models.items()}
                for ds, models in rec.get("results", {}).items()}

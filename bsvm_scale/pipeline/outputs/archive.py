@@ -23,7 +23,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from .._util.atomic import atomic_path, file_sha256
+from ..._util.atomic import atomic_path, file_sha256
 
 __all__ = ["write_archive", "verify_archive", "extract_archive", "run_dirs", "checksum_path"]
 
@@ -84,7 +84,7 @@ def write_archive(run_paths, archive, base=None, max_prediction_cases=None):
     ----------
     run_paths : list of path
         Run directories (or ``run.h5`` files) or exports; each is exported
-        (:func:`~bsvm_scale.pipeline.export.export_runs`).
+        (:func:`~bsvm_scale.pipeline.outputs.export.export_runs`).
     archive : path
         The ``.tar.gz`` to write; ``<archive>.sha256`` is written beside it.
     base : path, optional

@@ -120,7 +120,7 @@ def _check_split(d, i, where, bad):
 
 def _check_test(d, i, where, bad):
     """The normalised common-test table of data set ``d``, or None after a problem."""
-    from ..datasets import dataset_params, get_entry
+    from ...datasets import dataset_params, get_entry
 
     t = d["test"]
     if "generator" not in d:
@@ -258,7 +258,7 @@ def common_test_data(spec):
         and tests on the common test cases; a single partition trains on the
         whole pool (which may hold extra rows, e.g. gauss1d's outlier).
     """
-    from ..datasets import Dataset, generate
+    from ...datasets import Dataset, generate
 
     pool = generate(spec.generator, spec.n, spec.seed, **spec.params)
     t = spec.test

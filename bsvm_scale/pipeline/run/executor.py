@@ -1,6 +1,6 @@
 """The Dask executor of pipelines (the one driver of a run).
 
-:func:`run_pipeline` turns a validated :class:`~bsvm_scale.pipeline.config.Pipeline`
+:func:`run_pipeline` turns a validated :class:`~bsvm_scale.pipeline.spec.config.Pipeline`
 into tasks -- one per (data set, model, partition, start) for BSVR/BTSVC, one
 per (data set, model, partition) otherwise, one per evidence grid
 (:mod:`.evidence_grid`) -- and runs them on a
@@ -40,18 +40,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .._util.scheduling import scatter_shared
-from ..models.warm_start import run_model_file
+from ..._util.scheduling import scatter_shared
+from ...models.warm_start import run_model_file
 from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
-from .cluster import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
-from .config import BAYES_KINDS, TASK_OF, Pipeline
+from .backends import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
+from ..spec.config import BAYES_KINDS, TASK_OF, Pipeline
 from .evidence_grid import dependencies, grid_records, grid_specs, is_grid
 from .fingerprint import (KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key,
                           reconcile_tasks, task_keys, write_key)
-from .progress import Progress
-from .runfile import format_table, read_run_file, summary_rows, wall_clock, write_run_file
+from ..outputs.progress import Progress
+from ..outputs.runfile import format_table, read_run_file, summary_rows, wall_clock, write_run_file
 from .tasks import format_exception, machine, n_starts_of, run_task, source_commit, versions
-from .variants import link_fixed
+from ..spec.variants import link_fixed
 
 __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WORKER_ENV"]
 
@@ -73,9 +73,9 @@ def prepare_data(pipeline: Pipeline, run_dir: Path, adopt_unkeyed=True):
 
     Returns ``{label: {'path', 'task', 'n', 'd', 'partitions': [(train, test), ...]}}``.
     """
-    from ..datasets import (generate, ordered_split, random_splits, read_case_ids, read_dataset,
+    from ...datasets import (generate, ordered_split, random_splits, read_case_ids, read_dataset,
                             write_dataset)
-    from .variants import common_test_data
+    from ..spec.variants import common_test_data
 
     out = {}
     (run_dir / "data").mkdir(parents=True, exist_ok=True)
@@ -224,7 +224,7 @@ def _dir_writable(path):
 
 def _committee(starts, task, y_test):
     """Evidence-weighted committee of the starts (weights proportional to the evidence)."""
-    from ..optimization.starts import evidence_weights
+    from ...optimization.starts import evidence_weights
     from .tasks import classification_metrics, regression_metrics
 
     w = evidence_weights([s["log_evidence"] for s in starts])

@@ -23,7 +23,7 @@ file (never pickled). With ``spec['task_dir']`` set (the run directory is
 visible from the worker) the task also writes its ``result.h5`` and
 ``model.h5`` there itself -- only while the directory's ``key`` file still
 holds ``spec['key']`` (the content key of the task, see
-:mod:`~bsvm_scale.pipeline.fingerprint`): a task orphaned by an edit of the
+:mod:`~bsvm_scale.pipeline.run.fingerprint`): a task orphaned by an edit of the
 pipeline file cannot write into the directory of its successor. The key is
 also recorded in the result and in every checkpoint.
 """
@@ -40,15 +40,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .._util.memory import peak_rss_bytes, reset_peak_rss
-from .schema import BAYES_KINDS, KINDS, TASK_OF
+from ..._util.memory import peak_rss_bytes, reset_peak_rss
+from ..spec.schema import BAYES_KINDS, KINDS, TASK_OF
 from .taskio import (feature_names_of, machine, model_inputs, owns_dir, read_coding, read_ids,
                      read_weights, read_xy, source_commit, versions)
 from .external import EXTERNAL_KINDS
 from .external import model_bytes as external_model_bytes
 from .external import without_platt
-from ..optimization.records import trajectory_columns
-from .variants import cv_folds, fixed_params
+from ...optimization.records import trajectory_columns
+from ..spec.variants import cv_folds, fixed_params
 
 __all__ = ["run_task", "read_xy", "n_starts_of", "versions", "machine", "source_commit",
            "make_estimator",
@@ -111,7 +111,7 @@ def classification_metrics(y, pred, proba=None, classes=None):
 
 
 def _model_bytes(model, feature_names=None):
-    from ..storage import save_model
+    from ...storage import save_model
 
     fd, tmp = tempfile.mkstemp(suffix=".h5")
     os.close(fd)
@@ -220,7 +220,7 @@ def _start_theta(kind, params, k, n_starts, Xtr, ytr, coding=None, weights=None)
     (``warm_start_from``) is the earlier model's optimum (one per class for
     one-versus-rest: a list)."""
     if params.get("warm_start_from") is not None:
-        from ..storage import load_model
+        from ...storage import load_model
 
         prev = load_model(params["warm_start_from"])
         if hasattr(prev, "estimators_"):
@@ -329,8 +329,8 @@ class _CheckpointWriter:
 
 
 def _fit_plain(spec, Xtr, ytr, coding=None, weights=None):
-    from .._util.validation import record_table
-    from ..baselines.model_selection import grid_search_cv
+    from ..._util.validation import record_table
+    from ...baselines.model_selection import grid_search_cv
 
     kind = spec["kind"]
     est = make_estimator(kind, spec["params"])
@@ -369,9 +369,9 @@ def run_task(spec, *deps):
     """Run one task (see the module docstring); returns ``{'result', 'model_h5'}``.
 
     ``deps`` are the results of the tasks a ``fix_from`` task waits for; its
-    hyperparameters are their average (:func:`~bsvm_scale.pipeline.variants.fixed_params`).
+    hyperparameters are their average (:func:`~bsvm_scale.pipeline.spec.variants.fixed_params`).
     An evidence-grid task (``spec['evidence_grid']``) is run by
-    :func:`~bsvm_scale.pipeline.evidence_grid.run_grid_task`.
+    :func:`~bsvm_scale.pipeline.run.evidence_grid.run_grid_task`.
     """
     if spec.get("evidence_grid") is not None:
         from .evidence_grid import run_grid_task

@@ -27,53 +27,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._util.atomic import atomic_path
+from ..outputs.records import atomic_write_bytes, read_record, write_record
 
 __all__ = ["atomic_write_bytes", "write_record", "read_record", "save_checkpoint",
-           "load_checkpoint", "RunLock", "RunLockedError"]
-
-
-def atomic_write_bytes(path, data: bytes):
-    """Write ``data`` to ``path`` atomically (fsynced)."""
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-    return path
-
-
-def write_record(path, record: dict, attrs: dict | None = None, fsync=True):
-    """Write the dict ``record`` (nested dicts/lists/arrays/scalars) as HDF5, atomically.
-
-    ``fsync=False`` (checkpoints) still replaces the file atomically, which is
-    what survives ``kill -9``; only a power loss could lose the newest one.
-    """
-    import h5py
-
-    from ..storage import encode
-
-    with atomic_path(path, fsync=fsync) as tmp:
-        with h5py.File(tmp, "w", track_order=True) as f:
-            f.attrs["library"] = "bsvm_scale"
-            for k, v in (attrs or {}).items():
-                f.attrs[k] = v
-            encode(f, "record", record, str(Path(path).name))
-    return path
-
-
-def read_record(path):
-    """Inverse of :func:`write_record`; ``None`` when the file is missing or unreadable."""
-    import h5py
-
-    from ..storage import decode
-
-    path = Path(path)
-    if not path.exists():
-        return None
-    try:
-        with h5py.File(path, "r", locking=False) as f:
-            return decode(f["record"], str(path))
-    except (OSError, KeyError, ValueError, TypeError):
-        return None
+           "load_checkpoint", "RunLock", "RunLockedError"]  # records re-exported for tasks
 
 
 def save_checkpoint(path, state):

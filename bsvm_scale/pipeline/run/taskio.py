@@ -78,7 +78,7 @@ def read_xy(source):
     if not isinstance(source, (str, os.PathLike)):
         X, y = source[0], source[1]
         return np.asarray(X, dtype=np.float64), np.asarray(y)
-    from ..datasets import read_dataset
+    from ...datasets import read_dataset
 
     p = str(source)
     st = os.stat(p)
@@ -95,7 +95,7 @@ def read_coding(source):
     set path imported from a table; None for other data and scattered data."""
     if not isinstance(source, (str, os.PathLike)):
         return source[3] if len(source) > 3 else None
-    from ..datasets import read_encoder
+    from ...datasets import read_encoder
 
     return read_encoder(str(source))
 
@@ -107,8 +107,8 @@ def read_weights(source):
         return source[4] if len(source) > 4 else None
     import h5py
 
-    from ..datasets import dataset_info
-    from ..datasets._dataset import SAMPLE_WEIGHT
+    from ...datasets import dataset_info
+    from ...datasets._dataset import SAMPLE_WEIGHT
 
     if SAMPLE_WEIGHT not in dataset_info(str(source))["extra"]:
         return None
@@ -121,7 +121,7 @@ def model_inputs(X, coding):
     imported from a table (the model keeps its coding), else the array."""
     if coding is None:
         return X
-    from ..tables import EncodedTable
+    from ...tables import EncodedTable
 
     return EncodedTable(X, coding)
 
@@ -131,7 +131,7 @@ def read_ids(source):
     (None without them)."""
     if not isinstance(source, (str, os.PathLike)):
         return source[2] if len(source) > 2 else None
-    from ..datasets import read_case_ids
+    from ...datasets import read_case_ids
 
     return read_case_ids(str(source))
 
@@ -140,7 +140,7 @@ def feature_names_of(source):
     """Feature names of the data set file ``source`` (None for scattered data)."""
     if not isinstance(source, (str, os.PathLike)):
         return None
-    from ..datasets import dataset_info
+    from ...datasets import dataset_info
 
     return dataset_info(source)["feature_names"]
 

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..optimization.driver import PIECEWISE_OPTIONS
-from ..optimization.starts import DEFAULT_ARD_INIT
+from ...optimization.driver import PIECEWISE_OPTIONS
+from ...optimization.starts import DEFAULT_ARD_INIT
 from .checkpoint import atomic_write_bytes
 from .taskio import KEY_FILE, dependencies, read_key
 

@@ -41,10 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .._util.atomic import atomic_path, file_sha256
-from .._util.validation import design_width
-from ..tables.csv import csv_count_rows, csv_header, iter_csv_chunks
-from ..tables.schema import TableError, parse_numbers
+from ..._util.atomic import atomic_path, file_sha256
+from ..._util.validation import design_width
+from ...tables.csv import csv_count_rows, csv_header, iter_csv_chunks
+from ...tables.schema import TableError, parse_numbers
 
 __all__ = ["ScoringError", "Inputs", "open_inputs", "read_rows", "score_rows", "predict_file",
            "file_sha256", "DEFAULT_CHUNK", "BLOCK", "FORMAT_VERSION"]
@@ -219,7 +219,7 @@ class _CsvStream:
     def _keep_ids(self, texts):
         """A chunk's identifiers, to a file of their own (int64 where every one
         is a canonical integer, else text; merged by :class:`_IdParts`)."""
-        from ..datasets.importing import case_ids_from_text
+        from ...datasets.importing import case_ids_from_text
 
         path = f"{self.id_stem}.{len(self.id_parts)}.npy"
         np.save(path, case_ids_from_text(texts, f"id column {self.id_column!r}", unique=False))
@@ -267,7 +267,7 @@ def _npy_shape(path):
 def _dataset_inputs(p, feature_names, encoder, where):
     """``(shape, columns, names, ids)`` of a data set file; a model fitted on a
     table needs the data set's coding to be its own."""
-    from ..datasets import dataset_info, read_case_ids, read_encoder
+    from ...datasets import dataset_info, read_case_ids, read_encoder
 
     info = dataset_info(p)
     shape, columns = (info["n_samples"], info["n_features"]), info["feature_names"]
@@ -391,7 +391,7 @@ _MODELS = {}
 
 def _model_at(path):
     """The model at ``path`` (cached per process by path, mtime and size)."""
-    from ..storage import load_model
+    from ...storage import load_model
 
     st = os.stat(path)
     key = (str(path), st.st_mtime_ns, st.st_size)
@@ -460,7 +460,7 @@ class _Writer:
 
 
 def _provenance(f, model_path, model, inputs, chunk_size):
-    from .. import __version__
+    from ... import __version__
 
     f.attrs["library"] = "bsvm_scale"
     f.attrs["library_version"] = __version__
@@ -603,8 +603,8 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     dict
         ``out``, ``n_rows``, ``n_chunks``, ``seconds`` and the output names.
     """
-    from .progress import Progress
-    from ..storage import model_feature_names
+    from ..outputs.progress import Progress
+    from ...storage import model_feature_names
 
     chunk_size = -(-_positive("chunk_size", chunk_size) // BLOCK) * BLOCK
     t0 = time.perf_counter()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..spec.kinds import ERROR_BAR_KINDS, PROBABILITY_KINDS
 from .runfile import (format_table, main_metric, most_workers, read_run_file, summary_rows,
                       sv_text, wall_clock)
 
@@ -69,10 +70,11 @@ def _plt():
 
 
 def _load_data(path):
-    from .taskio import read_xy
+    from ...datasets import read_dataset
 
     try:
-        return read_xy(str(path))
+        ds = read_dataset(str(path), splits=False, extra=False)
+        return ds.X, ds.y
     except (OSError, ValueError):
         return None
 
@@ -90,7 +92,7 @@ def _regression_panel(ax, model, kind, X, y, te, grid):
     """Mean and +-2 sd bands of a regression model on a 1-D data set."""
     ax.plot(X[te, 0], y[te], ".", ms=2, color="0.6", label="test data")
     sdf = None
-    if kind in ("bsvr", "gpr", "rvr"):
+    if kind in ERROR_BAR_KINDS:
         mu, sd = model.predict(grid, return_std=True, include_noise=True)
         _, sdf = model.predict(grid, return_std=True)
     elif kind == "svr":
@@ -110,7 +112,7 @@ def _regression_panel(ax, model, kind, X, y, te, grid):
 
 def _regression_figure(ds, models, run_dir, X, y, part, plt):
     """One panel per model (partition 0): predictions with error bars."""
-    from ..storage import load_model
+    from ...storage import load_model
 
     tr, te = np.asarray(part["train"]), np.asarray(part["test"])
     fig, axes = plt.subplots(1, len(models), figsize=(5.2 * len(models), 4.2), squeeze=False)
@@ -131,7 +133,7 @@ def _regression_figure(ds, models, run_dir, X, y, part, plt):
 
 def _probability_figure(ds, prob_models, run_dir, X, y, te, plt):
     """One map of P(y = positive class | x) per probabilistic classifier (partition 0)."""
-    from ..storage import load_model
+    from ...storage import load_model
 
     fig, axes = plt.subplots(1, len(prob_models), figsize=(5.2 * len(prob_models), 4.6),
                              squeeze=False)
@@ -173,7 +175,7 @@ def _prediction_plots(rec, run_dir, out, plt):
                                f"Predictions with error bars: {ds}"))
         elif info["task"] == "classification" and info["d"] == 2:
             prob = [(m, p) for m, p in models.items()
-                    if p.get("p000") and p["p000"]["kind"] in ("btsvc", "gpc", "rvc")]
+                    if p.get("p000") and p["p000"]["kind"] in PROBABILITY_KINDS]
             if prob:
                 fig = _probability_figure(ds, prob, run_dir, X, y, np.asarray(part["test"]), plt)
                 files.append(_save(fig, out / f"probabilities_{ds}.png", plt,

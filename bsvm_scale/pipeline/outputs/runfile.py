@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .checkpoint import read_record, write_record
+from .records import read_record, write_record
 
 __all__ = ["write_run_file", "read_run_file", "summary_rows", "format_table", "RUN_FORMAT_VERSION"]
 
@@ -34,7 +34,7 @@ PACKED = "json-gzip"
 
 def write_run_file(path, record, packed=False):
     """Write the run record atomically: one HDF5 object per entry, or with
-    ``packed`` (exports, :mod:`bsvm_scale.pipeline.export`) one gzip-compressed
+    ``packed`` (exports, :mod:`bsvm_scale.pipeline.outputs.export`) one gzip-compressed
     tagged-JSON byte array ``record_json`` (a record of 3,600 tasks takes
     ~44 MB the first way, mostly HDF5 object headers, and a few MB the second)."""
     attrs = {"kind": "run", "format_version": np.int64(RUN_FORMAT_VERSION)}
@@ -45,7 +45,7 @@ def write_run_file(path, record, packed=False):
 
     import h5py
 
-    from .._util.atomic import atomic_path
+    from ..._util.atomic import atomic_path
 
     blob = gzip.compress(json.dumps(_to_json(record), separators=(",", ":")).encode(), 6)
     with atomic_path(path) as tmp:

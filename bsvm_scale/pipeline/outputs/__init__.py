@@ -1,0 +1,1 @@
+"""What a run leaves: HDF5 records, the run file, reports, exports, progress."""

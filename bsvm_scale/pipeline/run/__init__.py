@@ -1,0 +1,1 @@
+"""Running a pipeline's tasks: the executor, the task functions, checkpoints, scoring."""

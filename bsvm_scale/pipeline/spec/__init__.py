@@ -1,0 +1,1 @@
+"""The pipeline-file language: keys, kinds, parsing and validation."""
