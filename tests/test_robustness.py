@@ -219,7 +219,7 @@ def test_stable_cholesky_escalates_jitter():
 def test_bsvr_reports_jitter(monkeypatch):
     """When the factorisation of Sigma_M needed jitter, BSVR says so (warning
     and ``jitter_``); the rest of the model stays finite."""
-    import bsvm_scale.inference.evidence_silf as ev
+    import bsvm_scale.inference.blocks as ev  # where the dense BSVR block factorises
 
     def jittered(A):
         jit = 1e-8

@@ -61,22 +61,22 @@ unweighted one, computed as before.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import solve_triangular
 
 from . import losses
-from .._util.threads import blas_threads
-from .evidence_lowrank import PREDICT_TOL_RATIO, BlockEvidence, EvidenceSettings, factorize
+from .blocks import SHIFTED_BLAS_BLOCK, block_threads, make_block
+from .evidence_lowrank import PREDICT_TOL_RATIO, EvidenceSettings, factorize
+from .linalg import inverse_lower, stable_cholesky  # noqa: F401 -- part of this module's API
 
 __all__ = ["EvidenceResult", "stable_cholesky", "inverse_lower", "silf_evidence"]
 
-_JITTERS = (0.0, 1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 
 
 class EvidenceResult:
     """Value, gradient and the pieces kept for prediction.
 
-    ``L`` is the dense Cholesky factor (``None`` on the matrix-free path,
-    which keeps ``block``, its :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`);
+    ``block`` is the SV block (:mod:`bsvm_scale.inference.blocks`) and ``L``
+    its dense Cholesky factor (``None`` on the matrix-free path);
     ``method`` and ``error`` (nats of ``-ln evidence``) say how the block
     was handled.
     """
@@ -96,59 +96,18 @@ class EvidenceResult:
 
     def info(self):
         """Diagnostics of the block for the objective's ``info``."""
-        if self.block is None:
-            return {"method": self.method, "error": float(self.error), "rank": 0}
         return self.block.info()
 
 
-def inverse_lower(L, overwrite=False):
-    """Lower triangle of ``A^-1`` from the C-ordered lower Cholesky factor ``L``
-    of ``A`` (LAPACK ``dpotri``, a third of the work of solving ``L L^T X = I``).
-
-    ``L.T`` is the F-ordered upper factor; ``dpotri`` replaces it by the upper
-    triangle of ``A^-1``, which is the lower triangle of the C-ordered result.
-    The strict upper triangle keeps what ``L`` had there (zeros from
-    ``np.linalg.cholesky``): read the result with ``lower=True``
-    (:meth:`~bsvm_scale.inference.covariance.GaussianCovariance.trace_grad`).
-    ``overwrite=True`` works in the memory of ``L``.
-    """
-    if L.shape[0] == 0:
-        return np.zeros((0, 0))
-    inv, info = lapack.dpotri(L.T, lower=0, overwrite_c=int(overwrite))
-    if info != 0:
-        raise np.linalg.LinAlgError(f"dpotri failed with info={info}.")
-    return inv.T
-
-
-def stable_cholesky(A):
-    """Lower Cholesky factor of ``A``, adding diagonal jitter if needed.
-
-    Returns ``(L, jitter)``; ``jitter`` is the relative amount added to the
-    diagonal (0.0 when none was needed). Raises ``np.linalg.LinAlgError`` if
-    even the largest jitter fails.
-    """
-    if A.shape[0] == 0:
-        return np.zeros((0, 0)), 0.0
-    scale = float(np.mean(np.diag(A)))
-    for jit in _JITTERS:
-        try:
-            L = np.linalg.cholesky(A + (jit * scale) * np.eye(A.shape[0]) if jit else A)
-            return L, jit
-        except np.linalg.LinAlgError:
-            continue
-    raise np.linalg.LinAlgError(
-        f"Sigma_M + (2 beta eps / C) I ({A.shape[0]} x {A.shape[0]}) is not positive "
-        f"definite even with relative jitter {_JITTERS[-1]}."
-    )
-
-
-def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
+def silf_evidence(cov, X, y, nu, f, C, epsilon, beta, need_grad=True,
                   settings=EvidenceSettings(), kappa0_grad=False, quad=None,
                   sample_weight=None):
     """``-ln P(D | theta)`` (4.38) and its gradient (4.39)-(4.41).
 
     Parameters
     ----------
+    cov : GaussianCovariance
+        Covariance at which ``nu`` was computed.
     X : ndarray (n, d)
         Training inputs (standardised, contiguous).
     y : ndarray (n,)
@@ -157,8 +116,6 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         MAP dual solution ``alpha - alpha*``.
     f : ndarray (n,)
         ``f_MP = Sigma nu``.
-    cov : GaussianCovariance
-        Covariance at which ``nu`` was computed.
     C, epsilon, beta : float
         Loss hyperparameters.
     need_grad : bool
@@ -166,7 +123,7 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
     settings : EvidenceSettings
         Dense or matrix-free block (:func:`bsvm_scale.inference.evidence_lowrank.plan_block`,
         which raises :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError`
-        when the block does not fit the budget).
+        when the block does not fit the budget; :mod:`bsvm_scale.inference.blocks`).
     kappa0_grad : bool, default=False
         Include ``d/d ln kappa0`` (``kappa0`` inferred rather than fixed).
     quad : ndarray, optional
@@ -185,32 +142,30 @@ def silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad=True,
         ``ln kappa`` or ``ln kappa_1..d``, then ``ln kappa_b``); with
         ``kappa0_grad`` as ``[ln C, ln eps, *cov.theta]``.
     """
-    ev = _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad,
-                        sample_weight)
-    if ev.grad is not None and not kappa0_grad:
-        ev.grad = np.delete(ev.grad, 2)
-    return ev
-
-
-def _silf_evidence(X, y, nu, f, cov, C, epsilon, beta, need_grad, settings, quad=None,
-                   w=None):
-    """:func:`silf_evidence` with the gradient over ``[ln C, ln eps, *cov.theta]``."""
+    w = sample_weight
     absnu = np.abs(nu)
     support = np.flatnonzero(absnu > 0.0)
     off = np.flatnonzero((absnu > 0.0) & (absnu < (C if w is None else C * w)))
     method, max_rank = settings.plan(off.size, dense_arrays=3)
-    if method == "matrix_free":
-        return _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off,
-                            settings.tol, max_rank, quad, w)
-    # multithreaded BLAS only pays on large blocks; on small ones its thread
-    # start-up dominates and oversubscribes cores shared with other workers
-    with blas_threads(off.size < 1500):
-        value, L, jitter, resid, loss = _value(X, y, nu, f, cov, C, epsilon, beta, off, w)
+    with block_threads(method, off.size, SHIFTED_BLAS_BLOCK):
+        n, m = _n_cases(y.shape[0], w), off.shape[0]
+        resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
+        ratio = 2.0 * beta * epsilon / C
+        block = make_block(method, cov, X, off, _block_curvature(C, epsilon, beta, off, w),
+                           tol=settings.tol, max_rank=max_rank, form="shifted", ratio=ratio,
+                           w=w)
+        value = (0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * block.logdet
+                 + n * lnZ)
         grad = None
         if need_grad:
-            grad = _gradient(X, nu, cov, C, epsilon, beta, off, support, L, resid, loss,
-                             quad, w)
-    return EvidenceResult(value, grad, L, jitter, off, support, f)
+            tr_BS = m - block.trace_lambda_inv_A()
+            grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS,
+                                  block.trace_grad(), quad, w)
+            block.done()
+    if grad is not None and not kappa0_grad:
+        grad = np.delete(grad, 2)
+    return EvidenceResult(value, grad, block.L, block.jitter, off, support, f, block.method,
+                          0.5 * block.error, block)
 
 
 def _weighted_sum(a, w):
@@ -223,22 +178,6 @@ def _n_cases(n, w):
     return n if w is None else float(np.sum(w))
 
 
-def _value(X, y, nu, f, cov, C, epsilon, beta, off, w=None):
-    """(4.38) with ``ln|I + C/(2 beta eps) Sigma_M| = ln|B| + m ln(C/(2 beta eps))``
-    (case weights: the module docstring)."""
-    n, m = _n_cases(y.shape[0], w), off.shape[0]
-    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
-    ratio = 2.0 * beta * epsilon / C
-    B = cov.subset(X, off)
-    B[np.diag_indices_from(B)] += ratio if w is None else ratio / w[off]
-    L, jitter = stable_cholesky(B)
-    logdet = 2.0 * np.sum(np.log(np.diag(L))) + m * np.log(1.0 / ratio)
-    if w is not None:
-        logdet += float(np.sum(np.log(w[off])))
-    value = 0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * logdet + n * lnZ
-    return value, L, jitter, resid, loss
-
-
 def _loss_terms(y, f, C, epsilon, beta):
     """Residuals, SILF values (2.28) and the normaliser ``ln Z_S`` (2.32)."""
     resid = y - f
@@ -246,39 +185,19 @@ def _loss_terms(y, f, C, epsilon, beta):
         losses.silf_log_normalizer(C, epsilon, beta))
 
 
-def _block_scale(C, epsilon, beta, off, w=None):
-    """``Lambda^1/2`` of the off-bound block: ``sqrt(C w_i / (2 beta eps))``
-    (``w_i = 1`` without weights)."""
+def _block_curvature(C, epsilon, beta, off, w=None):
+    """``Lambda`` of the off-bound block: ``C w_i / (2 beta eps)`` (``w_i = 1``
+    without weights)."""
     lam = C / (2.0 * beta * epsilon)
-    return np.full(off.shape[0], np.sqrt(lam)) if w is None else np.sqrt(lam * w[off])
-
-
-def _matrix_free(X, y, nu, f, cov, C, epsilon, beta, need_grad, support, off, tol, max_rank,
-                 quad=None, w=None):
-    """(4.38)-(4.42) through :class:`~bsvm_scale.inference.evidence_lowrank.BlockEvidence`
-    with ``Lambda_i = C w_i / (2 beta eps)``: ``ln|I + Lambda Sigma_M| =
-    ln|B|``, ``tr(B_s^-1 Sigma_M) = m - tr(B^-1)`` and ``tr(B_s^-1 dSigma) =
-    d ln|B|`` for ``B_s = Sigma_M + Lambda^-1`` (any diagonal ``Lambda``)."""
-    n, m = _n_cases(y.shape[0], w), off.shape[0]
-    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
-    sl = _block_scale(C, epsilon, beta, off, w)
-    block = BlockEvidence(cov, X[off], sl, tol, max_rank)
-    value = 0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * block.logdet + n * lnZ
-    grad = None
-    if need_grad:
-        tr_BS = m - float(np.sum(block.diag_inv()))
-        g_trace = block.dlogdet() if m else np.zeros(cov.theta.shape[0])
-        grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
-                              quad, w)
-    return EvidenceResult(value, grad, None, 0.0, off, support, f, "matrix_free",
-                          0.5 * block.error, block)
+    return np.full(off.shape[0], lam) if w is None else lam * w[off]
 
 
 def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
                    quad=None, w=None):
-    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)``, ``tr(B_s^-1 dSigma_p)`` and
-    ``nu^T dSigma_p nu`` (``quad``, see :func:`silf_evidence`, or contracted here);
-    with case weights ``w`` the sums over cases are weighted."""
+    """(4.39)-(4.41) from ``tr(B_s^-1 Sigma_M)`` (``m - tr(Lambda^-1 A)``),
+    ``tr(A dSigma_p)`` and ``nu^T dSigma_p nu`` (``quad``, see
+    :func:`silf_evidence`, or contracted here); with case weights ``w`` the
+    sums over cases are weighted."""
     n = _n_cases(nu.shape[0], w)
     dlnZ_dlnC, dlnZ_dlneps = losses.silf_log_normalizer_grad(C, epsilon, beta)
     g_lnC = C * _weighted_sum(loss, w) + 0.5 * tr_BS + n * float(dlnZ_dlnC)
@@ -295,27 +214,13 @@ def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_
     return np.concatenate(([g_lnC, g_lneps], g_cov))
 
 
-def _gradient(X, nu, cov, C, epsilon, beta, off, support, L, resid, loss, quad=None, w=None):
-    """(4.39)-(4.41); ``tr(B^-1 Sigma_M) = m - (2 beta eps / C) tr(B^-1)``, with
-    case weights ``m - (2 beta eps / C) sum_M (B^-1)_ii / w_i``."""
-    m = off.shape[0]
-    Binv = inverse_lower(L)  # B^-1 from the Cholesky factor L of B, lower triangle only
-    if w is None:
-        tr_BS = m - 2.0 * beta * epsilon / C * float(np.trace(Binv))
-    else:
-        tr_BS = m - 2.0 * beta * epsilon / C * float(np.sum(np.diag(Binv) / w[off]))
-    g_trace = cov.trace_grad(X, off, Binv, lower=True) if m else np.zeros(cov.theta.shape[0])
-    return _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_trace,
-                          quad, w)
-
-
 def prediction_factor(X, ev, cov, C, epsilon, beta, settings, sample_weight=None):
     """The :class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor` of a
     matrix-free evaluation ``ev`` (with the case weights ``sample_weight`` of
     the fit, if any), computed to ``PREDICT_TOL_RATIO`` of the evidence
     tolerance."""
     m = ev.off_bound.size
-    sl = _block_scale(C, epsilon, beta, ev.off_bound, sample_weight)
+    sl = np.sqrt(_block_curvature(C, epsilon, beta, ev.off_bound, sample_weight))
     return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
                      settings.predict_rank(m)).predictor()
 

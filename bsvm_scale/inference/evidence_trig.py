@@ -69,23 +69,17 @@ not data sets with different total weight.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.linalg.blas import dsymv
-from scipy.linalg.lapack import dpotrf
 from scipy.special import erfc
 
 from .._util.threads import blas_threads
-from .evidence_lowrank import (DEFAULT_TOL, N_PROBES, PREDICT_TOL_RATIO, BlockEvidence,
-                               LowRankPredictor, factorize)
-from .._compiled.dense import zero_upper
-from .evidence_silf import inverse_lower
+from .blocks import empty_prediction, make_block
+from .evidence_lowrank import DEFAULT_TOL, N_PROBES
+from .linalg import chol_with_jitter  # noqa: F401 -- part of this module's API
 
 __all__ = ["trig_slack_terms", "neg_log_evidence", "chol_with_jitter", "trig_class_probability"]
 
-_JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
 _XI_MAX = 2.0 - 1e-12
 #: below this SV-block size BLAS runs single-threaded: Numba's OpenMP workers
 #: keep spinning after each parallel kernel, and multi-threaded BLAS on a small
@@ -110,130 +104,10 @@ def trig_slack_terms(xi):
     return -2.0 * np.log(c), (np.pi ** 2 / 8.0) / (c * c)
 
 
-def chol_with_jitter(make_B):
-    """Lower Cholesky factor of the symmetric matrix returned by ``make_B()``.
-
-    ``B`` (C-contiguous) is factorised in place by LAPACK's ``dpotrf`` and
-    returned as ``L``: no second ``m x m`` array is ever allocated. If the
-    factorisation fails, ``B`` is rebuilt and increasing jitter
-    ``eps * mean(diag B)`` is added to its diagonal; the jitter used (0.0
-    normally) is returned and a :class:`RuntimeWarning` is issued, so that it
-    is never silent.
-
-    Returns
-    -------
-    L : ndarray
-        Lower-triangular factor (the memory of ``B``, C-contiguous, upper
-        triangle zero).
-    jitter : float
-        Absolute jitter added to the diagonal.
-    """
-    for eps in (0.0, *_JITTERS):
-        B = np.ascontiguousarray(make_B())
-        scale = float(np.mean(np.diag(B))) if B.size else 1.0
-        if not np.isfinite(scale) or not np.all(np.isfinite(np.diag(B))):
-            raise np.linalg.LinAlgError("the SV covariance block contains non-finite values.")
-        if eps:
-            B[np.diag_indices_from(B)] += eps * scale
-        # B.T is F-ordered: its upper factor U (B = U^T U) overwrites it, so the
-        # C-ordered B holds L = U^T in its lower triangle
-        _, info = dpotrf(B.T, lower=0, clean=0, overwrite_a=1)
-        if info != 0:
-            del B
-            continue
-        L = B
-        zero_upper(L)
-        if eps:
-            warnings.warn(f"Cholesky of the BTSVC evidence matrix needed jitter "
-                          f"{eps * scale:.3g} on the diagonal.", RuntimeWarning, stacklevel=3)
-        return L, eps * scale
-    raise np.linalg.LinAlgError("Cholesky failed even with jitter 1e-2 * mean(diag).")
-
-
-def neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, method="dense",
-                     f=None, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
+def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False,
+                     method="dense", tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
                      predict_rank=None, weights=None):
-    """Negative log evidence (5.35) and gradient (5.36).
-
-    ``method="dense"`` factorises the SV block (:func:`_neg_log_evidence`);
-    ``"matrix_free"`` uses :mod:`bsvm_scale.inference.evidence_lowrank`
-    (:func:`_neg_log_evidence_lowrank`, which also takes ``f``, the MAP
-    function at the training points, ``tol``, the rank caps ``max_rank`` of
-    the evidence factor and ``predict_rank`` of the one kept with
-    ``keep_factor``, and ``n_probes``). ``weights``: the case weights of the
-    MAP problem ``alpha`` solves (None: all ones; see the module docstring).
-    """
-    m = int(np.count_nonzero(alpha > 0.0))
-    w = np.ones(np.shape(alpha)[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    with _blas_limit(m):
-        if method == "dense":
-            return _neg_log_evidence(cov, X, y, alpha, with_grad, keep_factor, w)
-        if f is None:
-            f = cov.cross_matvec(X, X[alpha > 0.0], (y * alpha)[alpha > 0.0])
-        return _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor,
-                                         tol, max_rank, n_probes,
-                                         max_rank if predict_rank is None else predict_rank, w)
-
-
-def _weighted_slack_terms(xi, c):
-    """Weighted loss ``c 2 ln sec(pi/4 xi)`` and curvature ``c pi^2/8
-    sec^2(pi/4 xi)`` of the SVs (weights ``c > 0``; :func:`trig_slack_terms`)."""
-    loss, lam = trig_slack_terms(xi)
-    return c * loss, c * lam
-
-
-def _sv_terms(X, y, alpha, f, w):
-    """SV indices, ``v_M``, inputs, ``f_MP`` on the SVs, weighted loss,
-    ``Lambda`` and the SVs' weights."""
-    idx = np.flatnonzero(alpha > 0.0)
-    v = y[idx] * alpha[idx]
-    fM = f[idx]
-    c = w[idx]
-    loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
-    return idx, v, np.ascontiguousarray(X[idx]), fM, loss, lam, c
-
-
-def _neg_log_evidence_lowrank(cov, X, y, alpha, f, with_grad, keep_factor, tol, max_rank,
-                              n_probes, predict_rank, w):
-    """(5.35)-(5.37) through the pivoted-Cholesky factor of ``B``.
-
-    ``ln|B|`` is replaced by ``ln|P|`` (error in ``[0, bound]``, reported as
-    ``info["error"] = bound / 2`` nats of ``-ln evidence``); the trace term
-    is ``d ln|P|`` and ``A`` in ``w`` and ``u = A w`` is
-    ``Lambda^1/2 P^-1 Lambda^1/2`` (see the module docstring for ``w``;
-    case weights ``w`` as there).
-    """
-    y = np.asarray(y, dtype=np.float64)
-    idx, v, XM, fM, loss, lam, c = _sv_terms(X, y, alpha, np.asarray(f, dtype=np.float64), w)
-    m = idx.size
-    n_theta = cov.theta.size
-    info = {"n_sv": int(m), "jitter": 0.0, "method": "matrix_free", "rank": 0, "error": 0.0,
-            "probes": 0, "cg_iter": 0, "cg_residual": 0.0}
-    if m == 0:
-        if keep_factor:
-            info.update(support=idx, dual_coef=np.zeros(0),
-                        predictor=LowRankPredictor(np.zeros((0, X.shape[1])),
-                                                   np.zeros((0, 0)), np.zeros((0, 0))))
-        return 0.0, (np.zeros(n_theta) if with_grad else None), info
-    sl = np.sqrt(lam)
-    E = BlockEvidence(cov, XM, sl, tol, max_rank, n_probes)
-    info.update(E.info())
-    value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * E.logdet
-    if keep_factor:
-        info.update(support=idx, dual_coef=v,
-                    predictor=factorize(cov, XM, sl, tol * PREDICT_TOL_RATIO,
-                                        predict_rank).predictor())
-    if not with_grad:
-        return value, None, info
-    diag_a = lam * E.diag_inv()
-    w = (v / c) * (1.0 - diag_a / lam) / lam
-    u = sl * E.solve(sl * w)
-    G = cov.matvec_grad(X, idx, v)
-    return value, 0.5 * E.dlogdet() - 0.5 * ((v + u) @ G), info
-
-
-def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, weights=None):
-    """Negative log evidence (5.35) at a MAP solution and its gradient (5.36).
+    """Negative log evidence (5.35) and gradient (5.36)/(5.37).
 
     Parameters
     ----------
@@ -245,76 +119,86 @@ def _neg_log_evidence(cov, X, y, alpha, with_grad=True, keep_factor=False, weigh
         Labels in ``{-1, +1}``.
     alpha : ndarray of shape (n,)
         Dual solution of (5.29) for ``cov``.
-    with_grad : bool, default=True
+    f : ndarray of shape (n,), optional
+        The MAP function at the training points (the matrix-free block takes
+        it; the dense block recomputes it on the SVs from ``Sigma_M``).
+    need_grad : bool, default=True
         Also return the gradient with respect to ``cov.theta``.
     keep_factor : bool, default=False
-        Add the prediction factor (``support``, ``dual_coef`` = ``v_M``,
-        ``chol`` = lower Cholesky factor of ``B``, ``lam_sqrt``) to ``info``.
+        Add to ``info`` what prediction needs: ``support``, ``dual_coef`` =
+        ``v_M`` and the block's factor (dense: ``chol``, ``lam_sqrt``;
+        matrix-free: ``predictor``, of rank up to ``predict_rank``).
+    method : {"dense", "matrix_free"}
+        The SV block (:mod:`bsvm_scale.inference.blocks`), with ``tol``,
+        ``max_rank`` and ``n_probes`` for the matrix-free one.
     weights : ndarray of shape (n,), optional
-        Case weights of the MAP problem (None: all ones); ``Lambda`` and the
-        loss are the weighted ones (module docstring).
+        Case weights of the MAP problem (None: all ones; module docstring).
 
     Returns
     -------
     value : float
         ``-ln P(D | theta)``.
     grad : ndarray or None
-        Gradient with respect to the log hyperparameters (layout of
-        ``cov.theta``).
+        Gradient with respect to the log hyperparameters (layout of ``cov.theta``).
     info : dict
-        ``n_sv``, ``jitter`` and, with ``keep_factor``, the factor.
+        ``n_sv``, ``jitter``, ``method``, ``error`` (nats) and the block's
+        diagnostics; with ``keep_factor`` the prediction factor.
     """
     y = np.asarray(y, dtype=np.float64)
     idx = np.flatnonzero(alpha > 0.0)
-    info = {"n_sv": int(idx.size), "jitter": 0.0}
-    if idx.size == 0:
+    m = idx.size
+    c = np.ones(m) if weights is None else np.asarray(weights, dtype=np.float64)[idx]
+    info = {"n_sv": int(m), "jitter": 0.0}
+    if m == 0:
+        info.update(method=method, error=0.0, rank=0)
         if keep_factor:
-            info.update(support=idx, dual_coef=np.zeros(0), chol=np.zeros((0, 0)),
-                        lam_sqrt=np.zeros(0))
-        return 0.0, (np.zeros(cov.theta.size) if with_grad else None), info
+            info.update(support=idx, dual_coef=np.zeros(0), **empty_prediction(method, X.shape[1]))
+        return 0.0, (np.zeros(cov.theta.size) if need_grad else None), info
     v = y[idx] * alpha[idx]
-    c = np.ones(idx.size) if weights is None else np.asarray(weights, dtype=np.float64)[idx]
-    state = {"S": cov.subset(X, idx)}            # Sigma_M
-    f = state["S"] @ v                           # f_MP on the SVs (5.32)
-    loss, lam = _weighted_slack_terms(1.0 - y[idx] * f, c)
-    sl = np.sqrt(lam)
-    L, info["jitter"] = chol_with_jitter(lambda: _scaled_block(state, cov, X, idx, sl))
-    logdet = 2.0 * np.sum(np.log(np.diag(L)))
-    value = 0.5 * float(v @ f) + float(loss.sum()) + 0.5 * logdet
-    if keep_factor:
-        info.update(support=idx, dual_coef=v, chol=L, lam_sqrt=sl)
-    if not with_grad:
-        return value, None, info
-    return value, _gradient(cov, X, idx, v, lam, sl, L.copy() if keep_factor else L, c), info
+    with _blas_limit(m):
+        S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method)
+        loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
+        block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank,
+                           n_probes=n_probes, S=S)
+        info.update(block.info(), jitter=block.jitter)
+        value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * block.logdet
+        if keep_factor:
+            info.update(support=idx, dual_coef=v,
+                        **block.for_prediction(max_rank if predict_rank is None
+                                               else predict_rank))
+        if not need_grad:
+            return value, None, info
+        return value, _gradient(cov, X, idx, v, lam, c, block, keep_factor), info
 
 
-def _scaled_block(state, cov, X, idx, sl):
-    """``B = I + Lambda^1/2 Sigma_M Lambda^1/2`` (5.35), built in place of the
-    block ``Sigma_M`` kept in ``state`` the first time (recomputed on a retry
-    with jitter, so that only one m x m array is alive at a time)."""
-    B = state.pop("S", None)
-    if B is None:
-        B = cov.subset(X, idx)
-    B *= sl[:, None]
-    B *= sl[None, :]
-    B[np.diag_indices(idx.size)] += 1.0
-    return B
+def _sv_function(cov, X, y, alpha, idx, v, f, method):
+    """``(Sigma_M or None, f_MP on the SVs)``: the dense block computes ``f_M =
+    Sigma_M v`` from the block it factorises anyway (exact); the matrix-free one
+    takes the solver's ``f`` (or one pass over the SVs without it)."""
+    if method == "dense":
+        S = cov.subset(X, idx)
+        return S, S @ v
+    if f is None:
+        f = cov.cross_matvec(X, X[idx], v)
+    return None, np.asarray(f, dtype=np.float64)[idx]
 
 
-def _gradient(cov, X, idx, v, lam, sl, L, c):
-    """Gradient (5.36)/(5.37) from the Cholesky factor ``L`` of ``B``, which
-    is overwritten: one ``m x m`` array in all (``c``: the SVs' case weights).
+def _weighted_slack_terms(xi, c):
+    """Weighted loss ``c 2 ln sec(pi/4 xi)`` and curvature ``c pi^2/8
+    sec^2(pi/4 xi)`` of the SVs (weights ``c > 0``; :func:`trig_slack_terms`)."""
+    loss, lam = trig_slack_terms(xi)
+    return c * loss, c * lam
 
-    ``A = Lambda^1/2 B^-1 Lambda^1/2 = (Lambda^-1 + Sigma_M)^-1`` is formed in
-    place in the lower triangle of ``L`` (LAPACK ``dpotri``); the trace term
-    and ``A w`` read that triangle only.
-    """
-    A = inverse_lower(L, overwrite=True)
-    A *= sl[:, None]
-    A *= sl[None, :]
-    tr = cov.trace_grad(X, idx, A, lower=True)
-    w = (v / c) * (1.0 - np.diag(A) / lam) / lam
-    u = dsymv(1.0, A.T, w, lower=0)              # A w from the triangle
+
+def _gradient(cov, X, idx, v, lam, c, block, keep_factor):
+    """Gradient (5.36)/(5.37) from the SV block: the trace term ``tr(A
+    dSigma_p)``, and ``w``, ``u = A w`` of the implicit term (module
+    docstring; ``c``: the SVs' case weights)."""
+    block.prepare_gradient(keep_factor)
+    tr = block.trace_grad()
+    w = (v / c) * (1.0 - block.diag_A() / lam) / lam
+    u = block.A_matvec(w)
+    block.done()
     G = cov.matvec_grad(X, idx, v)               # column p: dSigma_p v
     return 0.5 * tr - 0.5 * ((v + u) @ G)
 

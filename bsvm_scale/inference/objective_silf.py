@@ -205,7 +205,7 @@ class SilfObjective:
         nu, f, bias, n_iter, vmax, how = self.solve(C, eps, cov)
         t1 = time.perf_counter()
         try:
-            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, need_grad,
+            ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, need_grad,
                                self.evidence, kappa0_grad=self.lead == 3, quad=self.quad,
                                sample_weight=self.sample_weight)
         except EvidenceBudgetError as err:
@@ -259,7 +259,7 @@ class SilfObjective:
         if best.f is not None and np.array_equal(best.theta, theta):
             nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
-            ev = silf_evidence(self.X, self.y, nu, f, cov, C, eps, self.beta, False, self.evidence,
+            ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, False, self.evidence,
                                kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
             self.last = Evaluation(theta.copy(), ev.value, ev.grad, info, nu, f,
                                    SilfDetail(C, eps, cov, ev))

@@ -275,8 +275,8 @@ class TrigObjective:
             self.release()
         t1 = time.perf_counter()
         value, grad, info = neg_log_evidence(
-            cov, self.X, self.y, sol["alpha"], with_grad=need_grad, keep_factor=keep_factor,
-            method=method, f=sol["f"], tol=self.evidence.tol, max_rank=max_rank,
+            cov, self.X, self.y, sol["alpha"], sol["f"], need_grad=need_grad,
+            keep_factor=keep_factor, method=method, tol=self.evidence.tol, max_rank=max_rank,
             predict_rank=self.evidence.predict_rank(m), weights=self.w)
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)

@@ -219,7 +219,7 @@ def test_btsvc_matrix_free_gradient_matches_finite_differences():
                 c = GaussianCovariance.from_theta(th, False)
                 so = solve_dual(RowCache(X, c, 256), y, sol["alpha"], tol=1e-10)
                 assert np.array_equal(so["alpha"] > 0, sv)
-                vals.append(neg_log_evidence(c, X, y, so["alpha"], with_grad=False,
+                vals.append(neg_log_evidence(c, X, y, so["alpha"], need_grad=False,
                                              method=method, f=so["f"], tol=1e-4)[0])
             fd = (vals[0] - vals[1]) / (2 * h)
             assert abs(g[p] - fd) <= 0.01 * max(1.0, abs(fd)), (method, p, g[p], fd)

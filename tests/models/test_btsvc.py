@@ -355,7 +355,7 @@ def test_one_versus_rest_models_on_threads_are_those_of_one_thread():
 
 
 def test_cholesky_jitter_fallback_is_reported():
-    from bsvm_scale.inference.evidence_trig import chol_with_jitter
+    from bsvm_scale.inference.linalg import chol_with_jitter
     B0 = np.array([[1.0, 1.0], [1.0, 1.0 - 1e-7]])  # slightly indefinite
     with pytest.warns(RuntimeWarning, match="jitter"):
         L, jitter = chol_with_jitter(lambda: B0.copy())
