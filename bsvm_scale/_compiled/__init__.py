@@ -7,7 +7,7 @@ kernel-row cache (``row_cache``), the pivoted Cholesky factor (``lowrank``),
 dense helpers for factorised matrices (``dense``) and the SMO solvers -- the
 classical epsilon-SVR / SVC duals (``smo_classic``), the trigonometric SVC
 with a bias term (``smo_tsvc``, on ``smo_classic``'s working-set steps), the BSVR dual
-under the soft insensitive loss (``smo_silf``) and the unbounded BTSVC dual
+under the soft insensitive loss (``smo_silf``, its inner problem in ``silf_inner``) and the unbounded BTSVC dual
 under the trigonometric loss (``smo_trig``). Nothing here imports from the rest
 of the package.
 

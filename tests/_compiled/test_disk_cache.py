@@ -40,12 +40,12 @@ print(out[2], repr(float(alpha @ np.arange(400.0))),
 _GBAR = """
 import numpy as np
 from kcopy.covariance import Kernel
-from kcopy import row_cache, smo_silf
+from kcopy import row_cache, silf_inner
 X = np.linspace(-1.0, 1.0, 20).reshape(10, 2)
 gbar = np.zeros(10)
-smo_silf.update_gbar(Kernel(X, np.ones(2), 1.0, 0.5), row_cache.allocate(10, 2), gbar,
-                     3, 0.0, 1.0, 1.0)
-print(repr(float(gbar.sum())), sum(smo_silf.update_gbar.stats.cache_hits.values()))
+silf_inner.update_gbar(Kernel(X, np.ones(2), 1.0, 0.5), row_cache.allocate(10, 2), gbar,
+                       3, 0.0, 1.0, 1.0)
+print(repr(float(gbar.sum())), sum(silf_inner.update_gbar.stats.cache_hits.values()))
 """
 
 

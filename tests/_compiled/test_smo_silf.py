@@ -269,7 +269,8 @@ def test_tiny_kappa_b_from_any_warm_start_reaches_the_dense_optimum(start):
 def test_shrink_never_readmits_a_shrunk_point():
     # a shrunk point's gradient is stale: a later shrink must not judge it on
     # that value and bring it back without a reconstruction
-    from bsvm_scale._compiled.smo_silf import SilfDual, shrink, silf_params
+    from bsvm_scale._compiled.silf_inner import shrink
+    from bsvm_scale._compiled.smo_silf import SilfDual, silf_params
 
     C, eps1 = 1.0, 0.1
     nu = np.array([0.5, 0.0, 0.0, C])
