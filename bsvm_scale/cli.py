@@ -1,54 +1,15 @@
 """Command line interface: ``bsvm-scale <command> ...``.
 
-Commands
---------
-``bsvm-scale datasets list [--kind synthetic|real] [--json]``
-    Every data set with its task, default size and a one-line description.
-``bsvm-scale datasets generate NAME [--n N] [--seed S] --out FILE.h5 [--param key=value ...]
-[--splits K --n-train M [--n-test T]]``
-    Generate (or, for a real set, load / subsample) a data set and write it in
-    the bsvm_scale HDF5 format.  ``--param`` values are parsed as int, float,
-    true/false/none, else kept as strings.
-``bsvm-scale datasets import FILE.csv|FILE.npy --target COLUMN [--task T] [--id COL]
-[--categorical COL...] [--numeric COL...] [--boolean COL...] [--drop COL...] [--weight COL]
-[--missing error|drop|median] [--unknown error|ignore] [--partitions K --n-train N
-[--n-test T] --seed S] --out NAME.h5``
-    Write user data (a CSV table with text, yes/no and numeric columns, or a
-    ``.npy`` array) in the bsvm_scale HDF5 format with its schema, coding and
-    provenance.
-``bsvm-scale datasets info FILE.h5 [--json]``
-    Validate a data set file and show its metadata.
-``bsvm-scale run PIPELINE.toml [--scheduler ADDRESS] [--workers N] [--resume|--fresh]``
-    Run (or resume) a pipeline (see :mod:`bsvm_scale.pipeline`), print a
-    summary table and write the report.
-``bsvm-scale predict MODEL.h5 INPUT --out OUT.h5 [--scheduler ADDRESS | --workers N]
-[--chunk-size N] [--by-position]``
-    Score a data set, ``.npy`` or CSV file with a saved model, chunk by chunk
-    (:mod:`bsvm_scale.pipeline.run.scoring`).
-``bsvm-scale report RUN_DIR_or_RUN.h5 [--out DIR]``
-    Write ``report.md`` and PNG plots of a run.
-``bsvm-scale results [RUN...] [--from ARCHIVE|FOLDER] [--out docs] [--bench FILE.json ...]
-[--prose FILE.md]``
-    Write ``results.md``, its figures and summary tables from the reproduction
-    runs. The page is a tool of the source checkout (its ``repro/`` package,
-    imported from the checkout that holds this package); an installed wheel
-    says so and exits.
-``bsvm-scale export RUN... [--out docs/runs | --archive OUT.tar.gz [--base OLD.tar.gz]]``
-    Write compact copies of runs (run record, generated data, partition-0
-    models; :mod:`bsvm_scale.pipeline.outputs.export`), or one archive of them with a
-    SHA-256 checksum file beside it (:mod:`bsvm_scale.pipeline.outputs.archive`) from
-    which ``results --from`` remakes the page.
-
-``bsvm-scale schema``
-    Print the keys of pipeline files (types, allowed values, defaults) as a
-    Markdown table (:func:`bsvm_scale.pipeline.spec.schema.schema_markdown`).
+The commands -- ``datasets list|generate|import|info``, ``run``, ``predict``,
+``report``, ``results``, ``export``, ``schema`` -- and their options are
+described by ``bsvm-scale <command> --help`` (built below) and in
+``docs/reference/cli.md``.
 
 Structure: each top-level command has an ``add_<command>_parser(subparsers)``
 function that builds its sub-parser and binds each leaf subcommand to a
 handler ``cmd_<command>_<sub>(args) -> int`` via ``set_defaults(func=...)``.
-To add a command (e.g. ``run`` or ``report``), write its ``add_..._parser``
-and handlers and append the builder to :data:`COMMANDS` (see the marked
-place below).  Handlers raise :class:`CLIError`, ``ValueError`` or
+To add a command, write its ``add_..._parser`` and handlers and append the
+builder to :data:`COMMANDS`.  Handlers raise :class:`CLIError`, ``ValueError`` or
 ``OSError`` for bad input; :func:`main` turns those into a one-line message on
 stderr and exit status 2 (argparse usage errors also exit 2).
 """
@@ -190,29 +151,10 @@ def cmd_datasets_import(args) -> int:
           f"target {ds.provenance['target']!r}{ids}, splits={ds.n_splits}"
           + (f", {dropped} rows with missing cells dropped" if dropped else ""))
     if ds.schema is not None:
-        print(_schema_text(ds.schema, ds.encoder))
+        from .tables import describe_schema
+
+        print(describe_schema(ds.schema, ds.encoder))
     return EXIT_OK
-
-
-def _schema_text(schema, encoder):
-    """The columns of a table with their kinds (and a coded column's levels)."""
-    lines = [f"schema (missing numbers: {schema.missing}, unseen categories: {schema.unknown}):"]
-    w = max(len(c.name) for c in schema.columns)
-    for col in schema.columns:
-        note = ""
-        if encoder is not None and col.kind in ("categorical", "boolean"):
-            levels = encoder.levels(col.name)
-            if levels:
-                shown = ", ".join(levels[:8]) + (f", ... ({len(levels)} in all)"
-                                                 if len(levels) > 8 else "")
-                note = f"  one-hot: {shown}"
-            else:
-                note = "  coded 1 (yes) / 0 (no)"
-        elif encoder is not None and col.kind == "numeric":
-            c = encoder._coding(col.name)
-            note = f"  median {c.median:.6g} fills missing cells" if c.median is not None else ""
-        lines.append(f"  {col.name:<{w}}  {col.kind:<11}{note}")
-    return "\n".join(lines)
 
 
 def cmd_datasets_info(args) -> int:
@@ -241,10 +183,10 @@ def cmd_datasets_info(args) -> int:
         print(f"extra:          {ex}")
     print(f"format_version: {info['format_version']}")
     if info.get("table"):
-        from .tables import Schema, TableEncoder
+        from .tables import Schema, TableEncoder, describe_schema
 
         table = info["table"]
-        print(_schema_text(Schema.from_dict(table["schema"]),
+        print(describe_schema(Schema.from_dict(table["schema"]),
                            None if table.get("coding") is None
                            else TableEncoder.from_dict(table["coding"])))
     for key in ("source", "generator", "seed", "params", "source_package",
@@ -260,11 +202,23 @@ def add_datasets_parser(subparsers) -> None:
     sub = p.add_subparsers(dest="datasets_command", metavar="SUBCOMMAND")
     sub.required = True
 
+    _add_list_parser(sub)
+    _add_generate_parser(sub)
+    _add_import_parser(sub)
+    q = sub.add_parser("info", help="validate a data set file and show its metadata")
+    q.add_argument("file", metavar="FILE.h5")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_datasets_info)
+
+
+def _add_list_parser(sub) -> None:
     q = sub.add_parser("list", help="list every synthetic and real data set")
     q.add_argument("--kind", choices=["synthetic", "real"], default=None)
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=cmd_datasets_list)
 
+
+def _add_generate_parser(sub) -> None:
     q = sub.add_parser("generate", help="generate a data set and write it as HDF5")
     q.add_argument("name", metavar="NAME", help="data set name (see 'datasets list')")
     q.add_argument("--n", type=_positive_int, default=None,
@@ -283,6 +237,8 @@ def add_datasets_parser(subparsers) -> None:
                    help="refuse to replace an existing file (by default it is replaced atomically)")
     q.set_defaults(func=cmd_datasets_generate)
 
+
+def _add_import_parser(sub) -> None:
     q = sub.add_parser("import", help="a CSV (with header) or .npy file as a data set",
                        description="Write a CSV file with a header row, or a .npy array, in "
                                    "the project's data set format with provenance (the "
@@ -297,6 +253,23 @@ def add_datasets_parser(subparsers) -> None:
     q.add_argument("--task", choices=["regression", "classification"], default=None,
                    help="default: a target with text, or integers with at most 20 values, "
                         "is classes; other numbers regression")
+    _add_column_options(q)
+    q.add_argument("--name", default=None, help="data set name (default: the file's stem)")
+    q.add_argument("--partitions", type=_nonneg_int, default=0, metavar="K",
+                   help="attach K seeded random train/test partitions")
+    q.add_argument("--n-train", type=_positive_int, default=None, metavar="N",
+                   help="training cases per partition")
+    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
+                   help="test cases per partition (default: the rest)")
+    q.add_argument("--seed", type=_nonneg_int, default=0, help="partition seed (default 0)")
+    q.add_argument("--out", required=True, metavar="NAME.h5", help="output file")
+    q.add_argument("--no-overwrite", action="store_true",
+                   help="refuse to replace an existing file")
+    q.set_defaults(func=cmd_datasets_import)
+
+
+def _add_column_options(q) -> None:
+    """The column kinds, weights and missing/unknown policies of ``datasets import``."""
     q.add_argument("--categorical", nargs="+", action="extend", default=[], metavar="COL",
                    help="columns of categories (text, or integer codes); one-hot coded. "
                         "Default: inferred (a column with any non-number)")
@@ -317,30 +290,9 @@ def add_datasets_parser(subparsers) -> None:
     q.add_argument("--unknown", choices=["error", "ignore"], default="error",
                    help="the models' policy for categories not seen here, at predict: an "
                         "error naming column and value (default), or coded as unknown")
-    q.add_argument("--name", default=None, help="data set name (default: the file's stem)")
-    q.add_argument("--partitions", type=_nonneg_int, default=0, metavar="K",
-                   help="attach K seeded random train/test partitions")
-    q.add_argument("--n-train", type=_positive_int, default=None, metavar="N",
-                   help="training cases per partition")
-    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
-                   help="test cases per partition (default: the rest)")
-    q.add_argument("--seed", type=_nonneg_int, default=0, help="partition seed (default 0)")
-    q.add_argument("--out", required=True, metavar="NAME.h5", help="output file")
-    q.add_argument("--no-overwrite", action="store_true",
-                   help="refuse to replace an existing file")
-    q.set_defaults(func=cmd_datasets_import)
-
-    q = sub.add_parser("info", help="validate a data set file and show its metadata")
-    q.add_argument("file", metavar="FILE.h5")
-    q.add_argument("--json", action="store_true", help="machine-readable output")
-    q.set_defaults(func=cmd_datasets_info)
 
 
-# ------------------------------------------------------- further commands
-# Add `run` and `report` here: write add_run_parser(subparsers) /
-# add_report_parser(subparsers) with cmd_run_* / cmd_report_* handlers
-# (each returning an exit status, raising CLIError/ValueError/OSError on bad
-# input) and append the builders to COMMANDS.
+# ------------------------------------------------------- run, predict, report, ...
 
 
 class Interrupted(KeyboardInterrupt):

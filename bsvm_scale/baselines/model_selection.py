@@ -232,27 +232,41 @@ def grid_search_cv(estimator, X, y, *, log10_C=None, log10_kappa=None, coarse_po
     X, y, regression = _check_data(estimator, X, y)
     sample_weight = _check_weights(estimator, sample_weight, X.shape[0])
     _check_grid(estimator, params, coarse_points, fine_points, fine_step)
-    default = R2_BOX if regression else C1_BOX
-    bx = _check_box("log10_C", default[0] if log10_C is None else log10_C)
-    by = _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa)
+    bx, by = _boxes(regression, log10_C, log10_kappa)
     grid = _Grid(estimator, X, y, _folds(cv, X, y, not regression, shuffle, random_state),
                  tuple(params), "mse" if regression else "error_rate", client, sample_weight)
+    rows, best_row = _two_stages(grid, bx, by, coarse_points, fine_points, fine_step)
+    best_params = {params[0]: float(10.0 ** best_row[1]), params[1]: float(10.0 ** best_row[2])}
+    best_est = _refit(estimator, best_params, X, y, sample_weight) if refit else None
+    return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
+                            best_n_sv=float(best_row[4]), table=_table(rows, params),
+                            best_estimator=best_est,
+                            n_folds=len(grid.folds), scoring=grid.scoring, params=tuple(params))
+
+
+def _two_stages(grid, bx, by, coarse_points, fine_points, fine_step):
+    """The coarse grid over the boxes, then the fine grid around its best
+    point: ``(every row, the best row of the last stage)``."""
     rows = grid.evaluate(log_grid(*bx, coarse_points), log_grid(*by, coarse_points), 0)
     best_row = _best_row(rows)
     if fine_points > 0:
         offs = (np.arange(fine_points) - (fine_points - 1) / 2.0) * fine_step
         fine = grid.evaluate(best_row[1] + offs, best_row[2] + offs, 1)
         rows, best_row = rows + fine, _best_row(fine)
-    best_params = {params[0]: float(10.0 ** best_row[1]), params[1]: float(10.0 ** best_row[2])}
-    best_est = None
-    if refit:
-        best_est = clone(estimator).set_params(**best_params)
-        best_est = best_est.fit(X, y) if sample_weight is None else \
-            best_est.fit(X, y, sample_weight=sample_weight)
-    return GridSearchResult(best_params=best_params, best_score=float(best_row[3]),
-                            best_n_sv=float(best_row[4]), table=_table(rows, params),
-                            best_estimator=best_est,
-                            n_folds=len(grid.folds), scoring=grid.scoring, params=tuple(params))
+    return rows, best_row
+
+
+def _boxes(regression, log10_C, log10_kappa):
+    """The coarse grid's boxes: the given ones, checked, or the protocol's."""
+    default = R2_BOX if regression else C1_BOX
+    return (_check_box("log10_C", default[0] if log10_C is None else log10_C),
+            _check_box("log10_kappa", default[1] if log10_kappa is None else log10_kappa))
+
+
+def _refit(estimator, best_params, X, y, sample_weight):
+    """The best grid point refitted on all the data (with their weights)."""
+    est = clone(estimator).set_params(**best_params)
+    return est.fit(X, y) if sample_weight is None else est.fit(X, y, sample_weight=sample_weight)
 
 
 def _table(rows, params):

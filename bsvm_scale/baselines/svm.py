@@ -278,17 +278,7 @@ class SVR(GaoEvidence, RegressorMixin, BaseEstimator):
         X = _prepare_X(self, X, fit=True)
         self._kappa = kappa
         cache = RowCache(X, GaussianCovariance(1.0, kappa, KAPPA_B_NONE), cache_mb)
-        s = np.concatenate((np.ones(n), -np.ones(n)))
-        p = np.concatenate((eps - y, eps + y))
-        U = np.full(2 * n, C) if w is None else np.concatenate((C * w, C * w))
-        alpha = np.zeros(2 * n)
-        G = np.empty(2 * n)
-        it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
-                                      tol, _effective_max_iter(mi, 2 * n), bool(self.shrinking))
-        if status == _smo.STATUS_MAX_ITER:
-            _warn_max_iter("SVR", it, gap, tol)
-        b = _smo.bias(G, alpha, s, U)
-        beta = alpha[:n] - alpha[n:]
+        it, b, beta, G = self._solve(cache, y, C, eps, w, tol, mi)
         sv = np.flatnonzero(beta != 0.0)
         self.support_ = sv
         self.support_vectors_ = np.ascontiguousarray(X[sv])
@@ -311,6 +301,21 @@ class SVR(GaoEvidence, RegressorMixin, BaseEstimator):
             self.log_evidence_ = self.log_evidence()
             self._factor_margin()
         return self
+
+    def _solve(self, cache, y, C, eps, w, tol, mi):
+        """The dual of (C.19) with ``2 n`` variables (``alpha``, ``alpha^*``):
+        ``(iterations, bias, beta = alpha - alpha^*, gradient)``."""
+        n = y.shape[0]
+        s = np.concatenate((np.ones(n), -np.ones(n)))
+        p = np.concatenate((eps - y, eps + y))
+        U = np.full(2 * n, C) if w is None else np.concatenate((C * w, C * w))
+        alpha = np.zeros(2 * n)
+        G = np.empty(2 * n)
+        it, status, gap = _smo.smo_qp(cache.kernel, cache.state, _smo.QPDual(s, p, U, alpha, G),
+                                      tol, _effective_max_iter(mi, 2 * n), bool(self.shrinking))
+        if status == _smo.STATUS_MAX_ITER:
+            _warn_max_iter("SVR", it, gap, tol)
+        return it, _smo.bias(G, alpha, s, U), alpha[:n] - alpha[n:], G
 
     def predict(self, X, return_std=False):
         """Predictions ``f(x)``; with ``return_std=True`` also the error bars.

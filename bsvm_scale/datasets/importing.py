@@ -161,22 +161,29 @@ def import_table(path, target, *, task=None, name=None, partitions=0, n_train=No
     unknown : {'error', 'ignore'}
         The model's policy for categories not seen here, at prediction.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"file {str(path)!r} does not exist")
-    if task is not None and task not in TASKS:
-        raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
-    declared = any((categorical, numeric, boolean, drop, weight))
+    path = _check_source(path, task, any((categorical, numeric, boolean, drop, weight))
+                         or missing != "error")
     if not path.name.lower().endswith((".csv", ".csv.gz")):
-        if declared or missing != "error":
-            raise TableError(f"{str(path)!r}: column kinds, weights and missing-cell policies "
-                             "apply to CSV files; a .npy array is numbers only.")
         return _import_array(path, target, task, name, id_column, partitions, n_train, n_test,
                              seed)
     ds = _import_csv(path, target, task, name, id_column,
                      {"categorical": categorical, "numeric": numeric, "boolean": boolean,
                       "dropped": drop, "weight": weight}, missing, unknown)
     return _partitioned(ds, partitions, n_train, n_test, seed)
+
+
+def _check_source(path, task, table_options):
+    """The input file as a Path, checked: it exists, ``task`` is known, and
+    table options (``table_options``) go with a CSV file only."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"file {str(path)!r} does not exist")
+    if task is not None and task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}; got {task!r}.")
+    if table_options and not path.name.lower().endswith((".csv", ".csv.gz")):
+        raise TableError(f"{str(path)!r}: column kinds, weights and missing-cell policies "
+                         "apply to CSV files; a .npy array is numbers only.")
+    return path
 
 
 def _partitioned(ds, partitions, n_train, n_test, seed):

@@ -148,24 +148,29 @@ def silf_evidence(cov, X, y, nu, f, C, epsilon, beta, need_grad=True,
     off = np.flatnonzero((absnu > 0.0) & (absnu < (C if w is None else C * w)))
     method, max_rank = settings.plan(off.size, dense_arrays=3)
     with block_threads(method, off.size, SHIFTED_BLAS_BLOCK):
-        n, m = _n_cases(y.shape[0], w), off.shape[0]
-        resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
-        ratio = 2.0 * beta * epsilon / C
         block = make_block(method, cov, X, off, _block_curvature(C, epsilon, beta, off, w),
-                           tol=settings.tol, max_rank=max_rank, form="shifted", ratio=ratio,
-                           w=w)
-        value = (0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * block.logdet
-                 + n * lnZ)
-        grad = None
-        if need_grad:
-            tr_BS = m - block.trace_lambda_inv_A()
-            grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS,
-                                  block.trace_grad(), quad, w)
-            block.done()
+                           tol=settings.tol, max_rank=max_rank, form="shifted",
+                           ratio=2.0 * beta * epsilon / C, w=w)
+        value, grad = _value_and_grad(cov, X, y, nu, f, C, epsilon, beta, block, support,
+                                      need_grad, quad, w)
     if grad is not None and not kappa0_grad:
         grad = np.delete(grad, 2)
     return EvidenceResult(value, grad, block.L, block.jitter, off, support, f, block.method,
                           0.5 * block.error, block)
+
+
+def _value_and_grad(cov, X, y, nu, f, C, epsilon, beta, block, support, need_grad, quad, w):
+    """(4.38) and, with ``need_grad``, (4.39)-(4.41) from the off-bound block."""
+    n, m = _n_cases(y.shape[0], w), block.idx.shape[0]
+    resid, loss, lnZ = _loss_terms(y, f, C, epsilon, beta)
+    value = 0.5 * float(nu @ f) + C * _weighted_sum(loss, w) + 0.5 * block.logdet + n * lnZ
+    if not need_grad:
+        return value, None
+    tr_BS = m - block.trace_lambda_inv_A()
+    grad = _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS,
+                          block.trace_grad(), quad, w)
+    block.done()
+    return value, grad
 
 
 def _weighted_sum(a, w):

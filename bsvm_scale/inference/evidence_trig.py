@@ -154,21 +154,27 @@ def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False
         if keep_factor:
             info.update(support=idx, dual_coef=np.zeros(0), **empty_prediction(method, X.shape[1]))
         return 0.0, (np.zeros(cov.theta.size) if need_grad else None), info
-    v = y[idx] * alpha[idx]
     with _blas_limit(m):
-        S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method)
-        loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
-        block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank,
-                           n_probes=n_probes, S=S)
-        info.update(block.info(), jitter=block.jitter)
-        value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * block.logdet
-        if keep_factor:
-            info.update(support=idx, dual_coef=v,
-                        **block.for_prediction(max_rank if predict_rank is None
-                                               else predict_rank))
-        if not need_grad:
-            return value, None, info
-        return value, _gradient(cov, X, idx, v, lam, c, block, keep_factor), info
+        return _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol,
+                         max_rank, n_probes, max_rank if predict_rank is None else predict_rank,
+                         info)
+
+
+def _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol, max_rank,
+              n_probes, predict_rank, info):
+    """:func:`neg_log_evidence` on the SVs ``idx`` (weights ``c``)."""
+    v = y[idx] * alpha[idx]
+    S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method)
+    loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
+    block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank, n_probes=n_probes,
+                       S=S)
+    info.update(block.info(), jitter=block.jitter)
+    value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * block.logdet
+    if keep_factor:
+        info.update(support=idx, dual_coef=v, **block.for_prediction(predict_rank))
+    if not need_grad:
+        return value, None, info
+    return value, _gradient(cov, X, idx, v, lam, c, block, keep_factor), info
 
 
 def _sv_function(cov, X, y, alpha, idx, v, f, method):

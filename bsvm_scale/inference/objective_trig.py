@@ -151,6 +151,18 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True,
     alpha[w <= 0.0] = 0.0
     g = _gradient_pass(cache.covariance, cache.X, y, alpha, np.arange(n), w)
     dual = TrigDual(y, w, alpha, g)
+    n_iter, vmax, status, n_active = _rounds(cache, dual, tol, max_iter, shrink)
+    f = np.empty(n)
+    f_from_gradient(dual, f)
+    return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
+            "status": int(status), "n_active": int(n_active)}
+
+
+def _rounds(cache, dual, tol, max_iter, shrink):
+    """The shrunk rounds of :func:`solve_dual` and the last one on every case:
+    ``(iterations, max violation, status, cases in the last working problem)``."""
+    y, w, alpha, g = dual
+    n = y.shape[0]
     n_iter, vmax, status, n_active = 0, 0.0, 1, n
     for rnd in range(SHRINK_ROUNDS + 1):
         last = not shrink or rnd == SHRINK_ROUNDS
@@ -170,10 +182,7 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True,
         violated = _recheck_left_out(cache, dual, idx, tol)
         if status == 0 and not violated:
             break
-    f = np.empty(n)
-    f_from_gradient(dual, f)
-    return {"alpha": alpha, "f": f, "n_iter": int(n_iter), "max_violation": float(vmax),
-            "status": int(status), "n_active": int(n_active)}
+    return n_iter, vmax, status, n_active
 
 
 #: default memory budget (MiB) of the evidence arrays (dense block or factor)

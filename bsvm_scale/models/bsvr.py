@@ -96,6 +96,13 @@ def _target_scale(y, sample_weight=None):
     return float(np.sqrt(_target_var(y, sample_weight))) or 1.0
 
 
+def _warn_offset(y, sw, bounds):
+    """Warn when the mean of ``y`` lies far beyond the bias prior ``kappa_b``."""
+    warn_target_offset(y if sw is None else y[sw > 0], np.exp(0.5 * bounds[-1][1]),
+                       "BayesianSVR",
+                       "Subtract the mean of y before fitting (add it back to predictions).")
+
+
 class BayesianSVR(RegressorMixin, BaseEstimator):
     """Bayesian support vector regression with the soft insensitive loss.
 
@@ -433,14 +440,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             (see "Case weights" in the class docstring). None: every case
             has weight 1.
         callback : callable, optional
-            ``callback(run_index, record, state)`` after every full-data
-            evidence evaluation (used by pipelines for checkpoints; ``run_index``
-            indexes ``starts_``; the subsample phase and the isotropic first
-            stage are not reported, a resumed fit repeats them): ``record`` is the
-            optimiser's trajectory record (``theta``, ``fun``, ``grad``,
-            ``grad_norm``, ``info``, ``replayed``) and ``state`` the
-            objective's warm-start state (dual vector ``nu``, secant slope,
-            best point so far).
+            ``callback(start_index, record, state)`` after every full-data
+            evidence evaluation (pipelines' checkpoints; the subsample phase
+            and the isotropic first stage are not reported, a resumed fit
+            repeats them): the optimiser's trajectory record (``theta``,
+            ``fun``, ``grad``, ``grad_norm``, ``info``, ``replayed``) and the
+            objective's state (``nu``, secant slope, best point so far).
         init : dict, optional
             Resume one start: ``theta`` (the start point), optionally with
             ``nu`` (SMO warm start) or ``state`` (a ``state`` given to
@@ -465,9 +470,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         Xs, kappa0 = self._scaler.transform(X), self._kappa0(y, sw)
         s = _target_scale(y, sw)
         bounds = self._box(s, d)
-        warn_target_offset(y if sw is None else y[sw > 0], np.exp(0.5 * bounds[-1][1]),
-                           "BayesianSVR",
-                           "Subtract the mean of y before fitting (add it back to predictions).")
+        _warn_offset(y, sw, bounds)
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         model = SilfSearch(self, bounds, kappa0, beta, self._groups)
         data = Data(Xs, y, sw)

@@ -395,16 +395,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             than two classes ``start_index`` is the pair ``(class_index,
             start_index)`` of the one-versus-rest model being fitted.
         init : dict or list of dict, optional
-            Resume one start: ``theta`` (log
-            hyperparameters, the start point), optionally with ``alpha`` (SMO
-            warm start) or ``state`` (a ``state`` given to ``callback``;
-            without either the SMO starts as in a fresh fit);
-            optionally ``evaluations``, the records given to ``callback``
-            since ``theta``, which the optimiser replays without
-            re-evaluating them, so that the result equals that of the
-            uninterrupted start (see :func:`bsvm_scale.optimization.driver.run_start`).
-            With more than two classes: a list with one such dict (or None,
-            the default starts) per class, in ``classes_`` order.
+            Resume one start: ``theta`` (log hyperparameters, the start
+            point), optionally with ``alpha`` (SMO warm start) or ``state`` (a
+            ``state`` given to ``callback``) and ``evaluations`` (the records
+            given to ``callback`` since ``theta``, replayed without
+            re-evaluation, so that the result equals the uninterrupted
+            start's). More than two classes: one such dict (or None) per
+            class, in ``classes_`` order.
         case_ids : array-like of shape (n_samples,), optional
             Unique case identifiers (integers or strings), kept for the
             support vectors of every binary model (``support_case_ids_``). A

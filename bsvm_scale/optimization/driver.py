@@ -435,9 +435,14 @@ def run_start(objective, theta0, bounds=None, options=None, callback=None, max_s
     success, message = _search(st, rec, opts, (lo, hi))
     success, message = _probed(st, rec, opts, (lo, hi), (success, message))
     success, message = _sloped(st, rec, opts, (lo, hi), (success, message))
-    best = st.best
     if rec.n_nonfinite:
-        success, message = _after_nonfinite(rec, best, opts, success, message)
+        success, message = _after_nonfinite(rec, st.best, opts, success, message)
+    return _result(theta0, st, rec, success, message)
+
+
+def _result(theta0, st, rec, success, message):
+    """The :class:`StartResult` of a finished start at its best point."""
+    best = st.best
     return StartResult(theta0=theta0, theta=best["theta"], fun=best["fun"], grad=best["grad"],
                        info=best["info"], n_iter=st.n_iter, n_eval=len(rec.trajectory),
                        success=bool(success), message=str(message), trajectory=rec.trajectory,

@@ -14,9 +14,9 @@ The lowest layer of the package: it imports nothing else of it, and pandas
 only through the objects it is given.
 """
 
-from .encoder import Encoded, TableEncoder
+from .encoder import Encoded, TableEncoder, describe_schema
 from .frame import EncodedTable, Table, is_table
 from .schema import KINDS, Column, Schema, TableError
 
 __all__ = ["Table", "EncodedTable", "TableEncoder", "Encoded", "Schema", "Column", "KINDS",
-           "TableError", "is_table"]
+           "TableError", "is_table", "describe_schema"]

@@ -46,7 +46,7 @@ import numpy as np
 from .schema import (INPUT_KINDS, Column, Schema, TableError, canonical_text, check_policy,
                      describe_rows, flag_of, is_missing, parse_flags, parse_numbers)
 
-__all__ = ["TableEncoder", "Encoded", "MISSING_LEVEL", "BOOLEAN_LEVELS"]
+__all__ = ["TableEncoder", "Encoded", "MISSING_LEVEL", "BOOLEAN_LEVELS", "describe_schema"]
 
 #: the level of a missing categorical (or boolean) cell
 MISSING_LEVEL = "<missing>"
@@ -397,3 +397,25 @@ def schema_of_inputs(schema):
     """``schema`` restricted to its input columns."""
     return Schema(tuple(Column(c.name, c.kind) for c in schema.columns if c.kind in INPUT_KINDS),
                   schema.missing, schema.unknown)
+
+
+def describe_schema(schema, encoder=None):
+    """The columns of a table with their kinds, as text lines (with the
+    coding ``encoder``: a categorical column's levels, a numeric column's median)."""
+    lines = [f"schema (missing numbers: {schema.missing}, unseen categories: {schema.unknown}):"]
+    w = max(len(c.name) for c in schema.columns)
+    for col in schema.columns:
+        note = ""
+        if encoder is not None and col.kind in ("categorical", "boolean"):
+            levels = encoder.levels(col.name)
+            if levels:
+                shown = ", ".join(levels[:8]) + (f", ... ({len(levels)} in all)"
+                                                 if len(levels) > 8 else "")
+                note = f"  one-hot: {shown}"
+            else:
+                note = "  coded 1 (yes) / 0 (no)"
+        elif encoder is not None and col.kind == "numeric":
+            c = encoder._coding(col.name)
+            note = f"  median {c.median:.6g} fills missing cells" if c.median is not None else ""
+        lines.append(f"  {col.name:<{w}}  {col.kind:<11}{note}")
+    return "\n".join(lines)

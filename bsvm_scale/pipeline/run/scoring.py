@@ -575,8 +575,7 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
         when the model file stores them, else taken by position.
     out_path : the HDF5 file to write (atomically).
     chunk_size : int
-        Rows per chunk (per Dask task), rounded up to a multiple of
-        :data:`BLOCK`.
+        Rows per chunk (per Dask task), rounded up to a multiple of :data:`BLOCK`.
     scheduler : str, optional
         Address of a running Dask scheduler.
     workers : int, optional
@@ -586,7 +585,7 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
         (:func:`default_workers`).
     by_position : bool
         Take the input columns by position even when names are known.
-    progress : bool
+    progress, stream : bool, file
         A progress line on ``stream`` (default stderr).
     id_column : str, optional
         A CSV column of case identifiers: not an input, written to the
@@ -603,7 +602,6 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
     dict
         ``out``, ``n_rows``, ``n_chunks``, ``seconds`` and the output names.
     """
-    from ..outputs.progress import Progress
     from ...storage import model_feature_names
 
     chunk_size = -(-_positive("chunk_size", chunk_size) // BLOCK) * BLOCK
@@ -618,17 +616,26 @@ def predict_file(model_path, input_path, out_path, *, chunk_size=DEFAULT_CHUNK, 
         chunks = _chunks(inputs.n_rows, chunk_size)
         if scheduler is None and workers is None:
             workers = default_workers(len(chunks))
-        bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
-                       enabled=progress).start()
-        try:
-            outputs = _write(model_path, model, inputs, chunks, out_path, bar,
-                             scheduler, workers, chunk_size)
-        finally:
-            bar.close()
+        outputs = _write_with_progress(model_path, model, inputs, chunks, out_path, scheduler,
+                                       workers, chunk_size, progress, stream)
         n_unknown, n_skipped = _counts(inputs)
     return {"out": str(out_path), "n_rows": inputs.n_rows, "n_chunks": len(chunks),
             "seconds": time.perf_counter() - t0, "outputs": outputs,
             "n_unknown": n_unknown, "n_without_prediction": n_skipped}
+
+
+def _write_with_progress(model_path, model, inputs, chunks, out_path, scheduler, workers,
+                         chunk_size, progress, stream):
+    """:func:`_write` with a progress line over the chunks."""
+    from ..outputs.progress import Progress
+
+    bar = Progress(len(chunks), workers or 1, label="predict", stream=stream,
+                   enabled=progress).start()
+    try:
+        return _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers,
+                      chunk_size)
+    finally:
+        bar.close()
 
 
 def _write(model_path, model, inputs, chunks, out_path, bar, scheduler, workers, chunk_size):
