@@ -22,13 +22,8 @@ and ``kubernetes`` through dask-kubernetes (``image``, ``workers``,
 ``cluster`` extra (``pip install 'bsvm_scale[cluster]'``). The command line's
 ``--scheduler`` / ``--workers`` override the table.
 
-Batch jobs end at their walltime, and Dask workers killed there are not
-replaced unless the cluster is adaptive (dask-jobqueue issue 122). Workers
-here are started with a lifetime shorter than the walltime, staggered so
-that they do not all leave at once (``--lifetime``, ``--lifetime-stagger``),
-and the cluster is adaptive, so a retiring worker is replaced by a new job;
-a task that was running on it starts again elsewhere and resumes from its
-checkpoint (pipeline tasks checkpoint every evidence evaluation).
+How batch workers retire before their walltime is described in
+:mod:`bsvm_scale.pipeline.run.backends`.
 """
 
 from __future__ import annotations
