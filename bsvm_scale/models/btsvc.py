@@ -555,7 +555,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         if self.optimize:
             out = search(model, data, thetas, resume, retrain, callback)
             theta, obj, final = out.theta, out.objective, out.final
-            cov = GaussianCovariance.from_theta(theta, self.ard, self._groups)
+            cov = final.detail  # the covariance of the final evaluation
             records, best, n_iter = out.records, out.best, int(out.result.n_iter)
             smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
                            for r in out.result.trajectory)
