@@ -211,15 +211,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         match; :mod:`bsvm_scale.models.warm_start` describes the whole procedure.
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
-    n_jobs : int, optional
+    n_jobs : int or None, default=-1
         Threads for the independent parts of the evidence search
         (:mod:`bsvm_scale.optimization.search`): the starts (each on an
         objective and row cache of its own; one thread with a ``callback``),
         the isotropic first stage of an ARD search and the subsample phase of
-        coarse-to-fine starts. scikit-learn's convention: None means 1 unless
-        inside a ``joblib.parallel_config`` context, -1 all processors. The
-        result is the same as on one thread unless SV blocks are large enough
-        for multithreaded BLAS (:func:`bsvm_scale._util.threads.thread_map`).
+        coarse-to-fine starts. -1 (the default): one thread per core, each
+        running BLAS and Numba's parallel kernels on one thread, so that a
+        fit uses the machine without oversubscribing it; a single remaining
+        task (one start) keeps every Numba thread. 1 (or None, scikit-learn's
+        convention outside a ``joblib.parallel_config`` context): one task
+        after the other. The result is the same either way unless SV blocks
+        are large enough for multithreaded BLAS
+        (:func:`bsvm_scale._util.threads.thread_map`).
 
     Attributes
     ----------
@@ -324,7 +328,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                  kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
                  optimizer_options=None, init_subsample=4000, ard_init=DEFAULT_ARD_INIT,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None,
-                 n_jobs=None):
+                 n_jobs=-1):
         store_params(self, locals())
 
     # ------------------------------------------------------------------

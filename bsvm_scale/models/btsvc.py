@@ -162,12 +162,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         the whole procedure.
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
-    n_jobs : int, optional
+    n_jobs : int or None, default=-1
         Threads for the independent parts of the evidence search, as in
         :class:`~bsvm_scale.models.bsvr.BayesianSVR` (the starts, each with
         its own row cache of ``cache_mb``, without a ``callback``; the
         isotropic first stage of ARD; the subsample phase) or, with more than
-        two classes, for the one-versus-rest models instead.
+        two classes, for the one-versus-rest models instead. -1 (the
+        default): one thread per core; 1 or None: one task after the other.
     class_weight : dict, "balanced" or None, default=None
         Weight of the cases of each class, multiplying ``sample_weight``: a
         dict ``{label: weight}`` (labels of ``y``; a label that is not a
@@ -277,7 +278,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
-                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=None,
+                 warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=-1,
                  class_weight=None):
         store_params(self, locals())
 

@@ -82,9 +82,14 @@ def n_starts_of(kind, params):
 
 
 def make_estimator(kind, params):
+    """The estimator of a task. A pipeline worker is one single-threaded
+    process per core, so BSVR and BTSVC run their search on one thread there
+    (``n_jobs=1``) unless the pipeline file sets ``n_jobs``."""
     import importlib
 
     mod, cls = KINDS[kind]
+    if kind in BAYES_KINDS and "n_jobs" not in params:
+        params = {**params, "n_jobs": 1}
     return getattr(importlib.import_module(mod), cls)(**params)
 
 
