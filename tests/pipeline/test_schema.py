@@ -231,3 +231,18 @@ def test_the_schema_reference_page_is_the_generated_one(tmp_path):
     page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "pipeline_schema.md"
     assert page.read_text() == schema_page(), \
         "regenerate it: bsvm-scale schema --out docs/reference/pipeline_schema.md"
+
+
+def test_pipeline_tasks_run_bayesian_searches_on_one_thread():
+    """Workers are single-threaded processes, one per core: a BSVR/BTSVC task
+    runs its search on one thread unless the pipeline file sets n_jobs; a fit
+    outside pipelines uses every core by default."""
+    from bsvm_scale import BayesianSVC, BayesianSVR
+    from bsvm_scale.pipeline.run.tasks import make_estimator
+
+    assert BayesianSVR().n_jobs == -1 and BayesianSVC().n_jobs == -1
+    assert make_estimator("bsvr", {}).n_jobs == 1
+    assert make_estimator("btsvc", {"ard": True}).n_jobs == 1
+    assert make_estimator("btsvc", {"n_jobs": 2}).n_jobs == 2
+    assert "n_jobs" not in make_estimator("svr", {}).get_params() or \
+        make_estimator("svr", {}).get_params().get("n_jobs") is None
