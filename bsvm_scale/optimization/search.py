@@ -213,7 +213,6 @@ def _subsample_phase(model, data, thetas):
     def run(obj, theta0, bounds):
         res = run_start(obj, theta0, bounds, model.options(COARSE_OPTIONS),
                         precondition=model.precondition)
-        _warn_limit(res)
         obj.release()  # one row cache alive at a time
         return res
 
@@ -222,6 +221,8 @@ def _subsample_phase(model, data, thetas):
         model.bounds, model.init_subsample, model.random_state, run, model.n_jobs, data.weights)
     if not records:
         return None
+    for rec in records:  # warned here, on the caller's thread
+        _warn_limit(rec["message"], rec["n_iter"])
     return records, best, Warm(dual0, chosen.carry().slope)
 
 
@@ -282,17 +283,17 @@ def _run_start(obj, model, k, runs, options, callback, resume):
     replay = None if resume is None else resume.evaluations
     results = run_plan(obj, runs, model.bounds, options, cb, replay,
                        precondition=model.precondition, first_step=FINE_FIRST_STEP)
-    for res in results:
-        _warn_limit(res)
     obj.release()  # one row cache alive at a time
     return results
 
 
-def _warn_limit(res):
-    if res.hit_limit:
-        warnings.warn(f"the evidence search reached its iteration limit ({res.n_iter}) before "
-                      f"the evidence converged ({res.message}); increase "
-                      "optimizer_options['maxiter'].", ConvergenceWarning, stacklevel=4)
+def _warn_limit(message, n_iter):
+    """A run that stopped at its iteration limit (warned on the caller's
+    thread, pointing at the model's ``fit``)."""
+    if message.startswith("STOP: max"):
+        warnings.warn(f"the evidence search reached its iteration limit ({n_iter}) before "
+                      f"the evidence converged ({message}); increase "
+                      "optimizer_options['maxiter'].", ConvergenceWarning, stacklevel=5)
 
 
 def _outcome(starts, done, coarse):
@@ -300,6 +301,7 @@ def _outcome(starts, done, coarse):
     records, results, owners = [], [], []
     for start, (obj, runs) in zip(starts, done):
         for res, run in zip(runs, start.runs):
+            _warn_limit(res.message, res.n_iter)
             rec = start_record(res)
             if run.warm is not None:  # the continuation from the isotropic stage
                 rec["isotropic"] = start.isotropic.records[start.isotropic.best]

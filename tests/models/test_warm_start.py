@@ -234,7 +234,8 @@ def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
     for e, eb in zip(a.estimators_, b.estimators_):
         np.testing.assert_array_equal(eb.support_case_ids_, ids[e.support_])
     seen = _first_dual(monkeypatch, TrigObjective, "alpha")
-    BayesianSVC(warm_start_from=b).fit(d.X[50:650], y3[50:650], case_ids=ids[50:650])
+    BayesianSVC(warm_start_from=b, n_jobs=1).fit(d.X[50:650], y3[50:650],  # classes in order
+                                                 case_ids=ids[50:650])
     assert len(seen) == 3  # one objective per one-versus-rest model, each carried
     for e, alpha0 in zip(a.estimators_, seen):
         before = dict(zip(e.support_case_ids_, np.abs(e.dual_coef_)))
@@ -368,7 +369,7 @@ def test_btsvc_retraining_begins_with_the_earlier_hessian(monkeypatch):
     Hs = previous_hessians(a3, a3.classes_)
     assert len(Hs) == 3 and all(h.shape == (3, 3) for h in Hs)
     seen.clear()
-    BayesianSVC(warm_start_from=a3).fit(d.X[50:650], y3[50:650])
+    BayesianSVC(warm_start_from=a3, n_jobs=1).fit(d.X[50:650], y3[50:650])  # classes in order
     assert len(seen) == 3
     for (got, stall), h in zip(seen, Hs):
         np.testing.assert_array_equal(got, h)
