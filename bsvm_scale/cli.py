@@ -229,13 +229,18 @@ def _add_generate_parser(sub) -> None:
                    help="generator parameter, repeatable (e.g. --param beta=0.1)")
     q.add_argument("--splits", type=_nonneg_int, default=0, metavar="K",
                    help="attach K partitions (random; time series: 1 chronological)")
-    q.add_argument("--n-train", type=_positive_int, default=None, metavar="M",
-                   help="training cases per partition")
-    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
-                   help="test cases per partition (default: the rest)")
+    _add_split_sizes(q)
     q.add_argument("--no-overwrite", action="store_true",
                    help="refuse to replace an existing file (by default it is replaced atomically)")
     q.set_defaults(func=cmd_datasets_generate)
+
+
+def _add_split_sizes(q) -> None:
+    """``--n-train`` and ``--n-test`` of the partitions a data set file carries."""
+    q.add_argument("--n-train", type=_positive_int, default=None, metavar="N",
+                   help="training cases per partition")
+    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
+                   help="test cases per partition (default: the rest)")
 
 
 def _add_import_parser(sub) -> None:
@@ -257,10 +262,7 @@ def _add_import_parser(sub) -> None:
     q.add_argument("--name", default=None, help="data set name (default: the file's stem)")
     q.add_argument("--partitions", type=_nonneg_int, default=0, metavar="K",
                    help="attach K seeded random train/test partitions")
-    q.add_argument("--n-train", type=_positive_int, default=None, metavar="N",
-                   help="training cases per partition")
-    q.add_argument("--n-test", type=_positive_int, default=None, metavar="T",
-                   help="test cases per partition (default: the rest)")
+    _add_split_sizes(q)
     q.add_argument("--seed", type=_nonneg_int, default=0, help="partition seed (default 0)")
     q.add_argument("--out", required=True, metavar="NAME.h5", help="output file")
     q.add_argument("--no-overwrite", action="store_true",
