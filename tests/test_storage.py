@@ -188,7 +188,7 @@ RECORD = {
 
 
 def test_record_round_trip_exact_types(tmp_path):
-    from bsvm_scale.pipeline.run.checkpoint import read_record, write_record
+    from bsvm_scale.pipeline.outputs.records import read_record, write_record
 
     path = write_record(tmp_path / "r.h5", RECORD)
     _exact(RECORD, read_record(path))
@@ -199,7 +199,7 @@ def test_record_round_trip_exact_types(tmp_path):
 
 
 def test_large_dict_falls_back_to_datasets(tmp_path):
-    from bsvm_scale.pipeline.run.checkpoint import read_record, write_record
+    from bsvm_scale.pipeline.outputs.records import read_record, write_record
 
     rec = {f"k{i}": float(i) / 3.0 for i in range(6000)}  # JSON well over 48 KiB
     path = write_record(tmp_path / "big.h5", rec)
@@ -212,7 +212,7 @@ def test_format_1_files_still_load(tmp_path, monkeypatch):
     """A file written without ``scalars`` attributes (format 1, every scalar a
     dataset) loads to the same predictions and the same record."""
     import bsvm_scale.storage as st
-    from bsvm_scale.pipeline.run.checkpoint import read_record, write_record
+    from bsvm_scale.pipeline.outputs.records import read_record, write_record
     from bsvm_scale.models.bsvr import BayesianSVR
 
     model = BayesianSVR(n_starts=1, optimizer_options=OPT).fit(X, Y_REG)

@@ -74,7 +74,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import erfc
 
 from .._util.threads import blas_threads
-from .blocks import empty_prediction, make_block
+from .blocks import SCALED_BLAS_BLOCK, empty_prediction, make_block
 from .evidence_lowrank import DEFAULT_TOL, N_PROBES
 from .linalg import chol_with_jitter  # noqa: F401 -- part of this module's API
 
@@ -84,7 +84,7 @@ _XI_MAX = 2.0 - 1e-12
 #: below this SV-block size BLAS runs single-threaded: Numba's OpenMP workers
 #: keep spinning after each parallel kernel, and multi-threaded BLAS on a small
 #: block competes with them for the cores (docs/design/threads_and_caches.md).
-SMALL_BLOCK = 2000
+SMALL_BLOCK = SCALED_BLAS_BLOCK
 
 
 def _blas_limit(m):

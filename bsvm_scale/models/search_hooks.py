@@ -22,7 +22,34 @@ from ..optimization.starts import search_options
 __all__ = ["SilfSearch", "TrigSearch"]
 
 
-class SilfSearch:
+class _Hooks:
+    """What both models' hooks share: the search settings read from the
+    estimator, the driver's options and the isotropic-to-ARD map. ``lead``:
+    the log hyperparameters before ``ln kappa`` in ``theta``."""
+
+    def __init__(self, est, bounds, ard, groups, lead):
+        self.est, self.bounds, self.lead = est, bounds, lead
+        self.ard = bool(ard)
+        self.groups = groups if self.ard else None
+        self.n_kappa = len(bounds) - lead - 1
+        self.n_jobs, self.random_state = est.n_jobs, est.random_state
+        self.init_subsample = est.init_subsample
+        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+
+    def subsample_max_iter(self):
+        """The SMO iteration limit of a subsample's objective."""
+        return max(10**6, 100 * int(self.init_subsample))
+
+    def options(self, phase=None):
+        return search_options(phase, self.est.optimizer_options)
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+        k = self.lead
+        return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
+
+
+class SilfSearch(_Hooks):
     """BSVR's hooks for :func:`bsvm_scale.optimization.search.search`:
     objectives (:class:`~bsvm_scale.inference.objective_silf.SilfObjective`)
     on the standardised data, ``theta = [ln C, ln eps, (ln kappa0,) ln kappa
@@ -32,25 +59,17 @@ class SilfSearch:
     precondition = True
 
     def __init__(self, est, bounds, kappa0, beta, groups, ard=None):
-        self.est, self.bounds, self.kappa0, self.beta = est, bounds, kappa0, beta
-        self.ard = bool(est.ard) if ard is None else ard
-        self.groups = groups if self.ard else None
-        self.lead = 3 if kappa0 is None else 2
-        self.n_kappa = len(bounds) - self.lead - 1
-        self.n_jobs, self.random_state = est.n_jobs, est.random_state
-        self.init_subsample = est.init_subsample
-        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+        super().__init__(est, bounds, est.ard if ard is None else ard, groups,
+                         3 if kappa0 is None else 2)
+        self.kappa0, self.beta = kappa0, beta
         self.settings = est._evidence_settings()
 
     def objective(self, data, subsample=False):
         est = self.est
-        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else est._max_iter
+        max_iter = self.subsample_max_iter() if subsample else est._max_iter
         return SilfObjective(data.X, data.y, self.kappa0, self.beta, self.ard, float(est.tol),
                              float(est.cache_mb), max_iter, self.settings, data.weights,
                              self.groups)
-
-    def options(self, phase=None):
-        return search_options(phase, self.est.optimizer_options)
 
     def isotropic(self):
         k = self.lead
@@ -65,11 +84,6 @@ class SilfSearch:
         return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
                                [np.log(float(np.exp(theta[-1])))]))
 
-    def ard_theta(self, theta):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
-        k = self.lead
-        return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
-
     @staticmethod
     def continuation_warm(final, data):
         """The isotropic solution ``nu`` on its support, 0 elsewhere."""
@@ -83,7 +97,7 @@ class SilfSearch:
         return {"nu": dual}
 
 
-class TrigSearch:
+class TrigSearch(_Hooks):
     """BTSVC's hooks for :func:`bsvm_scale.optimization.search.search`:
     objectives (:class:`~bsvm_scale.inference.objective_trig.TrigObjective`)
     on the standardised data, ``theta = [ln kappa0, ln kappa (or ln
@@ -93,22 +107,15 @@ class TrigSearch:
     precondition = False
 
     def __init__(self, est, bounds, max_iter, ard, groups):
-        self.est, self.bounds, self.max_iter = est, bounds, max_iter
-        self.ard, self.groups = bool(ard), groups if ard else None
-        self.n_kappa = len(bounds) - 2
-        self.n_jobs, self.random_state = est.n_jobs, est.random_state
-        self.init_subsample = est.init_subsample
-        self.ard_mode = est.ard_init if self.ard and self.n_kappa > 1 else "start"
+        super().__init__(est, bounds, ard, groups, 1)
+        self.max_iter = max_iter
 
     def objective(self, data, subsample=False):
         est = self.est
-        max_iter = max(10**6, 100 * int(self.init_subsample)) if subsample else self.max_iter
+        max_iter = self.subsample_max_iter() if subsample else self.max_iter
         return TrigObjective(data.X, data.y, self.ard, est.cache_mb, est.tol, max_iter,
                              weights=data.weights, groups=self.groups,
                              **est._evidence_settings())
-
-    def options(self, phase=None):
-        return search_options(phase, self.est.optimizer_options)
 
     def isotropic(self):
         return TrigSearch(self.est, [self.bounds[0], self.bounds[1], self.bounds[-1]],
@@ -119,10 +126,6 @@ class TrigSearch:
         """One ``kappa``, the geometric mean of the ``kappa_l``."""
         return GaussianCovariance(float(np.exp(theta[0])), float(np.exp(np.mean(theta[1:-1]))),
                                   float(np.exp(theta[-1]))).theta
-
-    def ard_theta(self, theta):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
-        return np.concatenate((theta[:1], np.full(self.n_kappa, theta[1]), theta[-1:]))
 
     @staticmethod
     def continuation_warm(final, data):

@@ -27,10 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..outputs.records import atomic_write_bytes, read_record, write_record
+from ..outputs.records import read_record, write_record
 
-__all__ = ["atomic_write_bytes", "write_record", "read_record", "save_checkpoint",
-           "load_checkpoint", "RunLock", "RunLockedError"]  # records re-exported for tasks
+__all__ = ["save_checkpoint", "load_checkpoint", "RunLock", "RunLockedError"]
 
 
 def save_checkpoint(path, state):

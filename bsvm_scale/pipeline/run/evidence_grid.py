@@ -173,7 +173,7 @@ def compute_grid(X, y, Xt, yt, center, options, params=None, done=None, on_row=N
 
 def _resume_point(spec, center):
     """The rows of an earlier attempt of this task (its checkpoint), or None."""
-    from .checkpoint import read_record
+    from ..outputs.records import read_record
 
     if not spec.get("task_dir"):
         return None
@@ -234,7 +234,7 @@ def run_grid_task(spec, *deps):
               "versions": versions(), "peak_rss_mb": peak_rss_bytes() / 2 ** 20,
               "peak_rss_scope": peak_scope}
     if owns_dir(spec):
-        from .checkpoint import write_record
+        from ..outputs.records import write_record
 
         write_record(Path(spec["task_dir"]) / "result.h5", result)
     return {"result": result, "model_h5": None}

@@ -42,7 +42,8 @@ import numpy as np
 
 from ..._util.scheduling import scatter_shared
 from ...models.warm_start import run_model_file
-from .checkpoint import RunLock, atomic_write_bytes, read_record, write_record
+from ..outputs.records import atomic_write_bytes, read_record, write_record
+from .checkpoint import RunLock
 from .backends import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from ..spec.config import BAYES_KINDS, TASK_OF, Pipeline
 from .evidence_grid import dependencies, grid_records, grid_specs, is_grid

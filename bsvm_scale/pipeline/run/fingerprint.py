@@ -38,7 +38,7 @@ import numpy as np
 
 from ...optimization.driver import PIECEWISE_OPTIONS
 from ...optimization.starts import DEFAULT_ARD_INIT
-from .checkpoint import atomic_write_bytes
+from ..outputs.records import atomic_write_bytes
 from .taskio import KEY_FILE, dependencies, read_key
 
 __all__ = ["array_digest", "dataset_key", "task_keys", "key_changed", "reconcile_tasks",

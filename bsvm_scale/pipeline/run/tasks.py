@@ -406,7 +406,7 @@ def run_task(spec, *deps):
     # the same directory (an orphan of an earlier run) is not taken with this result
     result["model_sha256"] = hashlib.sha256(model_h5).hexdigest()
     if owns_dir(spec):
-        from .checkpoint import atomic_write_bytes, write_record
+        from ..outputs.records import atomic_write_bytes, write_record
 
         td = Path(spec["task_dir"])
         atomic_write_bytes(td / "model.h5", model_h5)
