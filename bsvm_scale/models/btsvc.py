@@ -447,16 +447,19 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _retrain_starts(prev, classes, case_ids):
-        """A retraining's start per binary model, ``(theta, alpha0, hessian)``:
-        the earlier optimum, the earlier ``alpha`` on the cases still present
-        (None without ``case_ids``) and the earlier search's final model
-        Hessian (None where it has none); a list of them, one per class, with
-        more than two classes."""
+        """A retraining's :class:`~bsvm_scale.optimization.search.Retrain` per
+        binary model: the earlier optimum, a warm start from the earlier
+        ``alpha`` on the cases still present (None without ``case_ids``) and
+        the earlier search's final model Hessian (None where it has none); a
+        list of them, one per class, with more than two classes."""
+        def retrain(theta, model, hessian):
+            alpha0 = carried_dual(model, case_ids, magnitude=True)
+            return Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
+
         thetas, hessians = previous_thetas(prev, classes), previous_hessians(prev, classes)
         if classes.size == 2:
-            return thetas, carried_dual(prev, case_ids, magnitude=True), hessians
-        return [(t, carried_dual(e, case_ids, magnitude=True), h)
-                for t, e, h in zip(thetas, prev.estimators_, hessians)]
+            return retrain(thetas, prev, hessians)
+        return [retrain(t, e, h) for t, e, h in zip(thetas, prev.estimators_, hessians)]
 
     def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None, weights=None):
         """One binary model per class of ``classes_`` (``estimators_``), each
@@ -527,22 +530,20 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              f"got {init['theta']!r}.")
         return theta
 
-    def _search_inputs(self, d, init, warm):
-        """The start points, the resumed start (:class:`Resume`) and the
-        retraining (:class:`Retrain`) of a binary fit."""
-        resume = retrain = None
+    def _search_inputs(self, d, init, retrain):
+        """The start points and the resumed start (:class:`Resume`) of a
+        binary fit, given its retraining (:class:`Retrain` or None)."""
+        resume = None
         thetas = self._start_thetas(d)
-        if warm is not None:  # retraining: one start (the earlier optimum), full data
-            theta, alpha0, hessian = warm
-            retrain = Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
-            thetas = [theta]
+        if retrain is not None:  # retraining: one start (the earlier optimum), full data
+            thetas = [retrain.theta]
         if init is not None:
             resume = Resume(self._check_init(init, d), init.get("state"), init.get("alpha"),
                             init.get("evaluations"))
             thetas = [resume.theta]
-        return thetas, resume, retrain
+        return thetas, resume
 
-    def _fit_binary(self, X, yb, callback=None, init=None, warm=None, case_ids=None,
+    def _fit_binary(self, X, yb, callback=None, init=None, retrain=None, case_ids=None,
                     weights=None):
         d = X.shape[1]
         scaler = standardizer_for(self, X, weights)
@@ -552,7 +553,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                     else int(self.max_iter))
         model = TrigSearch(self, self._bounds(d), max_iter, self.ard, self._groups)
         data = Data(Xs, yb, weights)
-        thetas, resume, retrain = self._search_inputs(d, init, warm)
+        thetas, resume = self._search_inputs(d, init, retrain)
         if self.optimize:
             out = search(model, data, thetas, resume, retrain, callback)
             theta, obj, final = out.theta, out.objective, out.final
