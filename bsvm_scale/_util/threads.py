@@ -7,6 +7,10 @@ libraries on every call, which costs more than a small evidence evaluation
 times per fit, so the scan is done once and its controller reused (after
 NumPy's and SciPy's BLAS are loaded; a library loaded later is not limited).
 
+``fit_threads``: the thread budget of one fit. ``n_jobs`` counts every
+thread a fit runs on, so a fit with ``n_jobs=1`` is a one-core fit (its Numba
+kernels and BLAS on one thread) and ``n_jobs=k`` uses at most ``k`` cores.
+
 ``thread_map``: independent parts of an evidence search (its starts, the
 isotropic first stage of ARD, the subsample phase) on several threads of one
 process. The compiled solvers release the GIL (``nogil``), and so do NumPy's
@@ -15,7 +19,9 @@ and SciPy's LAPACK calls, so the threads run in parallel.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from functools import partial
 
 import numba
@@ -23,17 +29,50 @@ import scipy.linalg  # noqa: F401 -- SciPy's BLAS is loaded before the one scan 
 from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads", "thread_map", "numba_thread_safe"]
+__all__ = ["blas_threads", "fit_threads", "thread_map", "share_cores", "numba_thread_safe"]
 
 _CONTROLLER = None
 
 
 def blas_threads(single: bool):
     """Context manager: BLAS limited to one thread when ``single``, else unchanged."""
+    return _controller().limit(limits=1 if single else None, user_api="blas")
+
+
+@contextmanager
+def fit_threads(n_jobs):
+    """Context manager: the calling thread's Numba kernels and BLAS limited to
+    ``effective_n_jobs(n_jobs)`` threads (never more than Numba was started
+    with), restored on exit.
+
+    Numba's thread count is per thread, so the limit holds in the calling
+    thread; :func:`thread_map`'s workers set their own (one each). BLAS
+    limits are per process: a limit set inside (a worker's one thread, a
+    small block's one thread) overrides this one while it lasts.
+    """
+    jobs = max(1, min(effective_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS))
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(jobs, before))
+    try:
+        with _controller().limit(limits=min(jobs, _blas_now()), user_api="blas"):
+            yield jobs
+    finally:
+        numba.set_num_threads(before)
+
+
+def _controller():
     global _CONTROLLER
     if _CONTROLLER is None:
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1 if single else None, user_api="blas")
+    return _CONTROLLER
+
+
+def _blas_now():
+    """The smallest thread count of the loaded BLAS libraries now (a limit set
+    by an enclosing context is never raised)."""
+    counts = [lib.num_threads for lib in _controller().lib_controllers
+              if lib.user_api == "blas"]
+    return min(counts, default=1 << 16)
 
 
 def numba_thread_safe():
@@ -51,16 +90,56 @@ def numba_thread_safe():
     return layer != "workqueue"
 
 
-def _on_one_numba_thread(fn, item):
-    numba.set_num_threads(1)  # thread-local: this worker's parallel kernels run serially
-    return fn(item)
+class _Cores:
+    """The Numba threads of one :func:`thread_map`, shared by its unfinished
+    tasks: while at least as many tasks remain as there are workers each
+    worker's kernels run on ``cores // workers`` threads (one on a machine
+    the workers fill); the last tasks take the cores the finished ones left."""
+
+    def __init__(self, cores, workers, tasks):
+        self.cores, self.workers, self.remaining = cores, workers, tasks
+        self.lock = threading.Lock()
+
+    def share(self):
+        with self.lock:
+            return max(1, self.cores // max(1, min(self.workers, self.remaining)))
+
+    def finished(self):
+        with self.lock:
+            self.remaining -= 1
+
+
+_LOCAL = threading.local()
+
+
+def share_cores():
+    """In a :func:`thread_map` worker, set this thread's Numba thread count to
+    its share of the cores now (called before each evaluation of a search, so
+    that the last running start uses the cores the others freed); elsewhere
+    nothing. Numba's parallel kernels give the same result on any number of
+    threads, so this changes the speed only."""
+    cores = getattr(_LOCAL, "cores", None)
+    if cores is not None:
+        numba.set_num_threads(cores.share())
+
+
+def _in_worker(fn, cores, item):
+    _LOCAL.cores = cores
+    numba.set_num_threads(cores.share())  # thread-local: this worker's parallel kernels
+    try:
+        return fn(item)
+    finally:
+        cores.finished()
+        _LOCAL.cores = None
 
 
 def thread_map(fn, items, n_jobs=None):
     """``[fn(item) for item in items]`` on up to ``n_jobs`` threads, in order.
 
-    On several threads, BLAS runs on one thread and so do numba's parallel
-    kernels inside each worker (the cores go to the tasks). On one thread
+    On several threads, BLAS runs on one thread and numba's parallel kernels
+    inside each worker on its share of the calling thread's numba threads
+    (one each while the workers fill them; the last tasks take the threads
+    the finished ones free, at each :func:`share_cores`). On one thread
     nothing changes, so that large SV blocks keep multithreaded BLAS. The
     results are the same either way unless BLAS would run multithreaded
     (blocks of about 1,500 SVs and more), whose rounding differs with its
@@ -86,5 +165,6 @@ def thread_map(fn, items, n_jobs=None):
         workers = 1
     if workers <= 1:
         return [fn(item) for item in items]
+    cores = _Cores(numba.get_num_threads(), workers, len(items))
     with blas_threads(True), ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(partial(_on_one_numba_thread, fn), items))
+        return list(pool.map(partial(_in_worker, fn, cores), items))

@@ -32,6 +32,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..inference import losses
 from .._util.base import resolve_rng, standardizer_for
+from .._util.threads import fit_threads
 from .._util.validation import (POSITIVE, check_nonconstant, check_positive, check_predict_X,
                                 check_regression_data, check_sample_weight, store_params,
                                 warn_target_offset)
@@ -212,18 +213,19 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         With ``fit(init=...)`` the start is ``init["theta"]`` (resuming such a
         retraining).
     n_jobs : int or None, default=-1
-        Threads for the independent parts of the evidence search
-        (:mod:`bsvm_scale.optimization.search`): the starts (each on an
-        objective and row cache of its own; one thread with a ``callback``),
-        the isotropic first stage of an ARD search and the subsample phase of
-        coarse-to-fine starts. -1 (the default): one thread per core, each
-        running BLAS and Numba's parallel kernels on one thread, so that a
-        fit uses the machine without oversubscribing it; a single remaining
-        task (one start) keeps every Numba thread. 1 (or None, scikit-learn's
-        convention outside a ``joblib.parallel_config`` context): one task
-        after the other. The result is the same either way unless SV blocks
-        are large enough for multithreaded BLAS
-        (:func:`bsvm_scale._util.threads.thread_map`).
+        The number of threads the fit runs on
+        (:func:`bsvm_scale._util.threads.fit_threads`). The independent parts
+        of the evidence search (:mod:`bsvm_scale.optimization.search`) run on
+        up to ``n_jobs`` threads: the starts (each on an objective and row
+        cache of its own; one thread with a ``callback``), the isotropic
+        first stage of an ARD search and the subsample phase of
+        coarse-to-fine starts, each running BLAS and Numba's parallel kernels
+        on one thread; a single remaining task (one start) runs them on up to
+        ``n_jobs`` threads. -1 (the default): every core. 1 (or None,
+        scikit-learn's convention outside a ``joblib.parallel_config``
+        context): a one-core fit, one task after the other. The result is
+        the same either way unless SV blocks are large enough for
+        multithreaded BLAS (:func:`bsvm_scale._util.threads.thread_map`).
 
     Attributes
     ----------
@@ -479,13 +481,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         model = SilfSearch(self, bounds, kappa0, beta, self._groups)
         data = Data(Xs, y, sw)
         thetas, resume, retrain = self._search_inputs(s, d, bounds, init, case_ids)
-        if self.optimize:
-            out = search(model, data, thetas, resume, retrain, callback)
-            obj, final, self.starts_ = out.objective, out.final, out.records
-        else:
-            obj, final = evaluate_at(model, data, thetas[0], resume, retrain)
-            self.starts_ = [fixed_record(thetas[0], final.value, final.info)]
-        self._set_fitted(final, beta, Xs, model.settings, sw)
+        with fit_threads(self.n_jobs):
+            if self.optimize:
+                out = search(model, data, thetas, resume, retrain, callback)
+                obj, final, self.starts_ = out.objective, out.final, out.records
+            else:
+                obj, final = evaluate_at(model, data, thetas[0], resume, retrain)
+                self.starts_ = [fixed_record(thetas[0], final.value, final.info)]
+            self._set_fitted(final, beta, Xs, model.settings, sw)
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(obj.slope)
         return self

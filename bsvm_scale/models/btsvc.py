@@ -35,7 +35,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from .._util.base import resolve_rng, standardizer_for
-from .._util.threads import thread_map
+from .._util.threads import fit_threads, thread_map
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
                                 check_sample_weight, class_weights, store_params)
 from ..inference.covariance import GaussianCovariance
@@ -167,8 +167,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         :class:`~bsvm_scale.models.bsvr.BayesianSVR` (the starts, each with
         its own row cache of ``cache_mb``, without a ``callback``; the
         isotropic first stage of ARD; the subsample phase) or, with more than
-        two classes, for the one-versus-rest models instead. -1 (the
-        default): one thread per core; 1 or None: one task after the other.
+        two classes, for the one-versus-rest models instead. As there, it
+        is the number of threads of the whole fit: -1 (the default) every
+        core; 1 or None a one-core fit, one task after the other.
     class_weight : dict, "balanced" or None, default=None
         Weight of the cases of each class, multiplying ``sample_weight``: a
         dict ``{label: weight}`` (labels of ``y``; a label that is not a
@@ -425,11 +426,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard,
                               self._groups)
         warm = None if prev is None else self._retrain_starts(prev, classes, case_ids)
-        if classes.size == 2:
-            self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
-                             case_ids, weights)
-        else:
-            self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
+        with fit_threads(self.n_jobs):
+            if classes.size == 2:
+                self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
+                                 case_ids, weights)
+            else:
+                self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
         return self
 
     def _case_weights(self, sample_weight, codes):

@@ -68,3 +68,82 @@ def test_the_workqueue_layer_is_known_unsafe_before_any_kernel_ran():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "NUMBA_THREADING_LAYER": "workqueue"}, check=True)
     assert out.stdout.split() == ["False", "workqueue"]
+
+
+def test_fit_threads_limits_numba_and_blas_of_the_calling_thread_and_restores_them():
+    before, numba_before = _blas_threads(), numba.get_num_threads()
+    with threads.fit_threads(1) as jobs:
+        assert jobs == 1
+        assert numba.get_num_threads() == 1 and set(_blas_threads()) == {1}
+    assert _blas_threads() == before and numba.get_num_threads() == numba_before
+    with threads.fit_threads(-1) as jobs:
+        assert jobs == min(numba.config.NUMBA_NUM_THREADS, threads.effective_n_jobs(-1))
+        assert numba.get_num_threads() == min(jobs, numba_before)
+
+
+def test_fit_threads_never_raises_an_enclosing_limit():
+    with threads.blas_threads(True):
+        numba.set_num_threads(1)
+        try:
+            with threads.fit_threads(-1):
+                assert set(_blas_threads()) == {1} and numba.get_num_threads() == 1
+        finally:
+            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("n_jobs", [1, -1])
+def test_a_fit_runs_on_n_jobs_threads(n_jobs):
+    from bsvm_scale import BayesianSVC, BayesianSVR
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    seen = []
+
+    def spy(*_):
+        seen.append((numba.get_num_threads(), max(_blas_threads())))
+
+    expected = min(numba.config.NUMBA_NUM_THREADS, threads.effective_n_jobs(n_jobs))
+    BayesianSVR(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0], callback=spy)
+    BayesianSVC(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0] > 0, callback=spy)
+    assert seen and all(nt == expected and blas <= expected for nt, blas in seen)
+
+
+def test_cores_go_to_the_tasks_that_remain():
+    cores = threads._Cores(4, 2, 3)
+    assert cores.share() == 2  # two workers busy, three tasks left
+    cores.finished()
+    assert cores.share() == 2
+    cores.finished()
+    assert cores.share() == 4  # the last task takes every core
+    assert threads._Cores(2, 8, 8).share() == 1  # more workers than cores: one each
+
+
+@pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2, reason="needs two numba threads")
+def test_the_last_running_task_takes_the_freed_numba_threads():
+    first_done, both_started = threading.Event(), threading.Barrier(2)
+
+    def task(k):
+        both_started.wait(10)
+        if k == 0:
+            return [numba.get_num_threads()]
+        seen = [numba.get_num_threads()]
+        first_done.wait(10)
+        for _ in range(1000):  # task 0 is counted finished just after it returns
+            threads.share_cores()
+            if numba.get_num_threads() == 2:
+                break
+            threading.Event().wait(0.01)
+        return seen + [numba.get_num_threads()]
+
+    def run(k):
+        out = task(k)
+        if k == 0:
+            first_done.set()
+        return out
+
+    with threads.fit_threads(2):
+        seen = thread_map(run, range(2), 2)
+    assert seen[0] == [1] and seen[1] == [1, 2]
+    threads.share_cores()  # outside a worker: nothing changes
+    assert numba.get_num_threads() == numba.config.NUMBA_NUM_THREADS
