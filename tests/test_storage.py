@@ -58,7 +58,8 @@ def _outputs(m):
         df = m.decision_function(XT)
         out["decision"] = df
         if name in ("BayesianSVC", "GPC", "RVC"):
-            out["decision_std"] = m.decision_function(XT, return_std=True)[1]
+            out["decision_std"] = (m.latent_moments(XT)[1] if hasattr(m, "latent_moments")
+                                   else m.decision_function(XT, return_std=True)[1])
     return out
 
 

@@ -16,9 +16,10 @@ Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
 Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
 the class probability (5.42), whose finite integral is evaluated by a
 fixed-order Gauss-Legendre rule vectorised over test points. More than two
-classes are handled one-versus-rest (Appendix H / experiment C4): one binary
-model per class with its own hyperparameters, probabilities normalised
-across classes and the class with the highest output chosen.
+classes are handled by binary models with hyperparameters of their own
+(:mod:`bsvm_scale.models.multiclass`): one-versus-one (the default;
+probabilities coupled, :mod:`bsvm_scale.inference.coupling`) or
+one-versus-rest (Appendix H / experiment C4; probabilities normalised).
 
 Case weights (``fit(sample_weight=...)``, ``class_weight``) multiply the
 cases' losses in every step: the dual, the evidence and the predictive
@@ -35,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from .._util.base import resolve_rng, standardizer_for
-from .._util.threads import fit_threads, thread_map
+from .._util.threads import fit_threads
 from .._util.validation import (check_classification_data, check_positive, check_predict_X,
                                 check_sample_weight, class_weights, store_params)
 from ..inference.covariance import GaussianCovariance
@@ -44,6 +45,9 @@ from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
+from ..inference.coupling import COUPLINGS
+from .multiclass import (binary_problems, class_probabilities, decision_values,
+                         fit_binaries, subset)
 from .search_hooks import TrigSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
@@ -167,7 +171,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         :class:`~bsvm_scale.models.bsvr.BayesianSVR` (the starts, each with
         its own row cache of ``cache_mb``, without a ``callback``; the
         isotropic first stage of ARD; the subsample phase) or, with more than
-        two classes, for the one-versus-rest models instead. As there, it
+        two classes, for the binary models instead. As there, it
         is the number of threads of the whole fit: -1 (the default) every
         core; 1 or None a one-core fit, one task after the other.
     class_weight : dict, "balanced" or None, default=None
@@ -177,6 +181,22 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``"balanced"`` (``n_samples / (n_classes * count(class))``, as
         :func:`sklearn.utils.class_weight.compute_class_weight`) or None (all
         1). See "Case and class weights" below.
+    multi_class : {"ovo", "ovr"}, default="ovo"
+        More than two classes (:mod:`bsvm_scale.models.multiclass`): "ovo",
+        one model per pair of classes on their cases, probabilities coupled
+        by ``coupling``; "ovr", one model per class against the rest on all
+        cases, probabilities normalised (the thesis' C4). Ignored for two
+        classes.
+    coupling : {"product", "wu_lin_weng"}, default="product"
+        How "ovo" turns the pairwise probabilities (5.42) into class
+        probabilities (:mod:`bsvm_scale.inference.coupling`): "product",
+        ``p_i`` proportional to the product of class ``i``'s pairwise
+        probabilities; "wu_lin_weng", Wu, Lin & Weng (2004) method 2
+        (LIBSVM's).
+    decision_function_shape : {"ovr", "ovo"}, default="ovr"
+        The columns of :meth:`decision_function` of a "ovo" model, as in
+        scikit-learn's ``SVC``: "ovo", the pairwise latent means; "ovr", one
+        score per class (votes, ties broken by the pairwise means).
 
     Attributes
     ----------
@@ -186,12 +206,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         Number of inputs.
     hyperparameters_ : dict or list of dict
         ``kappa0``, ``kappa`` (float, or array with ARD), ``kappa_b``; a list
-        (one per class) for more than two classes.
+        (one per binary model) for more than two classes.
     theta_ : ndarray
         Log hyperparameters (binary).
     log_evidence_ : float or ndarray
-        ``ln P(D | theta)`` (5.35) at the chosen hyperparameters (per class
-        for more than two classes).
+        ``ln P(D | theta)`` (5.35) at the chosen hyperparameters (per binary model).
     support_ : ndarray
         Indices of the support vectors (binary).
     support_vectors_ : ndarray
@@ -233,7 +252,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     jitter_ : float
         Jitter that the final factorisation needed (normally 0.0).
     estimators_ : list of BayesianSVC
-        One-versus-rest binary models (more than two classes only).
+        The binary models (more than two classes only): one per class
+        ("ovr") or per pair of classes in ``(0, 1), (0, 2), ...`` order
+        ("ovo"). The per-model attributes above (``hyperparameters_``,
+        ``support_``, ...) are then lists or arrays in the same order;
+        ``support_`` indexes the rows of the ``X`` given to ``fit``.
     class_weight_ : ndarray of shape (n_classes,)
         The weight of each class of ``classes_`` that ``class_weight`` gave
         (ones without it).
@@ -242,8 +265,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     -----
     **Case and class weights.** Case ``i`` of ``fit`` gets the weight ``c_i =
     sample_weight_i * class_weight_[y_i]``, computed on the labels given to
-    ``fit``: with more than two classes every one-versus-rest model is fitted
-    with these same weights (``"balanced"`` counts all the classes, a dict
+    ``fit``: with more than two classes every binary model is fitted with
+    these same weights on its cases (``"balanced"`` counts all the classes, a dict
     names the original labels; the binary models have ``class_weight=None``).
     A weight multiplies the case's loss in the MAP problem, ``min_f 1/2 f^T
     Sigma^-1 f + sum_i c_i l_t(y_i f_i)`` (as LIBSVM's per-case ``C_i = C
@@ -273,14 +296,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints = {**BAYES_CONSTRAINTS,
-                              "class_weight": [dict, StrOptions({"balanced"}), None]}
+                              "class_weight": [dict, StrOptions({"balanced"}), None],
+                              "multi_class": [StrOptions({"ovr", "ovo"})],
+                              "coupling": [StrOptions(set(COUPLINGS))],
+                              "decision_function_shape": [StrOptions({"ovr", "ovo"})]}
 
     def __init__(self, *, ard=False, n_starts=None, tol=1e-3, cache_mb=256, random_state=None,
                  optimize=True, kappa0=None, kappa=None, kappa_b=None, starts=None,
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
                  warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=-1,
-                 class_weight=None):
+                 class_weight=None, multi_class="ovo", coupling="product",
+                 decision_function_shape="ovr"):
         store_params(self, locals())
 
     # -- helpers ---------------------------------------------------------------
@@ -362,7 +389,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def start_points(self, X, y=None):
         """The optimiser's starting points ``theta0`` (``[ln kappa0, ln kappa
         (or ln kappa_l), ln kappa_b]``) that :meth:`fit` would use for
-        inputs ``X`` (every one-versus-rest model uses the same ones);
+        inputs ``X`` (every binary model uses the same ones);
         pipelines run start ``k`` as its own task with
         ``fit(init={"theta": start_points(X)[k], ...})``."""
         self._groups, X = table_groups(self, X)
@@ -375,7 +402,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------
     def fit(self, X, y, sample_weight=None, callback=None, init=None, case_ids=None):
-        """Fit the BTSVC (one-versus-rest for more than two classes).
+        """Fit the BTSVC (binary models, ``multi_class``, for more than two classes).
 
         Parameters
         ----------
@@ -394,8 +421,8 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             ``grad_norm``, ``info``, ``replayed``) and ``state`` the
             objective's warm-start state (SMO vector ``alpha`` and the best
             point so far, :meth:`TrigObjective.get_state`). With more
-            than two classes ``start_index`` is the pair ``(class_index,
-            start_index)`` of the one-versus-rest model being fitted.
+            than two classes ``start_index`` is the pair ``(model_index,
+            start_index)`` of the binary model being fitted (``estimators_`` order).
         init : dict or list of dict, optional
             Resume one start: ``theta`` (log hyperparameters, the start
             point), optionally with ``alpha`` (SMO warm start) or ``state`` (a
@@ -403,7 +430,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             given to ``callback`` since ``theta``, replayed without
             re-evaluation, so that the result equals the uninterrupted
             start's). More than two classes: one such dict (or None) per
-            class, in ``classes_`` order.
+            binary model, in ``estimators_`` order.
         case_ids : array-like of shape (n_samples,), optional
             Unique case identifiers (integers or strings), kept for the
             support vectors of every binary model (``support_case_ids_``). A
@@ -425,13 +452,14 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         case_ids = check_case_ids(case_ids, X.shape[0])
         prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard,
                               self._groups)
-        warm = None if prev is None else self._retrain_starts(prev, classes, case_ids)
+        problems = None if classes.size == 2 else binary_problems(y, classes, self.multi_class)
+        warm = None if prev is None else self._retrain_starts(prev, classes, case_ids, problems)
         with fit_threads(self.n_jobs):
             if classes.size == 2:
                 self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
                                  case_ids, weights)
             else:
-                self._fit_one_vs_rest(X, y, callback, init, warm, case_ids, weights)
+                self._fit_multiclass(X, problems, callback, init, warm, case_ids, weights)
         return self
 
     def _case_weights(self, sample_weight, codes):
@@ -447,61 +475,35 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              "leaves nothing to fit; give some class and case a positive weight.")
         return np.ascontiguousarray(w, dtype=np.float64)
 
-    @staticmethod
-    def _retrain_starts(prev, classes, case_ids):
+    def _retrain_starts(self, prev, classes, case_ids, problems):
         """A retraining's :class:`~bsvm_scale.optimization.search.Retrain` per
         binary model: the earlier optimum, a warm start from the earlier
         ``alpha`` on the cases still present (None without ``case_ids``) and
         the earlier search's final model Hessian (None where it has none); a
-        list of them, one per class, with more than two classes."""
-        def retrain(theta, model, hessian):
-            alpha0 = carried_dual(model, case_ids, magnitude=True)
+        list of them, one per binary model of ``problems``, with more than
+        two classes."""
+        def retrain(theta, model, hessian, rows=None):
+            alpha0 = carried_dual(model, subset(case_ids, rows), magnitude=True)
             return Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
 
         thetas, hessians = previous_thetas(prev, classes), previous_hessians(prev, classes)
         if classes.size == 2:
             return retrain(thetas, prev, hessians)
-        return [retrain(t, e, h) for t, e, h in zip(thetas, prev.estimators_, hessians)]
+        before = getattr(prev, "multi_class", "ovr")
+        if before != self.multi_class:
+            raise ValueError(f"warm_start_from: the earlier model has multi_class={before!r}, "
+                             f"this one {self.multi_class!r}; retrain with the same multi_class.")
+        return [retrain(t, e, h, p.rows)
+                for t, e, h, p in zip(thetas, prev.estimators_, hessians, problems)]
 
-    def _fit_one_vs_rest(self, X, y, callback, init, warm, case_ids=None, weights=None):
-        """One binary model per class of ``classes_`` (``estimators_``), each
-        with its own entry of ``init`` and ``warm`` and the same case weights
-        ``weights`` (from the labels given to ``fit``; the binary models have
-        ``class_weight=None``); the per-class fitted attributes are gathered."""
-        classes = self.classes_
-        if init is None:
-            init = [None] * classes.size
-        if not isinstance(init, (list, tuple)) or len(init) != classes.size:
-            raise ValueError(f"y has {classes.size} classes, so init must be a list of "
-                             f"{classes.size} entries (a dict or None per class, in classes_ "
-                             f"order); got {init!r:.200}.")
-        # the binary models are the threads' tasks (each then fitted on one), or,
-        # with a callback, fitted class after class with the threads inside
-        outer = self._task_jobs(callback)
-        inner = self.n_jobs if outer is None else None
-
-        def fit_class(i):
-            cb = None if callback is None else \
-                (lambda k, rec, state: callback((i, k), rec, state))
-            est = clone(self).set_params(warm_start_from=None, n_jobs=inner, class_weight=None)
-            est._fit_binary_labels(self._design(X), (y == classes[i]).astype(np.int64), cb, init[i],
-                                   None if warm is None else warm[i], case_ids, weights)
-            return est
-
-        self.estimators_ = thread_map(fit_class, range(classes.size), outer)
-        self.hyperparameters_ = [e.hyperparameters_ for e in self.estimators_]
-        self.log_evidence_ = np.array([e.log_evidence_ for e in self.estimators_])
-        self.n_iter_ = np.array([e.n_iter_ for e in self.estimators_])
-        self.n_opt_iter_ = np.array([e.n_opt_iter_ for e in self.estimators_])
-        self.starts_ = [e.starts_ for e in self.estimators_]
-        self.support_ = [e.support_ for e in self.estimators_]
-        self.dual_coef_ = [e.dual_coef_ for e in self.estimators_]
+    def _fit_multiclass(self, X, problems, callback, init, warm, case_ids=None, weights=None):
+        """The binary models of ``problems`` (:func:`fit_binaries`) on ``n_jobs``
+        threads, or, with a ``callback`` (a pipeline's checkpoints, one
+        writer), one after the other with the threads inside each."""
+        outer = self.n_jobs if callback is None else None
+        fit_binaries(self, self._design, X, problems, callback, init, warm, case_ids, weights,
+                     outer, self.n_jobs if outer is None else None)
         keep_support_case_ids(self, case_ids)
-
-    def _task_jobs(self, callback):
-        """Threads for tasks that report to ``callback``: ``n_jobs`` without one;
-        with one (a pipeline's checkpoints, one writer) a single thread."""
-        return self.n_jobs if callback is None else None
 
     def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
         """One-versus-rest member: a binary fit on 0/1 labels with the case
@@ -629,6 +631,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                      self.cholesky_, self.lam_sqrt_, Xs)
         return mu, np.sqrt(var)
 
+    def latent_moments(self, X):
+        """Mean and standard deviation of the latent ``f(x)`` (5.41) of every
+        binary model: arrays of shape ``(n_samples,)`` for two classes, else
+        ``(n_samples, n_models)`` with one column per model of ``estimators_``.
+        :meth:`proba_from_latent` turns them into class probabilities."""
+        X = check_predict_X(self, X, "classes_")
+        if self.classes_.size == 2:
+            return self._latent(X)
+        moments = [e._latent(X) for e in self.estimators_]
+        return (np.column_stack([m[0] for m in moments]),
+                np.column_stack([m[1] for m in moments]))
+
     def decision_function(self, X, return_std=False):
         """Mean (and standard deviation) of the latent ``f(x)``, (5.41).
 
@@ -636,45 +650,49 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like of shape (n_samples, n_features)
         return_std : bool, default=False
-            Also return the standard deviation ``sigma_t``.
+            Also return the standard deviation ``sigma_t`` (not for the
+            vote scores of a "ovo" model with ``decision_function_shape="ovr"``).
 
         Returns
         -------
-        mu : ndarray of shape (n_samples,) or (n_samples, n_classes)
-            Predictive mean; one column per one-versus-rest model for more
-            than two classes.
+        mu : ndarray of shape (n_samples,), (n_samples, n_classes) or (n_samples, n_pairs)
+            Two classes: the latent mean (positive for ``classes_[1]``).
+            "ovr" models: one column per class. "ovo" models: with
+            ``decision_function_shape="ovo"`` the pairwise latent means
+            (positive for the pair's first class), with "ovr" (the default)
+            scikit-learn's one-versus-rest shaped votes
+            (:func:`~bsvm_scale.inference.coupling.ovo_votes`).
         sd : ndarray, same shape as ``mu``
             Only with ``return_std=True``.
         """
-        X = check_predict_X(self, X, "classes_")
-        if self.classes_.size == 2:
-            mu, sd = self._latent(X)
-        else:
-            pairs = [e._latent(X) for e in self.estimators_]
-            mu = np.column_stack([p[0] for p in pairs])
-            sd = np.column_stack([p[1] for p in pairs])
+        mu, sd = self.latent_moments(X)
+        if self.classes_.size > 2 and return_std and self.multi_class == "ovo" and \
+                self.decision_function_shape == "ovr":
+            raise ValueError("return_std=True: the one-versus-rest shaped scores of a "
+                             "multi_class='ovo' model have no standard deviation; set "
+                             "decision_function_shape='ovo' for the pairwise latent moments.")
+        if self.classes_.size > 2:
+            mu = decision_values(self.multi_class, self.decision_function_shape,
+                                 self.classes_.size, mu)
         return (mu, sd) if return_std else mu
 
     def predict_proba(self, X):
         """Class probabilities, (5.42); columns follow ``classes_``.
 
-        For more than two classes each one-versus-rest probability
-        ``P(y = k | x)`` is computed by (5.42) and the row normalised.
+        For more than two classes each binary model's probability is
+        computed by (5.42); "ovr" normalises the rows, "ovo" couples the
+        pairwise probabilities (``coupling``).
         """
-        return self.proba_from_latent(*self.decision_function(X, return_std=True))
+        return self.proba_from_latent(*self.latent_moments(X))
 
     def proba_from_latent(self, mu, sd):
-        """Class probabilities (5.42) from the latent mean and standard
-        deviation that :meth:`decision_function` returns (so that a caller
-        wanting both computes the latent moments once)."""
+        """Class probabilities (5.42) from the latent moments that
+        :meth:`latent_moments` returns (so that a caller wanting both
+        computes them once)."""
         if self.classes_.size == 2:
             p1 = trig_class_probability(mu, sd)
             return np.column_stack([1.0 - p1, p1])
-        P = np.column_stack([trig_class_probability(mu[:, k], sd[:, k])
-                             for k in range(mu.shape[1])])
-        s = P.sum(axis=1, keepdims=True)
-        s[s <= 0.0] = 1.0
-        return P / s
+        return class_probabilities(self.multi_class, self.coupling, self.classes_.size, mu, sd)
 
     def predict(self, X):
         """Class with the highest predictive probability."""

@@ -181,7 +181,8 @@ def test_c2_error_close_to_bayes_optimal():
 
 
 @pytest.mark.slow
-def test_digits_one_vs_rest_error_below_five_percent():
+@pytest.mark.parametrize("multi_class, n_models", [("ovr", 10), ("ovo", 45)])
+def test_digits_error_below_five_percent(multi_class, n_models):
     from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     X, y = load_digits(return_X_y=True)
@@ -189,18 +190,18 @@ def test_digits_one_vs_rest_error_below_five_percent():
     # CI time budget: a stratified 60% subsample of the standard training split
     # (the full split is reported by the benchmark script); the test split is whole.
     Xtr, _, ytr, _ = train_test_split(Xtr, ytr, train_size=0.6, random_state=0, stratify=ytr)
-    clf = BayesianSVC(n_starts=1, optimizer_options={"maxiter": 15})
+    clf = BayesianSVC(n_starts=1, optimizer_options={"maxiter": 15}, multi_class=multi_class)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(Xtr, ytr)
-    assert len(clf.estimators_) == 10
+    assert len(clf.estimators_) == n_models
     err = np.mean(clf.predict(Xte) != yte)
     assert err < 0.05, err
     P = clf.predict_proba(Xte)
     np.testing.assert_allclose(P.sum(axis=1), 1.0, rtol=1e-12)
     assert np.array_equal(clf.classes_[P.argmax(axis=1)], clf.predict(Xte))
     hyps = clf.hyperparameters_
-    assert len(hyps) == 10 and len({round(h["kappa0"], 6) for h in hyps}) > 1
+    assert len(hyps) == n_models and len({round(h["kappa0"], 6) for h in hyps}) > 1
 
 
 def test_fixed_hyperparameters_and_fitted_state():
@@ -321,7 +322,7 @@ def test_bad_input():
 
 
 def test_sklearn_conventions_and_small_multiclass():
-    clf = BayesianSVC(tol=1e-2, optimize=False)
+    clf = BayesianSVC(tol=1e-2, optimize=False, multi_class="ovr")
     assert clone(clf).get_params()["tol"] == 1e-2
     rng = np.random.default_rng(0)
     centers = np.array([[0, 0], [3, 0], [0, 3]])
@@ -588,7 +589,7 @@ def test_one_versus_rest_models_take_the_weights_of_the_original_labels():
     fixed = dict(optimize=False, kappa0=5.0, kappa=0.5, kappa_b=3.0)
     for cw, per_class in (({0: 3.0, 2: 0.5}, np.array([3.0, 1.0, 0.5])),
                           ("balanced", 90 / (3 * np.array([20.0, 30.0, 40.0])))):
-        m = BayesianSVC(class_weight=cw, **fixed).fit(X, y, sample_weight=sw)
+        m = BayesianSVC(class_weight=cw, multi_class="ovr", **fixed).fit(X, y, sample_weight=sw)
         np.testing.assert_allclose(m.class_weight_, per_class, rtol=1e-15)
         assert len(m.estimators_) == 3
         for c, e in enumerate(m.estimators_):

@@ -97,7 +97,8 @@ def _fit_prints(out):
         rng = np.random.default_rng(1)
         y3 = np.repeat([0, 1, 2], 30)
         X3 = np.array([[0, 0], [2.5, 0], [0, 2.5]])[y3] + 0.8 * rng.standard_normal((90, 2))
-        ovr = BayesianSVC(n_starts=1, optimizer_options={"maxiter": 4}).fit(X3, y3)
+        ovr = BayesianSVC(n_starts=1, optimizer_options={"maxiter": 4},
+                          multi_class="ovr").fit(X3, y3)
         out["fit_ovr"] = (_h(ovr.log_evidence_), _h(ovr.predict_proba(Xt)))
 
 

@@ -228,13 +228,13 @@ def test_btsvc_retraining_carries_alpha_per_class(tmp_path, monkeypatch):
 
     d = synthetic.waveform(700, seed=1)
     y3, ids = d.extra["label3"], np.arange(10_000, 10_700)
-    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600], case_ids=ids[:600])
+    a = BayesianSVC(n_starts=1, multi_class="ovr").fit(d.X[:600], y3[:600], case_ids=ids[:600])
     save_model(a, tmp_path / "a.h5")
     b = load_model(tmp_path / "a.h5")
     for e, eb in zip(a.estimators_, b.estimators_):
         np.testing.assert_array_equal(eb.support_case_ids_, ids[e.support_])
     seen = _first_dual(monkeypatch, TrigObjective, "alpha")
-    BayesianSVC(warm_start_from=b, n_jobs=1).fit(d.X[50:650], y3[50:650],  # classes in order
+    BayesianSVC(warm_start_from=b, n_jobs=1, multi_class="ovr").fit(d.X[50:650], y3[50:650],  # classes in order
                                                  case_ids=ids[50:650])
     assert len(seen) == 3  # one objective per one-versus-rest model, each carried
     for e, alpha0 in zip(a.estimators_, seen):

@@ -117,7 +117,7 @@ def _btsvc_prints(out):
     rng = np.random.default_rng(1)
     yk = np.repeat([0, 1, 2], 40)
     Xk = np.array([[0, 0], [2.5, 0], [0, 2.5]])[yk] + 0.8 * rng.standard_normal((120, 2))
-    out["btsvc_three_classes"] = _print(BayesianSVC(n_starts=1).fit(Xk, yk), Xt)
+    out["btsvc_three_classes"] = _print(BayesianSVC(n_starts=1, multi_class="ovr").fit(Xk, yk), Xt)
 
 
 def fingerprints():

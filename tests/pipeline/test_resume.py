@@ -20,7 +20,7 @@ class _Interrupt(Exception):
 
 
 _DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
-         "btsvc3": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50),
+         "btsvc3": ("gauss2d", 180, 90), "btsvc3ovo": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50),
          "bsvr_ard_cont": ("robot_arm", 100, 50)}
 
 
@@ -32,13 +32,14 @@ def _three_classes(X):
 def _spec(task_dir, start, kind="bsvr"):
     gen, n, n_train = _DATA[kind]
     ds = generate(gen, n, 0)
-    y = _three_classes(ds.X) if kind == "btsvc3" else ds.y
+    y = _three_classes(ds.X) if kind.startswith("btsvc3") else ds.y
     tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
     # bsvr_ard: two runs per start (from the start, from the isotropic optimum);
     # bsvr_ard_cont: the default ARD route, one run from the isotropic optimum
     params = {"n_starts": 2, **{"bsvr_ard": {"ard": True, "ard_init": "isotropic"},
-                                "bsvr_ard_cont": {"ard": True}}.get(kind, {})}
-    kind = {"btsvc3": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
+                                "bsvr_ard_cont": {"ard": True},
+                                "btsvc3ovo": {"multi_class": "ovo"}}.get(kind, {})}
+    kind = {"btsvc3": "btsvc", "btsvc3ovo": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": params, "cv": None, "train": tr, "test": te,
             "data": (ds.X, y), "start": start, "n_starts": 2,
@@ -59,6 +60,9 @@ def _assert_same_result(res, ref):
     # one-versus-rest: in the first class's start, and in the second class's
     # (the first class has 29 evaluations)
     ("btsvc3", 3, "checkpoint_c0.h5"), ("btsvc3", 35, "checkpoint_c1.h5"),
+    # one-versus-one: in the first pair's start and in the second pair's (the
+    # first pair has 18 evaluations)
+    ("btsvc3ovo", 3, "checkpoint_c0.h5"), ("btsvc3ovo", 22, "checkpoint_c1.h5"),
     # BSVR ARD: run 1 of the start is the run from the start, run 2 the one
     # from the isotropic optimum: inside run 1, at its end, inside run 2
     # (offsets from run 1's number of evaluations)

@@ -370,7 +370,7 @@ def score_rows(model, X):
             out["std_y"] = model.predict(X, return_std=True, include_noise=True)[1]
         return out
     if hasattr(model, "proba_from_latent"):  # BTSVC: the latent moments once
-        mu, sd = model.decision_function(X, return_std=True)
+        mu, sd = model.latent_moments(X)
         proba = model.proba_from_latent(mu, sd)
         out = {"label": model.classes_[np.argmax(proba, axis=1)], "proba": proba}
         if len(model.classes_) == 2:

@@ -10,8 +10,8 @@ One task is one call of :func:`run_task` with a plain ``spec`` dict:
   (spaced by ``CHECKPOINT_SPACING``) through ``fit(callback=...)`` and
   resumes from it with ``fit(init=...)``,
   which replays the recorded evaluations: the resumed result equals the
-  uninterrupted one. A BTSVC with more than two classes (one-versus-rest)
-  keeps one such checkpoint per class (``checkpoint_c<i>.h5``).
+  uninterrupted one. A BTSVC with more than two classes keeps one such checkpoint
+  per binary model (``checkpoint_c<i>.h5``, ``estimators_`` order).
 * every other kind: one fit on one partition (SVR/SVC/TSVC optionally with a
   cross-validated grid search on the training part).
 
@@ -222,8 +222,8 @@ def _record(evals, record):
 def _start_theta(kind, params, k, n_starts, Xtr, ytr, coding=None, weights=None):
     """Start point ``k`` of ``n_starts`` exactly as the estimator itself would
     choose it from the partition's training data; a retraining's
-    (``warm_start_from``) is the earlier model's optimum (one per class for
-    one-versus-rest: a list)."""
+    (``warm_start_from``) is the earlier model's optimum (one per binary
+    model with more than two classes: a list)."""
     if params.get("warm_start_from") is not None:
         from ...storage import load_model
 
@@ -260,14 +260,13 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     back through ``fit(init=...)``: the optimiser replays the recorded evaluations (it is
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes
-    (one-versus-rest) keeps one checkpoint per class, ``checkpoint_c<i>.h5``,
+    keeps one checkpoint per binary model, ``checkpoint_c<i>.h5``,
     and resumes every class the same way.
     """
     kind, params = spec["kind"], dict(spec["params"])
     start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr,
                          coding, weights)
-    n_classes = np.unique(ytr).size
-    n_models = n_classes if kind == "btsvc" and n_classes > 2 else 1  # one-versus-rest
+    n_models = _n_binary_models(kind, params, np.unique(ytr).size)
     thetas = start if isinstance(start, list) else [start] * n_models
     theta0 = thetas[0]
     writer = _CheckpointWriter(spec, theta0, n_models)
@@ -282,9 +281,18 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
                    "resumed_from": writer.n_replayed if resumed else -1}
 
 
+def _n_binary_models(kind, params, n_classes):
+    """The binary models a BTSVC fits on ``n_classes`` classes (one per class
+    for "ovr", per pair for "ovo"); 1 for two classes and other kinds."""
+    if kind != "btsvc" or n_classes <= 2:
+        return 1
+    return n_classes if params.get("multi_class", "ovr") == "ovr" else \
+        n_classes * (n_classes - 1) // 2
+
+
 class _CheckpointWriter:
     """The ``fit`` callback of a BSVR/BTSVC start task: records every
-    evaluation of each model (one per class of one-versus-rest) and rewrites
+    evaluation of each binary model (one per class or pair of classes) and rewrites
     that model's checkpoint file at the spacing :func:`_fit_bayes` describes."""
 
     def __init__(self, spec, theta0, n_models):

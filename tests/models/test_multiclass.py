@@ -1,0 +1,129 @@
+"""BTSVC with more than two classes: one-versus-one models and their coupling,
+against direct binary fits and the coupling functions; threads, storage,
+retraining, resume and the decision-function shapes."""
+
+import numpy as np
+import pytest
+
+from bsvm_scale import BayesianSVC
+from bsvm_scale.inference.coupling import (couple_product, couple_wu_lin_weng, ovo_pairs,
+                                           ovo_votes, pairwise_matrix)
+from bsvm_scale.storage import load_model, save_model
+
+FAST = {"n_starts": 1, "optimizer_options": {"maxiter": 4}}
+
+
+def _three(n_per=30, seed=1):
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
+    y = np.repeat(np.array(["a", "b", "c"]), n_per)
+    X = centers[np.repeat([0, 1, 2], n_per)] + 0.9 * rng.standard_normal((3 * n_per, 2))
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def ovo():
+    X, y = _three()
+    return X, y, BayesianSVC(multi_class="ovo", n_jobs=1, **FAST).fit(X, y)
+
+
+def test_each_pairwise_model_is_the_binary_fit_on_the_pairs_cases(ovo):
+    X, y, m = ovo
+    assert len(m.estimators_) == 3 and ovo_pairs(3) == [(0, 1), (0, 2), (1, 2)]
+    Xt = X[::7] + 0.1
+    for (i, j), est, sup in zip(ovo_pairs(3), m.estimators_, m.support_):
+        rows = (y == m.classes_[i]) | (y == m.classes_[j])
+        direct = BayesianSVC(n_jobs=1, **FAST).fit(X[rows], y[rows] == m.classes_[i])
+        np.testing.assert_array_equal(direct.theta_, est.theta_)
+        np.testing.assert_array_equal(direct.predict_proba(Xt), est.predict_proba(Xt))
+        assert set(y[sup]) <= {m.classes_[i], m.classes_[j]}  # rows of the X given to fit
+
+
+@pytest.mark.parametrize("coupling, couple", [("product", couple_product),
+                                              ("wu_lin_weng", couple_wu_lin_weng)])
+def test_probabilities_are_the_coupled_pairwise_probabilities(ovo, coupling, couple):
+    X, y, m = ovo
+    m = BayesianSVC(**{**m.get_params(), "coupling": coupling}).fit(X, y)
+    Xt = np.random.default_rng(5).normal(1.0, 1.5, (25, 2))
+    r = np.column_stack([e.predict_proba(Xt)[:, 1] for e in m.estimators_])
+    P = m.predict_proba(Xt)
+    np.testing.assert_allclose(P, couple(pairwise_matrix(r, 3)), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    assert list(m.predict(Xt)) == list(m.classes_[np.argmax(P, axis=1)])
+
+
+def test_decision_function_shapes_follow_scikit_learns_svc(ovo):
+    X, y, m = ovo
+    mu, sd = m.latent_moments(X[:10])
+    assert mu.shape == sd.shape == (10, 3)
+    np.testing.assert_allclose(m.decision_function(X[:10]), ovo_votes(mu, 3))
+    m2 = BayesianSVC(**{**m.get_params(), "decision_function_shape": "ovo"})
+    m2.__dict__.update({k: v for k, v in m.__dict__.items() if k.endswith("_")})
+    mu2, sd2 = m2.decision_function(X[:10], return_std=True)
+    np.testing.assert_array_equal(mu2, mu)
+    np.testing.assert_array_equal(mu[:, 0], m.estimators_[0].decision_function(X[:10]))
+    with pytest.raises(ValueError, match="decision_function_shape='ovo'"):
+        m.decision_function(X[:10], return_std=True)
+
+
+def test_two_classes_give_the_binary_model_whatever_multi_class_says():
+    X, y = _three()
+    keep = y != "c"
+    a = BayesianSVC(n_jobs=1, **FAST).fit(X[keep], y[keep])
+    b = BayesianSVC(multi_class="ovo", n_jobs=1, **FAST).fit(X[keep], y[keep])
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+    assert not hasattr(b, "estimators_")
+
+
+def test_pairwise_models_on_threads_are_those_of_one_thread():
+    X, y = _three(seed=2)
+    fits = [BayesianSVC(multi_class="ovo", n_jobs=k, **FAST).fit(X, y) for k in (1, 2)]
+    np.testing.assert_array_equal(fits[0].log_evidence_, fits[1].log_evidence_)
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+
+
+def test_a_model_file_keeps_the_pairwise_models(ovo, tmp_path):
+    X, y, m = ovo
+    save_model(m, tmp_path / "ovo.h5")
+    back = load_model(tmp_path / "ovo.h5")
+    assert back.multi_class == "ovo" and back.coupling == "product"
+    np.testing.assert_array_equal(back.predict_proba(X), m.predict_proba(X))
+    np.testing.assert_array_equal(back.decision_function(X), m.decision_function(X))
+
+
+def test_a_retraining_starts_each_pair_from_its_earlier_model(ovo):
+    X, y, m = ovo
+    ids = np.arange(y.size)
+    first = BayesianSVC(multi_class="ovo", n_jobs=1, **FAST).fit(X, y, case_ids=ids)
+    for est, sup in zip(first.estimators_, first.support_):
+        np.testing.assert_array_equal(est.support_case_ids_, ids[sup])
+    again = BayesianSVC(multi_class="ovo", n_jobs=1, warm_start_from=first,
+                        optimizer_options={"maxiter": 4}).fit(X, y, case_ids=ids)
+    cold = BayesianSVC(multi_class="ovo", n_jobs=1, warm_start_from=first,
+                       optimizer_options={"maxiter": 4}).fit(X, y)  # no case ids: no carried alpha
+    for a, b, c in zip(first.estimators_, again.estimators_, cold.estimators_):
+        np.testing.assert_array_equal(b.starts_[0]["theta0"], a.theta_)
+        smo = [e.starts_[0]["trajectory"][0]["info"]["smo_iter"] for e in (b, c)]
+        assert smo[0] < smo[1]  # the pair's SMO began at its earlier alpha
+    with pytest.raises(ValueError, match="multi_class='ovo', this one 'ovr'"):
+        BayesianSVC(warm_start_from=first, multi_class="ovr", **FAST).fit(X, y, case_ids=ids)
+
+
+def test_resume_takes_one_entry_per_pair():
+    X, y = _three()
+    with pytest.raises(ValueError, match=r"multi_class='ovo' init must be a list of 3 entries"):
+        BayesianSVC(multi_class="ovo", **FAST).fit(X, y, init=[None, None])
+    X4 = np.r_[X, X[:30] + [5, 5]]
+    y4 = np.r_[y, np.full(30, "d")]
+    calls = []
+    BayesianSVC(multi_class="ovo", n_jobs=2, **FAST).fit(
+        X4, y4, callback=lambda k, rec, state: calls.append(k[0]), init=[None] * 6)
+    assert calls == sorted(calls) and set(calls) == set(range(6))
+
+
+def test_an_unknown_multi_class_or_coupling_is_an_error_naming_the_parameter():
+    X, y = _three()
+    with pytest.raises(ValueError, match="multi_class"):
+        BayesianSVC(multi_class="pairs").fit(X, y)
+    with pytest.raises(ValueError, match="coupling"):
+        BayesianSVC(coupling="libsvm").fit(X, y)
