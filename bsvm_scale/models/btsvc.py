@@ -45,8 +45,7 @@ from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
-from ..inference.coupling import COUPLINGS
-from .multiclass import (binary_problems, class_probabilities, decision_values,
+from .multiclass import (COUPLINGS, binary_problems, class_probabilities, decision_values,
                          fit_binaries, subset)
 from .search_hooks import TrigSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
@@ -537,8 +536,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _search_inputs(self, d, init, retrain):
         """The start points and the resumed start (:class:`Resume`) of a
         binary fit, given its retraining (:class:`Retrain` or None)."""
-        resume = None
-        thetas = self._start_thetas(d)
+        thetas, resume = self._start_thetas(d), None
         if retrain is not None:  # retraining: one start (the earlier optimum), full data
             thetas = [retrain.theta]
         if init is not None:
