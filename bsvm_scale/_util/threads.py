@@ -19,7 +19,6 @@ and SciPy's LAPACK calls, so the threads run in parallel.
 
 from __future__ import annotations
 
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
@@ -29,7 +28,7 @@ import scipy.linalg  # noqa: F401 -- SciPy's BLAS is loaded before the one scan 
 from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads", "fit_threads", "thread_map", "share_cores", "numba_thread_safe"]
+__all__ = ["blas_threads", "fit_threads", "thread_map", "numba_thread_safe"]
 
 _CONTROLLER = None
 
@@ -90,56 +89,19 @@ def numba_thread_safe():
     return layer != "workqueue"
 
 
-class _Cores:
-    """The Numba threads of one :func:`thread_map`, shared by its unfinished
-    tasks: while at least as many tasks remain as there are workers each
-    worker's kernels run on ``cores // workers`` threads (one on a machine
-    the workers fill); the last tasks take the cores the finished ones left."""
-
-    def __init__(self, cores, workers, tasks):
-        self.cores, self.workers, self.remaining = cores, workers, tasks
-        self.lock = threading.Lock()
-
-    def share(self):
-        with self.lock:
-            return max(1, self.cores // max(1, min(self.workers, self.remaining)))
-
-    def finished(self):
-        with self.lock:
-            self.remaining -= 1
-
-
-_LOCAL = threading.local()
-
-
-def share_cores():
-    """In a :func:`thread_map` worker, set this thread's Numba thread count to
-    its share of the cores now (called before each evaluation of a search, so
-    that the last running start uses the cores the others freed); elsewhere
-    nothing. Numba's parallel kernels give the same result on any number of
-    threads, so this changes the speed only."""
-    cores = getattr(_LOCAL, "cores", None)
-    if cores is not None:
-        numba.set_num_threads(cores.share())
-
-
-def _in_worker(fn, cores, item):
-    _LOCAL.cores = cores
-    numba.set_num_threads(cores.share())  # thread-local: this worker's parallel kernels
-    try:
-        return fn(item)
-    finally:
-        cores.finished()
-        _LOCAL.cores = None
+def _on_one_numba_thread(fn, item):
+    numba.set_num_threads(1)  # thread-local: this worker's parallel kernels run serially
+    return fn(item)
 
 
 def thread_map(fn, items, n_jobs=None):
     """``[fn(item) for item in items]`` on up to ``n_jobs`` threads, in order.
 
-    On several threads, BLAS runs on one thread and numba's parallel kernels
-    inside each worker on its share of the calling thread's numba threads
-    (one each while the workers fill them; the last tasks take the threads
-    the finished ones free, at each :func:`share_cores`). On one thread
+    On several threads, BLAS runs on one thread and so do numba's parallel
+    kernels inside each worker (the cores go to the tasks; a worker that
+    raised its numba threads would start an OpenMP team of its own, which
+    slowed later fits of the process several times over, see
+    docs/design/threads_and_caches.md). On one thread
     nothing changes, so that large SV blocks keep multithreaded BLAS. The
     results are the same either way unless BLAS would run multithreaded
     (blocks of about 1,500 SVs and more), whose rounding differs with its
@@ -165,6 +127,5 @@ def thread_map(fn, items, n_jobs=None):
         workers = 1
     if workers <= 1:
         return [fn(item) for item in items]
-    cores = _Cores(numba.get_num_threads(), workers, len(items))
     with blas_threads(True), ThreadPoolExecutor(workers) as pool:
-        return list(pool.map(partial(_in_worker, fn, cores), items))
+        return list(pool.map(partial(_on_one_numba_thread, fn), items))

@@ -65,7 +65,6 @@ from dataclasses import dataclass, field, fields
 
 import numpy as np
 
-from .._util.threads import share_cores
 from .trials import probe_neighbours, slope_trial
 from .trust_region import (ETA, bfgs_update, check_hessian, initial_hessian, model_step,
                            next_radius, projected_gradient)
@@ -256,7 +255,6 @@ class Recorder:
             rec = self.replay[i]
             self.n_replayed += 1
             return float(rec["fun"]), np.array(rec["grad"], dtype=float), dict(rec["info"]), True
-        share_cores()  # the last running start takes the cores the others freed
         value, grad, info = self.objective(theta)
         return value, grad, info, False
 
