@@ -371,7 +371,8 @@ def _write_estimator(g, model, where):
 
 #: parameters added since models were first saved, with the value that reproduces
 #: how a file lacking them was fitted (not the new default)
-LEGACY_PARAMS = {"BayesianSVR": {"ard_init": "start"}, "BayesianSVC": {"ard_init": "start"},
+LEGACY_PARAMS = {"BayesianSVR": {"ard_init": "start"},
+                 "BayesianSVC": {"ard_init": "start", "multi_class": "ovr"},
                  "SVC": {"class_weight": None}, "TSVC": {"class_weight": None}}
 
 

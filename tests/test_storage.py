@@ -250,3 +250,31 @@ def test_files_from_before_a_new_parameter_load_with_how_they_were_fitted(tmp_pa
         assert "ard_init" not in json.loads(f.attrs["params_json"])
     assert load_model(path).ard_init == "start"
     assert load_model(save_model(model, tmp_path / "new.h5")).ard_init == "continuation"
+
+
+def test_a_multiclass_file_from_before_one_versus_one_loads_as_one_versus_rest(tmp_path,
+                                                                               monkeypatch):
+    """A three-class BayesianSVC file written before ``multi_class`` existed
+    holds one-versus-rest models; it loads with ``multi_class="ovr"`` (not the
+    new default "ovo") and predicts as it did."""
+    from bsvm_scale.models.btsvc import BayesianSVC
+
+    rng = np.random.default_rng(3)
+    y3 = np.repeat([0, 1, 2], 20)
+    X3 = np.array([[0, 0], [2.5, 0], [0, 2.5]])[y3] + 0.8 * rng.standard_normal((60, 2))
+    model = BayesianSVC(n_starts=1, optimizer_options=OPT, multi_class="ovr").fit(X3, y3)
+    new = {"multi_class", "coupling", "decision_function_shape"}
+    names = [k for k in BayesianSVC._get_param_names() if k not in new]
+    monkeypatch.setattr(BayesianSVC, "get_params",
+                        lambda self, deep=True: {k: getattr(self, k) for k in names})
+    old = copy.copy(model)
+    for k in new:
+        delattr(old, k)
+    path = save_model(old, tmp_path / "old.h5")
+    monkeypatch.undo()
+    with h5py.File(path, "r") as f:
+        assert not new & set(json.loads(f.attrs["params_json"]))
+    back = load_model(path)
+    assert back.multi_class == "ovr"
+    np.testing.assert_array_equal(back.predict_proba(X3), model.predict_proba(X3))
+    np.testing.assert_array_equal(back.decision_function(X3), model.decision_function(X3))
