@@ -1,7 +1,7 @@
 """HDF5 storage of fitted estimators: :func:`save_model` / :func:`load_model`.
 
 Every estimator of the package (BayesianSVR, BayesianSVC including its
-one-versus-rest ``estimators_``, SVR, SVC, TSVC, GPR, GPC, RVR, RVC) is
+binary ``estimators_`` (one-versus-rest or one-versus-one), SVR, SVC, TSVC, GPR, GPC, RVR, RVC) is
 stored without pickling: the constructor parameters and every attribute the
 fit set (public fitted attributes ending in ``_`` such as ``dual_coef_``,
 sklearn's ``n_features_in_``/``classes_``, and the private state a model

@@ -11,20 +11,35 @@ from .tables import table
 __all__ = ["section"]
 
 
+def _binary_tasks(model, y):
+    """``(name, test cases, positive labels)`` of each binary classifier of
+    ``model``: a class against the rest on every case, or (one-versus-one) a
+    pair on the cases of its two classes."""
+    c = model.classes_
+    if getattr(model, "multi_class", "ovr") == "ovr":
+        return [(f"{c[k]} vs rest", np.ones(y.size, bool), y == c[k]) for k in range(c.size)]
+    from bsvm_scale.inference.coupling import ovo_pairs
+
+    return [(f"{c[i]} vs {c[j]}", (y == c[i]) | (y == c[j]), y == c[i])
+            for i, j in ovo_pairs(c.size)]
+
+
 def _binary_rows(model, X, y):
-    """One row per one-versus-rest classifier of ``model`` on the test data."""
-    mu = model.decision_function(X)
+    """One row per binary classifier of ``model`` on the test data (its test
+    error on the test cases of its problem)."""
+    mu = model.latent_moments(X)[0]
     rows = []
-    for k, est in enumerate(model.estimators_):
+    for k, (est, (name, cases, positive)) in enumerate(zip(model.estimators_,
+                                                          _binary_tasks(model, y))):
         h = est.hyperparameters_
-        err = float(np.mean((mu[:, k] > 0) != (y == model.classes_[k])))
-        rows.append([f"{model.classes_[k]} vs rest", int(len(est.support_)), h.get("kappa0"),
-                     h.get("kappa"), h.get("kappa_b"), err, *evaluation_seconds(est.starts_)])
+        err = float(np.mean((mu[cases, k] > 0) != positive[cases]))
+        rows.append([name, int(len(est.support_)), h.get("kappa0"), h.get("kappa"),
+                     h.get("kappa_b"), err, *evaluation_seconds(est.starts_)])
     return rows
 
 
 def _model_lines(run, ds, m, te, d):
-    """The overall line of model ``m`` and, for a loaded one-versus-rest model,
+    """The overall line of model ``m`` and, for a loaded multi-class model,
     the table of its binary classifiers."""
     e = run.entries(ds, m)[0]
     lines = [f"{m}: overall test error rate {e['metrics']['error_rate']:.4f} ({te.size} test "
@@ -33,7 +48,8 @@ def _model_lines(run, ds, m, te, d):
     if model is None or not hasattr(model, "estimators_"):
         return lines
     rows = _binary_rows(model, d.X[te], d.y[te])
-    lines += ["", f"Binary one-versus-rest classifiers of {m} (time: "
+    kind = "one-versus-rest" if getattr(model, "multi_class", "ovr") == "ovr" else "pairwise"
+    lines += ["", f"Binary {kind} classifiers of {m} (time: "
               f"{e['task'].get('fit_time', np.nan):.0f} s for all {len(rows)}; per classifier: "
               "the seconds of its MAP solves and of its evidence evaluations, every start):", ""]
     return lines + table(["classifier", "SVs", "kappa0", "kappa", "kappa_b", "test error",

@@ -32,7 +32,8 @@ def _models():
         ("bsvr_ard", BayesianSVR(n_starts=1, ard=True, optimizer_options=OPT,
                                  bounds={"ln_C": (-3.0, 5.0)}), Y_REG),
         ("btsvc", BayesianSVC(n_starts=1, optimizer_options=OPT), Y_BIN),
-        ("btsvc_ovr", BayesianSVC(n_starts=1, optimizer_options=OPT), Y_3),
+        ("btsvc_ovr", BayesianSVC(n_starts=1, optimizer_options=OPT, multi_class="ovr"), Y_3),
+        ("btsvc_ovo", BayesianSVC(n_starts=1, optimizer_options=OPT), Y_3),
         ("svr", SVR(C=3.0, epsilon=0.05), Y_REG),
         ("svr_eb", SVR(C=3.0, epsilon=0.05, error_bars=True, standardize=True), Y_REG),
         ("svc", SVC(C=2.0), Y_BIN),
@@ -63,7 +64,7 @@ def _outputs(m):
     return out
 
 
-@pytest.mark.parametrize("case", range(12))
+@pytest.mark.parametrize("case", range(len(_models())))
 def test_round_trip_bitwise(case, tmp_path):
     import warnings
 

@@ -19,8 +19,9 @@ and SciPy's LAPACK calls, so the threads run in parallel.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import partial
 
 import numba
@@ -38,24 +39,37 @@ def blas_threads(single: bool):
     return _controller().limit(limits=1 if single else None, user_api="blas")
 
 
+_FITS = {"active": 0}
+_FITS_LOCK = threading.Lock()
+
+
 @contextmanager
 def fit_threads(n_jobs):
-    """Context manager: the calling thread's Numba kernels and BLAS limited to
+    """Context manager: the calling thread's Numba kernels limited to
     ``effective_n_jobs(n_jobs)`` threads (never more than Numba was started
-    with), restored on exit.
+    with), and the process's BLAS too, restored on exit.
 
-    Numba's thread count is per thread, so the limit holds in the calling
+    Numba's thread count is per thread, so that limit holds in the calling
     thread; :func:`thread_map`'s workers set their own (one each). BLAS
-    limits are per process: a limit set inside (a worker's one thread, a
-    small block's one thread) overrides this one while it lasts.
+    limits are per process, so only the first of fits that overlap in time
+    (fits on several threads of one process) sets and restores one: the
+    others run under it, and the process's BLAS ends as it began whatever
+    order they end in. A limit set inside (a worker's one thread, a small
+    block's one thread) overrides this one while it lasts.
     """
     jobs = max(1, min(effective_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS))
     before = numba.get_num_threads()
     numba.set_num_threads(min(jobs, before))
+    with _FITS_LOCK:
+        first = _FITS["active"] == 0
+        _FITS["active"] += 1
     try:
-        with _controller().limit(limits=min(jobs, _blas_now()), user_api="blas"):
+        with (_controller().limit(limits=min(jobs, _blas_now()), user_api="blas") if first
+              else nullcontext()):
             yield jobs
     finally:
+        with _FITS_LOCK:
+            _FITS["active"] -= 1
         numba.set_num_threads(before)
 
 

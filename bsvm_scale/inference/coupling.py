@@ -10,8 +10,11 @@ one test case into class probabilities ``p`` (summing to one):
 * :func:`couple_product` -- ``p_i`` proportional to ``prod_{j != i} r_ij``:
   the pairwise answers taken as independent evidence about the class, combined
   by multiplying them (a log-linear pool). A class must win every one of its
-  pairs to keep its mass, so the coupled probabilities are as sharp as the
-  pairwise ones allow.
+  pairs to keep its mass, so the coupled probabilities are sharper than the
+  pairwise ones imply: it does not recover ``p`` from consistent pairwise
+  probabilities ``r_ij = p_i / (p_i + p_j)`` (method 2 does), which suits
+  the under-confident pairwise probabilities of (5.42)
+  (``docs/design/multiclass.md``).
 * :func:`couple_wu_lin_weng` -- Wu, Lin & Weng (2004), method 2, what LIBSVM
   uses: ``p`` minimises ``sum_i sum_{j != i} (r_ji p_i - r_ij p_j)^2``
   subject to ``sum_i p_i = 1``, the least-squares solution of ``r_ij = p_i /

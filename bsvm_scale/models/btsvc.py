@@ -505,7 +505,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         keep_support_case_ids(self, case_ids)
 
     def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
-        """One-versus-rest member: a binary fit on 0/1 labels with the case
+        """Binary member of a multi-class model: a fit on 0/1 labels with the case
         weights ``weights`` (or None), warm-started from ``warm`` (or None; see
         :meth:`_retrain_starts`)."""
         X, y01, classes, _ = check_classification_data(self, X, y01)
@@ -658,10 +658,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             "ovr" models: one column per class. "ovo" models: with
             ``decision_function_shape="ovo"`` the pairwise latent means
             (positive for the pair's first class), with "ovr" (the default)
-            scikit-learn's one-versus-rest shaped votes
-            (:func:`~bsvm_scale.inference.coupling.ovo_votes`).
-        sd : ndarray, same shape as ``mu``
-            Only with ``return_std=True``.
+            scikit-learn's votes (:func:`~bsvm_scale.inference.coupling.ovo_votes`),
+            whose largest can differ from :meth:`predict`'s coupled choice.
+        sd : ndarray, same shape as ``mu`` (only with ``return_std=True``)
         """
         mu, sd = self.latent_moments(X)
         if self.classes_.size > 2 and return_std and self.multi_class == "ovo" and \

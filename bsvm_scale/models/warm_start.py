@@ -93,8 +93,9 @@ def previous_model(value, cls, n_features, ard, groups=None):
 
 
 def previous_thetas(model, classes=None):
-    """The earlier model's log hyperparameters: one array, or (one-versus-rest)
-    a list in ``classes`` order, which must be the earlier model's classes."""
+    """The earlier model's log hyperparameters: one array, or (more than two
+    classes) a list in ``estimators_`` order; ``classes`` must be the earlier
+    model's classes."""
     if classes is not None and not np.array_equal(np.asarray(model.classes_),
                                                   np.asarray(classes)):
         raise ValueError(f"warm_start_from: the earlier model's classes {list(model.classes_)} "
@@ -111,8 +112,8 @@ def previous_hessians(model, classes=None):
     of the evidence barely changes when a few cases do, so the first step
     is a quasi-Newton step and the search can end at its first point. None
     where the earlier fit has none (fixed hyperparameters, a model file
-    written before it was kept); a list in ``classes`` order for
-    one-versus-rest, as :func:`previous_thetas`."""
+    written before it was kept); a list in ``estimators_`` order for more
+    than two classes, as :func:`previous_thetas`."""
     if classes is not None and len(classes) > 2:
         return [_chosen_hessian(e) for e in model.estimators_]
     return _chosen_hessian(model)

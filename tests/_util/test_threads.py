@@ -82,13 +82,39 @@ def test_fit_threads_limits_numba_and_blas_of_the_calling_thread_and_restores_th
 
 
 def test_fit_threads_never_raises_an_enclosing_limit():
+    saved = numba.get_num_threads()
     with threads.blas_threads(True):
         numba.set_num_threads(1)
         try:
             with threads.fit_threads(-1):
                 assert set(_blas_threads()) == {1} and numba.get_num_threads() == 1
         finally:
-            numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+            numba.set_num_threads(saved)
+
+
+def test_fit_threads_restores_the_limits_after_an_exception():
+    before, numba_before = _blas_threads(), numba.get_num_threads()
+    with pytest.raises(RuntimeError, match="inside"):
+        with threads.fit_threads(1):
+            raise RuntimeError("inside")
+    assert _blas_threads() == before and numba.get_num_threads() == numba_before
+
+
+def test_overlapping_fits_leave_blas_as_it_was_whatever_order_they_end_in():
+    """Fit A (one thread) begins, fit B (every core) begins, A ends, B ends
+    (as two fits on two threads of one process may): only A limits BLAS, so
+    the process's BLAS ends as it began."""
+    before, numba_before = _blas_threads(), numba.get_num_threads()
+    a, b = threads.fit_threads(1), threads.fit_threads(-1)
+    try:
+        a.__enter__()
+        b.__enter__()
+        assert set(_blas_threads()) == {1}  # B runs under A's limit
+        a.__exit__(None, None, None)
+        b.__exit__(None, None, None)
+        assert _blas_threads() == before
+    finally:
+        numba.set_num_threads(numba_before)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -104,8 +130,14 @@ def test_a_fit_runs_on_n_jobs_threads(n_jobs):
         seen.append((numba.get_num_threads(), max(_blas_threads())))
 
     expected = min(numba.config.NUMBA_NUM_THREADS, threads.effective_n_jobs(n_jobs))
-    BayesianSVR(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0], callback=spy)
-    BayesianSVC(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0] > 0, callback=spy)
+    saved = numba.get_num_threads()
+    numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)  # as in a fresh process
+    try:
+        BayesianSVR(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0], callback=spy)
+        BayesianSVC(n_jobs=n_jobs, optimizer_options={"maxiter": 2}).fit(X, X[:, 0] > 0,
+                                                                          callback=spy)
+    finally:
+        numba.set_num_threads(saved)
     assert seen and all(nt == expected and blas <= expected for nt, blas in seen)
 
 

@@ -344,7 +344,7 @@ def test_one_versus_rest_models_on_threads_are_those_of_one_thread():
     centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
     y = np.repeat([0, 1, 2], 40)
     X = centers[y] + 0.8 * rng.standard_normal((120, 2))
-    fits = [BayesianSVC(n_starts=2, n_jobs=k).fit(X, y) for k in (1, 2)]
+    fits = [BayesianSVC(n_starts=2, n_jobs=k, multi_class="ovr").fit(X, y) for k in (1, 2)]
     np.testing.assert_array_equal(fits[0].log_evidence_, fits[1].log_evidence_)
     for a, b in zip(fits[0].estimators_, fits[1].estimators_):
         np.testing.assert_array_equal(a.theta_, b.theta_)

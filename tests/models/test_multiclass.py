@@ -69,7 +69,7 @@ def test_decision_function_shapes_follow_scikit_learns_svc(ovo):
 def test_two_classes_give_the_binary_model_whatever_multi_class_says():
     X, y = _three()
     keep = y != "c"
-    a = BayesianSVC(n_jobs=1, **FAST).fit(X[keep], y[keep])
+    a = BayesianSVC(multi_class="ovr", n_jobs=1, **FAST).fit(X[keep], y[keep])
     b = BayesianSVC(multi_class="ovo", n_jobs=1, **FAST).fit(X[keep], y[keep])
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert not hasattr(b, "estimators_")

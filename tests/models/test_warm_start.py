@@ -39,8 +39,8 @@ def test_bsvr_retraining_starts_from_the_earlier_optimum(sinc, tmp_path):
 def test_btsvc_one_versus_rest_retraining(tmp_path):
     d = synthetic.waveform(700, seed=1)
     y3 = d.extra["label3"]
-    a = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
-    warm = BayesianSVC(warm_start_from=a).fit(d.X[50:650], y3[50:650])
+    a = BayesianSVC(n_starts=1, multi_class="ovr").fit(d.X[:600], y3[:600])
+    warm = BayesianSVC(warm_start_from=a, multi_class="ovr").fit(d.X[50:650], y3[50:650])
     for est, prev in zip(warm.estimators_, a.estimators_):
         assert est.warm_start_from is None and len(est.starts_) == 1
         np.testing.assert_array_equal(est.starts_[0]["theta0"], prev.theta_)
@@ -365,11 +365,12 @@ def test_btsvc_retraining_begins_with_the_earlier_hessian(monkeypatch):
     assert len(seen) == 1 and seen[0][1] == 1
     np.testing.assert_array_equal(seen[0][0], H2)
     y3 = d.extra["label3"]
-    a3 = BayesianSVC(n_starts=1).fit(d.X[:600], y3[:600])
+    a3 = BayesianSVC(n_starts=1, multi_class="ovr").fit(d.X[:600], y3[:600])
     Hs = previous_hessians(a3, a3.classes_)
     assert len(Hs) == 3 and all(h.shape == (3, 3) for h in Hs)
     seen.clear()
-    BayesianSVC(warm_start_from=a3, n_jobs=1).fit(d.X[50:650], y3[50:650])  # classes in order
+    BayesianSVC(warm_start_from=a3, n_jobs=1, multi_class="ovr").fit(  # classes in order
+        d.X[50:650], y3[50:650])
     assert len(seen) == 3
     for (got, stall), h in zip(seen, Hs):
         np.testing.assert_array_equal(got, h)

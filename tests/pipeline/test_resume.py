@@ -20,26 +20,29 @@ class _Interrupt(Exception):
 
 
 _DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
-         "btsvc3": ("gauss2d", 180, 90), "btsvc3ovo": ("gauss2d", 180, 90), "bsvr_ard": ("robot_arm", 100, 50),
+         "btsvc3": ("gauss2d", 180, 90), "btsvc3ovo": ("gauss2d", 180, 90),
+         "btsvc4": ("gauss2d", 200, 120), "bsvr_ard": ("robot_arm", 100, 50),
          "bsvr_ard_cont": ("robot_arm", 100, 50)}
 
 
-def _three_classes(X):
-    """Labels 0/1/2 by the first input's terciles (a one-versus-rest task)."""
-    return np.searchsorted(np.quantile(X[:, 0], [1 / 3, 2 / 3]), X[:, 0]).astype(np.int64)
+def _classes(X, k=3):
+    """Labels 0..k-1 by the first input's quantiles (a multi-class task)."""
+    return np.searchsorted(np.quantile(X[:, 0], np.arange(1, k) / k), X[:, 0]).astype(np.int64)
 
 
 def _spec(task_dir, start, kind="bsvr"):
     gen, n, n_train = _DATA[kind]
     ds = generate(gen, n, 0)
-    y = _three_classes(ds.X) if kind.startswith("btsvc3") else ds.y
+    y = (_classes(ds.X, 4) if kind == "btsvc4" else
+         _classes(ds.X) if kind.startswith("btsvc3") else ds.y)
     tr, te = random_splits(n, n_train, 1, 0, n_test=n - n_train)[0]
     # bsvr_ard: two runs per start (from the start, from the isotropic optimum);
     # bsvr_ard_cont: the default ARD route, one run from the isotropic optimum
     params = {"n_starts": 2, **{"bsvr_ard": {"ard": True, "ard_init": "isotropic"},
                                 "bsvr_ard_cont": {"ard": True},
+                                "btsvc3": {"multi_class": "ovr"},
                                 "btsvc3ovo": {"multi_class": "ovo"}}.get(kind, {})}
-    kind = {"btsvc3": "btsvc", "btsvc3ovo": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
+    kind = {"btsvc3": "btsvc", "btsvc3ovo": "btsvc", "btsvc4": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": params, "cv": None, "train": tr, "test": te,
             "data": (ds.X, y), "start": start, "n_starts": 2,
@@ -248,3 +251,14 @@ def test_task_peak_memory_is_the_tasks_own():
     assert res["peak_rss_scope"] == "task"
     # at least the resident set at the start, far below the earlier 610 MiB spike
     assert 0.5 * before < res["peak_rss_mb"] < before + 400
+
+
+def test_a_task_with_four_classes_keeps_a_checkpoint_per_pair(tmp_path, monkeypatch):
+    """The default one-versus-one model of four classes: six pairwise models,
+    each with its checkpoint and its hyperparameters in the summary."""
+    monkeypatch.setattr(tasks, "CHECKPOINT_SPACING", 0.0)
+    out = run_task(_spec(tmp_path, 1, "btsvc4"))
+    assert sorted(p.name for p in tmp_path.glob("checkpoint_c*.h5")) == \
+        [f"checkpoint_c{i}.h5" for i in range(6)]
+    assert list(out["result"]["hyperparameters"]) == [
+        f"pair{i}-{j}" for i, j in [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]]

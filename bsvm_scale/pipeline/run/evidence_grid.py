@@ -101,7 +101,7 @@ def grid_center(spec, deps):
     ------
     ValueError
         When the best start has no scalar ``kappa0``, ``kappa`` and ``kappa_b``
-        (a one-versus-rest or an ARD model).
+        (a multi-class or an ARD model).
     """
     results = [d.get("result", d) for d in deps]
     if not results:
@@ -113,7 +113,7 @@ def grid_center(spec, deps):
     if not {"kappa0", "kappa", "kappa_b"} <= set(h) or np.ndim(h["kappa"]) != 0:
         raise ValueError(f"task {spec['task_id']}: the evidence grid needs a two-class model "
                          f"with one kappa; the optimum of {best['task_id']} has "
-                         f"hyperparameters {sorted(h)} (one-versus-rest or ARD): remove "
+                         f"hyperparameters {sorted(h)} (multi-class or ARD): remove "
                          "evidence_grid from this model")
     return {"kappa0": float(h["kappa0"]), "kappa": float(h["kappa"]),
             "kappa_b": float(h["kappa_b"]), "task": best["task_id"]}

@@ -59,7 +59,7 @@ __all__ = ["run_pipeline", "plan_tasks", "prepare_data", "warm_numba_cache", "WO
 #: the driver rewrites run.h5 after a task finishes when its last write is this
 #: old (status "running")
 RUNFILE_EVERY_S = 600.0
-#: start checkpoints of a task (checkpoint_c<i>.h5: class i of one-versus-rest)
+#: start checkpoints of a task (checkpoint_c<i>.h5: binary model i of a multi-class BTSVC)
 CHECKPOINTS = "checkpoint*.h5"
 
 

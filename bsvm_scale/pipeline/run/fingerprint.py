@@ -91,10 +91,13 @@ def dataset_key(spec) -> str:
 #: mixed with new ones. BSVR and BTSVC ARD: the route of the search (``ard_init``,
 #: ``"continuation"`` since it became the default; BSVR ARD tasks keyed before that
 #: carry ``"isotropic"``, the default before). BSVR and BTSVC: the evidence search's
-#: options (the stall in nats and the slope trial).
+#: options (the stall in nats and the slope trial). BTSVC: ``multi_class``
+#: (``"ovo"`` since it became the default; every BTSVC task is re-keyed once,
+#: also two-class ones, as the condition sees the parameters only).
 KEYED_DEFAULTS = ((("bsvr", "btsvc"), lambda p: bool(p.get("ard")),
                    {"ard_init": DEFAULT_ARD_INIT}),
-                  (("bsvr", "btsvc"), lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}))
+                  (("bsvr", "btsvc"), lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}),
+                  (("btsvc",), lambda p: True, {"multi_class": "ovo"}))
 
 
 #: estimator parameters that do not change what a task computes, left out of keys

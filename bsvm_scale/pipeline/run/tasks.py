@@ -148,7 +148,7 @@ def _summary_of(model, kind):
             break
     if kind in BAYES_KINDS:
         h = model.hyperparameters_
-        out["hyperparameters"] = h if isinstance(h, dict) else {f"class{k}": v for k, v in enumerate(h)}
+        out["hyperparameters"] = h if isinstance(h, dict) else dict(zip(_binary_names(model), h))
         if kind == "bsvr":
             out["hyperparameters"] = dict(h, noise_variance=float(model.noise_variance_))
     elif kind in ("gpr", "gpc"):
@@ -261,7 +261,7 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     deterministic) and continues from the restored state, so the result
     equals that of an uninterrupted run. A BTSVC with more than two classes
     keeps one checkpoint per binary model, ``checkpoint_c<i>.h5``,
-    and resumes every class the same way.
+    and resumes every binary model the same way.
     """
     kind, params = spec["kind"], dict(spec["params"])
     start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr,
@@ -281,13 +281,24 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
                    "resumed_from": writer.n_replayed if resumed else -1}
 
 
+def _binary_names(model):
+    """Keys of a multi-class model's binary models in summaries: ``class<k>``
+    (one-versus-rest) or ``pair<i>-<j>`` (one-versus-one, class indices)."""
+    if model.multi_class == "ovr":
+        return [f"class{k}" for k in range(len(model.estimators_))]
+    from ...inference.coupling import ovo_pairs
+
+    return [f"pair{i}-{j}" for i, j in ovo_pairs(len(model.classes_))]
+
+
 def _n_binary_models(kind, params, n_classes):
     """The binary models a BTSVC fits on ``n_classes`` classes (one per class
-    for "ovr", per pair for "ovo"); 1 for two classes and other kinds."""
+    for "ovr", per pair for "ovo", the estimator's default when ``params``
+    do not say); 1 for two classes and other kinds."""
     if kind != "btsvc" or n_classes <= 2:
         return 1
-    return n_classes if params.get("multi_class", "ovr") == "ovr" else \
-        n_classes * (n_classes - 1) // 2
+    strategy = make_estimator(kind, params).multi_class
+    return n_classes if strategy == "ovr" else n_classes * (n_classes - 1) // 2
 
 
 class _CheckpointWriter:
