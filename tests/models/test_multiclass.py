@@ -127,3 +127,17 @@ def test_an_unknown_multi_class_or_coupling_is_an_error_naming_the_parameter():
         BayesianSVC(multi_class="pairs").fit(X, y)
     with pytest.raises(ValueError, match="coupling"):
         BayesianSVC(coupling="libsvm").fit(X, y)
+
+
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_an_ard_model_of_a_table_retrains_on_the_same_columns(multi_class):
+    pd = pytest.importorskip("pandas")
+    X, y = _three()
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1],
+                          "colour": np.where(X[:, 0] > 1, "red", "blue")})
+    kw = dict(ard=True, multi_class=multi_class, n_jobs=1, **FAST)
+    first = BayesianSVC(**kw).fit(frame, y)
+    assert first.ard_groups_ is not None
+    again = BayesianSVC(warm_start_from=first, **kw).fit(frame, y)
+    for a, b in zip(first.estimators_, again.estimators_):
+        np.testing.assert_array_equal(b.starts_[0]["theta0"], a.theta_)
