@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from functools import partial
 
 import numba
@@ -51,25 +51,29 @@ def fit_threads(n_jobs):
 
     Numba's thread count is per thread, so that limit holds in the calling
     thread; :func:`thread_map`'s workers set their own (one each). BLAS
-    limits are per process, so only the first of fits that overlap in time
-    (fits on several threads of one process) sets and restores one: the
-    others run under it, and the process's BLAS ends as it began whatever
-    order they end in. A limit set inside (a worker's one thread, a small
-    block's one thread) overrides this one while it lasts.
+    limits are per process, so of fits that overlap in time (fits on several
+    threads of one process) the first sets the limit and the last to end
+    restores the process's BLAS to what it was: the others run under the
+    first one's limit. A limit set inside (a worker's one thread, a small
+    block's one thread) overrides it while it lasts.
     """
     jobs = max(1, min(effective_n_jobs(n_jobs), numba.config.NUMBA_NUM_THREADS))
-    before = numba.get_num_threads()
-    numba.set_num_threads(min(jobs, before))
-    with _FITS_LOCK:
-        first = _FITS["active"] == 0
-        _FITS["active"] += 1
+    before, counted = numba.get_num_threads(), False
     try:
-        with (_controller().limit(limits=min(jobs, _blas_now()), user_api="blas") if first
-              else nullcontext()):
-            yield jobs
-    finally:
+        numba.set_num_threads(min(jobs, before))
         with _FITS_LOCK:
-            _FITS["active"] -= 1
+            if _FITS["active"] == 0:
+                _FITS["limiter"] = _controller().limit(limits=min(jobs, _blas_now()),
+                                                       user_api="blas")
+            _FITS["active"] += 1
+            counted = True
+        yield jobs
+    finally:
+        if counted:
+            with _FITS_LOCK:
+                _FITS["active"] -= 1
+                if _FITS["active"] == 0:  # every limit set inside the fits has ended
+                    _FITS.pop("limiter").restore_original_limits()
         numba.set_num_threads(before)
 
 

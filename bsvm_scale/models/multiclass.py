@@ -107,6 +107,7 @@ def gather(model, estimators, problems):
     model.support_ = [e.support_ if p.rows is None else p.rows[e.support_]
                       for e, p in zip(estimators, problems)]
     model.dual_coef_ = [e.dual_coef_ for e in estimators]
+    model.__dict__.pop("ard_groups_", None)  # an earlier fit's
     if hasattr(estimators[0], "ard_groups_"):  # the table's tied ARD groups, for retraining
         model.ard_groups_ = estimators[0].ard_groups_
 

@@ -181,7 +181,7 @@ def check_case_ids(case_ids, n):
 
 def keep_support_case_ids(model, case_ids):
     """Set ``model.support_case_ids_``, the identifiers of its support vectors
-    (``support_``, an array or one per class), or remove an earlier fit's
+    (``support_``, an array or one per binary model), or remove an earlier fit's
     when this fit had no ``case_ids``."""
     if case_ids is None:
         model.__dict__.pop("support_case_ids_", None)

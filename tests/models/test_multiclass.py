@@ -141,3 +141,14 @@ def test_an_ard_model_of_a_table_retrains_on_the_same_columns(multi_class):
     again = BayesianSVC(warm_start_from=first, **kw).fit(frame, y)
     for a, b in zip(first.estimators_, again.estimators_):
         np.testing.assert_array_equal(b.starts_[0]["theta0"], a.theta_)
+
+
+def test_a_refit_on_an_array_drops_the_tables_groups():
+    pd = pytest.importorskip("pandas")
+    X, y = _three()
+    frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1],
+                          "colour": np.where(X[:, 0] > 1, "red", "blue")})
+    m = BayesianSVC(ard=True, n_jobs=1, **FAST).fit(frame, y)
+    assert m.ard_groups_ is not None
+    m.fit(X, y)
+    assert getattr(m, "ard_groups_", None) is None

@@ -203,3 +203,13 @@ def test_the_search_defaults_are_keyed_in_under_the_tasks_own_options(tmp_path):
         key({"optimizer_options": {**PIECEWISE_OPTIONS, "maxiter": 7}})
     assert key({"optimizer_options": {"maxiter": 7}}) != key({})
     assert key({}) != key({"optimizer_options": {"slope_rounds": 0}})
+
+
+def test_btsvc_keys_carry_the_one_versus_one_default():
+    """A BTSVC task without ``multi_class`` is keyed as the default "ovo":
+    tasks of runs made before it (one-versus-rest) are not adopted."""
+    from bsvm_scale.pipeline.run.fingerprint import _keyed_params
+
+    assert _keyed_params("btsvc", {})["multi_class"] == "ovo"
+    assert _keyed_params("btsvc", {"multi_class": "ovr"})["multi_class"] == "ovr"
+    assert "multi_class" not in _keyed_params("bsvr", {})
