@@ -189,7 +189,7 @@ def search(model, data, thetas, resume=None, retrain=None, callback=None):
 
     def run(k):
         obj = model.objective(data)
-        _prepare(obj, model, warm, resume)
+        _prepare(obj, model, warm, resume, starts[k].runs[0].warm)
         return obj, _run_start(obj, model, k, starts[k].runs, options, callback, resume)
 
     done = thread_map(run, range(len(starts)), model.n_jobs if callback is None else None)
@@ -259,10 +259,12 @@ def _isotropic_search(model, data, theta0):
     return out
 
 
-def _prepare(obj, model, warm, resume):
+def _prepare(obj, model, warm, resume, first=None):
     """Warm-start a start's fresh objective: from a retraining's earlier
     solution, then a resumed state (or bare dual), then, unless a state was
-    restored, the subsample solution of coarse-to-fine starts."""
+    restored, the subsample solution of coarse-to-fine starts and the warm
+    start ``first`` of the start's first run (the isotropic solution, when
+    that run is the ARD continuation), the later overriding the earlier."""
     retrained, coarse = warm
     if retrained is not None:
         obj.restart(retrained)
@@ -271,8 +273,10 @@ def _prepare(obj, model, warm, resume):
         return
     if resume is not None and resume.dual is not None:
         obj.set_state(model.dual_state(resume.dual))
-    if coarse is not None:
-        obj.restart(coarse)
+        first = None  # the resumed start's own dual is where its solve begins
+    for later in (coarse, first):
+        if later is not None:
+            obj.restart(later)
 
 
 def _run_start(obj, model, k, runs, options, callback, resume):

@@ -126,7 +126,7 @@ REFERENCE = {
         94,
     ),
     'evidence_matrix_free': ('0x1.e26eda6c5185dp+5', '0572b23ebc73d3483beec467', 77),
-    'fit_ard': ('19722940ff924d9ff0596cbc', '-0x1.31db9abaccf03p+5', 554),
+    'fit_ard': ('8507049867ef6bf8f4ac0ed5', '-0x1.31dc8bc052af7p+5', 360),
     'fit_coarse': (
         '82e4c4964ce81c68d50f44bc',
         '-0x1.30c7cba03eeefp+5',

@@ -178,3 +178,29 @@ def test_a_retraining_is_one_run_from_the_earlier_optimum_warm():
     assert len(out.records) == 1 and "isotropic" not in out.records[0]
     np.testing.assert_array_equal(out.records[0]["theta0"], earlier)
     np.testing.assert_array_equal(out.objective.starts_from[0], warm.dual)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("est", ["bsvr", "btsvc"])
+def test_the_ard_continuation_begins_at_the_isotropic_solution(monkeypatch, est):
+    """With the default ARD route the continuation is a start's first run; its
+    objective is warm-started from the isotropic optimum's dual before the
+    first evaluation (not only between runs)."""
+    import bsvm_scale.optimization.search as S
+    from bsvm_scale import BayesianSVC, BayesianSVR
+
+    seen, orig = [], S._prepare
+
+    def spy(obj, model, warm, resume, first=None):
+        seen.append(first)
+        return orig(obj, model, warm, resume, first)
+
+    monkeypatch.setattr(S, "_prepare", spy)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X[:, 0] + 0.1 * rng.normal(size=80)
+    Est, target = (BayesianSVR, y) if est == "bsvr" else (BayesianSVC, y > 0)
+    Est(ard=True, n_starts=1, n_jobs=1, optimizer_options={"maxiter": 3}).fit(X, target)
+    outer = seen[-1]  # the ARD search's start (the isotropic stage's come first)
+    assert outer is not None and outer.dual is not None and outer.dual.shape[0] in (80, 160)
+    assert np.any(outer.dual != 0)
