@@ -420,7 +420,8 @@ def _bits_lowrank(unit_weights=False):
 #: bits of unweighted fits recorded at commit 765b418, before case weights (see
 #: test_unweighted_fits_are_bit_for_bit_those_before_case_weights); the matrix-free
 #: case's predictions re-recorded when its variances came to be solved in fixed
-#: column blocks (bsvm_scale.inference.linalg: independent of the batch size)
+#: column blocks (bsvm_scale.inference.linalg: independent of the batch size), and
+#: the ARD continuation's when its first run came to begin at the isotropic solution
 _BITS_BEFORE_WEIGHTS = {
     'fixed_dense': {'log_evidence': '-0x1.0ffbc66964d40p+1', 'n_iter': 478,
         'digest': '89912501be29a8dc17e0cbd823bb9a90'},
@@ -430,8 +431,8 @@ _BITS_BEFORE_WEIGHTS = {
         'digest': '73095344901fa6b008cd2fa04535df00'},
     'coarse_to_fine': {'log_evidence': '0x1.ea1f64a9efc90p+6', 'n_iter': 489,
         'digest': '3a885bbdfe0c27a81529df5efcac6cb8'},
-    'ard_continuation': {'log_evidence': '-0x1.a0d700ee7abc0p+3', 'n_iter': 598,
-        'digest': '25737dfa4cc4a466df131b56797670d7'},
+    'ard_continuation': {'log_evidence': '-0x1.a0cb0407c6920p+3', 'n_iter': 593,
+        'digest': 'ae4d0669305a01ded038fd63e3df8277'},
     'kappa0_evidence': {'log_evidence': '0x1.e31fa559051a0p+4', 'n_iter': 321,
         'digest': '4775e20ba5a2f6e403bf30b1c72a9c73'},
     'lowrank': {'how': 'lowrank12', 'n_iter': 9872,
