@@ -15,13 +15,12 @@ def _binary_tasks(model, y):
     """``(name, test cases, positive labels)`` of each binary classifier of
     ``model``: a class against the rest on every case, or (one-versus-one) a
     pair on the cases of its two classes."""
-    c = model.classes_
-    if getattr(model, "multi_class", "ovr") == "ovr":
-        return [(f"{c[k]} vs rest", np.ones(y.size, bool), y == c[k]) for k in range(c.size)]
-    from bsvm_scale.inference.coupling import ovo_pairs
+    from bsvm_scale.models.multiclass import binary_pairs
 
-    return [(f"{c[i]} vs {c[j]}", (y == c[i]) | (y == c[j]), y == c[i])
-            for i, j in ovo_pairs(c.size)]
+    c = model.classes_
+    return [(f"{c[i]} vs rest", np.ones(y.size, bool), y == c[i]) if j is None else
+            (f"{c[i]} vs {c[j]}", (y == c[i]) | (y == c[j]), y == c[i])
+            for i, j in binary_pairs(c.size, getattr(model, "multi_class", "ovr"))]
 
 
 def _binary_rows(model, X, y):

@@ -29,7 +29,7 @@ from .._util.threads import thread_map
 from ..inference.coupling import COUPLINGS, ovo_pairs, ovo_votes, pairwise_matrix
 from ..inference.evidence_trig import trig_class_probability
 
-__all__ = ["Problem", "binary_problems", "subset", "check_multiclass_init", "fit_binaries",
+__all__ = ["Problem", "binary_pairs", "binary_problems", "subset", "check_multiclass_init", "fit_binaries",
            "gather", "class_probabilities", "decision_values"]
 
 
@@ -41,14 +41,21 @@ class Problem(NamedTuple):
     y01: np.ndarray
 
 
+def binary_pairs(n_classes, strategy):
+    """The class indices of each binary model of ``strategy`` ("ovr" or
+    "ovo"), in ``estimators_`` order: ``(i, None)`` for class ``i`` against
+    the rest, ``(i, j)`` for the pair of classes ``i < j``."""
+    if strategy == "ovr":
+        return [(i, None) for i in range(n_classes)]
+    return ovo_pairs(n_classes)
+
+
 def binary_problems(y, classes, strategy):
     """The binary problems of ``strategy`` ("ovr" or "ovo") for labels ``y``."""
-    if strategy == "ovr":
-        return [Problem(None, (y == c).astype(np.int64)) for c in classes]
     problems = []
-    for i, j in ovo_pairs(classes.size):
-        rows = np.flatnonzero((y == classes[i]) | (y == classes[j]))
-        problems.append(Problem(rows, (y[rows] == classes[i]).astype(np.int64)))
+    for i, j in binary_pairs(classes.size, strategy):
+        rows = None if j is None else np.flatnonzero((y == classes[i]) | (y == classes[j]))
+        problems.append(Problem(rows, (subset(y, rows) == classes[i]).astype(np.int64)))
     return problems
 
 

@@ -284,11 +284,10 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
 def _binary_names(model):
     """Keys of a multi-class model's binary models in summaries: ``class<k>``
     (one-versus-rest) or ``pair<i>-<j>`` (one-versus-one, class indices)."""
-    if model.multi_class == "ovr":
-        return [f"class{k}" for k in range(len(model.estimators_))]
-    from ...inference.coupling import ovo_pairs
+    from ...models.multiclass import binary_pairs
 
-    return [f"pair{i}-{j}" for i, j in ovo_pairs(len(model.classes_))]
+    return [f"class{i}" if j is None else f"pair{i}-{j}"
+            for i, j in binary_pairs(len(model.classes_), model.multi_class)]
 
 
 def _n_binary_models(kind, params, n_classes):
@@ -297,8 +296,9 @@ def _n_binary_models(kind, params, n_classes):
     do not say); 1 for two classes and other kinds."""
     if kind != "btsvc" or n_classes <= 2:
         return 1
-    strategy = make_estimator(kind, params).multi_class
-    return n_classes if strategy == "ovr" else n_classes * (n_classes - 1) // 2
+    from ...models.multiclass import binary_pairs
+
+    return len(binary_pairs(n_classes, make_estimator(kind, params).multi_class))
 
 
 class _CheckpointWriter:
