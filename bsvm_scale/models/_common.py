@@ -4,7 +4,9 @@ common parameters and the tied ARD groups of a table."""
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
+import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 
@@ -12,7 +14,7 @@ from .._util.validation import N_JOBS, POSITIVE, POSITIVE_INT, SEED
 from ..inference.evidence_lowrank import METHODS
 from ..optimization.starts import ARD_INIT
 
-__all__ = ["BAYES_CONSTRAINTS", "ard_groups", "table_groups"]
+__all__ = ["BAYES_CONSTRAINTS", "SearchRun", "ard_groups", "table_groups"]
 
 #: scikit-learn ``_parameter_constraints`` of the parameters BSVR and BTSVC share
 #: (what they cannot express, e.g. an array ``kappa`` of the wrong length, is
@@ -38,6 +40,22 @@ BAYES_CONSTRAINTS = {
     "warm_start_from": [BaseEstimator, str, os.PathLike, None],
     "n_jobs": N_JOBS,
 }
+
+
+class SearchRun(NamedTuple):
+    """What a fitted model is made from: the chosen ``theta``, the final
+    evaluation there, the covariance to keep (the user's values without a
+    search, else None: the final evaluation's), the start records, the
+    index of the best, optimiser iterations and SMO iterations of the
+    search (the final evaluation's not included)."""
+
+    theta: np.ndarray
+    final: object
+    cov: object
+    records: list
+    best: int
+    n_iter: int
+    smo_iter: int
 
 
 def ard_groups(est):

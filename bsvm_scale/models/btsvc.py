@@ -31,7 +31,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
@@ -44,16 +44,13 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
-from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
+from ._common import BAYES_CONSTRAINTS, SearchRun, ard_groups, table_groups
 from .multiclass import (COUPLINGS, binary_problems, class_probabilities, decision_values,
-                         fit_binaries, subset)
+                         fit_binaries, fit_shared, retrain_starts)
 from .search_hooks import TrigSearch
-from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
-                         previous_thetas,
-                         keep_support_case_ids)
-from ..optimization.objective import Warm
+from .warm_start import check_case_ids, keep_support_case_ids, previous_model
 from ..optimization.records import fixed_record
-from ..optimization.search import Data, Resume, Retrain, evaluate_at, search
+from ..optimization.search import Data, Resume, evaluate_at, search
 from ..optimization.starts import DEFAULT_ARD_INIT
 
 __all__ = ["BayesianSVC", "solve_dual", "trig_class_probability", "TrigObjective"]
@@ -186,6 +183,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         by ``coupling``; "ovr", one model per class against the rest on all
         cases, probabilities normalised (the thesis' C4). Ignored for two
         classes.
+    shared_kernel : bool, default=False
+        More than two classes: one ``(kappa0, kappa, kappa_b)`` for every
+        binary model, chosen by the sum of their evidences (one search,
+        each evaluation solving every binary dual; inputs standardised on
+        all cases), as one kernel in LIBSVM or a GP classifier; False, each
+        binary model its own (:mod:`bsvm_scale.models.multiclass`).
     coupling : {"product", "wu_lin_weng"}, default="product"
         How "ovo" turns the pairwise probabilities (5.42) into class
         probabilities (:mod:`bsvm_scale.inference.coupling`): "product",
@@ -297,6 +300,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     _parameter_constraints = {**BAYES_CONSTRAINTS,
                               "class_weight": [dict, StrOptions({"balanced"}), None],
                               "multi_class": [StrOptions({"ovr", "ovo"})],
+                              "shared_kernel": ["boolean"],
                               "coupling": [StrOptions(set(COUPLINGS))],
                               "decision_function_shape": [StrOptions({"ovr", "ovo"})]}
 
@@ -305,7 +309,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                  max_iter=None, optimizer_options=None, init_subsample=4000,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=EVIDENCE_MB,
                  warm_start_from=None, ard_init=DEFAULT_ARD_INIT, n_jobs=-1,
-                 class_weight=None, multi_class="ovo", coupling="product",
+                 class_weight=None, multi_class="ovo", shared_kernel=False, coupling="product",
                  decision_function_shape="ovr"):
         store_params(self, locals())
 
@@ -452,11 +456,13 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard,
                               self._groups)
         problems = None if classes.size == 2 else binary_problems(y, classes, self.multi_class)
-        warm = None if prev is None else self._retrain_starts(prev, classes, case_ids, problems)
+        warm = None if prev is None else retrain_starts(self, prev, classes, case_ids, problems)
         with fit_threads(self.n_jobs):
             if classes.size == 2:
                 self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
                                  case_ids, weights)
+            elif self.shared_kernel:
+                fit_shared(self, X, problems, callback, init, warm, case_ids, weights)
             else:
                 self._fit_multiclass(X, problems, callback, init, warm, case_ids, weights)
         return self
@@ -474,27 +480,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                              "leaves nothing to fit; give some class and case a positive weight.")
         return np.ascontiguousarray(w, dtype=np.float64)
 
-    def _retrain_starts(self, prev, classes, case_ids, problems):
-        """A retraining's :class:`~bsvm_scale.optimization.search.Retrain` per
-        binary model: the earlier optimum, a warm start from the earlier
-        ``alpha`` on the cases still present (None without ``case_ids``) and
-        the earlier search's final model Hessian (None where it has none); a
-        list of them, one per binary model of ``problems``, with more than
-        two classes."""
-        def retrain(theta, model, hessian, rows=None):
-            alpha0 = carried_dual(model, subset(case_ids, rows), magnitude=True)
-            return Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
-
-        thetas, hessians = previous_thetas(prev, classes), previous_hessians(prev, classes)
-        if classes.size == 2:
-            return retrain(thetas, prev, hessians)
-        before = getattr(prev, "multi_class", "ovr")
-        if before != self.multi_class:
-            raise ValueError(f"warm_start_from: the earlier model has multi_class={before!r}, "
-                             f"this one {self.multi_class!r}; retrain with the same multi_class.")
-        return [retrain(t, e, h, p.rows)
-                for t, e, h, p in zip(thetas, prev.estimators_, hessians, problems)]
-
     def _fit_multiclass(self, X, problems, callback, init, warm, case_ids=None, weights=None):
         """The binary models of ``problems`` (:func:`fit_binaries`) on ``n_jobs``
         threads, or, with a ``callback`` (a pipeline's checkpoints, one
@@ -507,7 +492,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
         """Binary member of a multi-class model: a fit on 0/1 labels with the case
         weights ``weights`` (or None), warm-started from ``warm`` (or None; see
-        :meth:`_retrain_starts`)."""
+        :func:`~bsvm_scale.models.multiclass.retrain_starts`)."""
         X, y01, classes, _ = check_classification_data(self, X, y01)
         self._groups = ard_groups(self)
         self.classes_ = classes
@@ -547,43 +532,57 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, yb, callback=None, init=None, retrain=None, case_ids=None,
                     weights=None):
-        d = X.shape[1]
         scaler = standardizer_for(self, X, weights)
         Xs = scaler.transform(X)
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
+        run = self._run_search(self._trig_search(X), Data(Xs, yb, weights), X.shape[1], init,
+                               retrain, callback)
+        self._set_run_fitted(run, run.final, Xs, case_ids)
+
+    def _trig_search(self, X):
+        """The search hooks of a binary fit on ``X`` (SMO limit: ``max_iter``
+        or ``max(10^6, 100 n)``)."""
         max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
                     else int(self.max_iter))
-        model = TrigSearch(self, self._bounds(d), max_iter, self.ard, self._groups)
-        data = Data(Xs, yb, weights)
+        return TrigSearch(self, self._bounds(X.shape[1]), max_iter, self.ard, self._groups)
+
+    def _run_search(self, model, data, d, init, retrain, callback):
+        """The evidence search of ``model`` (hooks) on ``data`` from the starts
+        (or, ``optimize=False``, the evaluation at the user's values) as a
+        :class:`SearchRun`."""
         thetas, resume = self._search_inputs(d, init, retrain)
         if self.optimize:
             out = search(model, data, thetas, resume, retrain, callback)
-            theta, obj, final = out.theta, out.objective, out.final
-            cov = final.detail  # the covariance of the final evaluation
-            records, best, n_iter = out.records, out.best, int(out.result.n_iter)
             smo_iter = sum(max(0, int(r["info"].get("smo_iter", 0)))
                            for r in out.result.trajectory)
+            run = SearchRun(out.theta, out.final, None, out.records, out.best,
+                            int(out.result.n_iter), smo_iter)
+            obj = out.objective
         else:
             kappa0 = KAPPA0_STARTS[0] if self.kappa0 is None else self.kappa0
             kappa_b = KAPPA_B_START if self.kappa_b is None else self.kappa_b
             theta = self._theta_from(d, kappa0, self.kappa, kappa_b)
             obj, final = evaluate_at(model, data, theta, resume, retrain)
-            records, best, n_iter, smo_iter = [], 0, 0, 0
             cov = GaussianCovariance(kappa0, self._theta_kappa(d), kappa_b,  # the user's values
                                      self._groups if self.ard else None)
-        value, info = final.value, final.info
+            run = SearchRun(theta, final, cov, [fixed_record(theta, final.value, final.info)],
+                            0, 0, 0)
         if obj.smo_limit_hits:
-            warnings.warn(f"SMO reached max_iter={max_iter} in {obj.smo_limit_hits} MAP "
-                          "solve(s); the KKT conditions (5.31) may not hold to tol.",
-                          ConvergenceWarning, stacklevel=3)
-        if not self.optimize:
-            records.append(fixed_record(theta, value, info))
-        self._set_binary_fitted(theta, cov, value, info, Xs)
+            warnings.warn(f"SMO reached its iteration limit in {obj.smo_limit_hits} MAP "
+                          "solve(s); the KKT conditions (5.31) may not hold to tol; increase "
+                          "max_iter.", ConvergenceWarning, stacklevel=4)
+        return run
+
+    def _set_run_fitted(self, run, final, Xs, case_ids):
+        """Fitted attributes from the evaluation ``final`` of the search ``run``
+        (a binary model's, or its part of a shared search's) on ``Xs``."""
+        cov = final.detail if run.cov is None else run.cov
+        self._set_binary_fitted(run.theta, cov, final.value, final.info, Xs)
         keep_support_case_ids(self, case_ids)
-        self.n_iter_ = int(smo_iter + int(info["smo_iter"]))
-        self.n_opt_iter_ = n_iter
-        self.starts_ = records
-        self.best_start_ = int(best)
+        self.n_iter_ = int(run.smo_iter + int(final.info["smo_iter"]))
+        self.n_opt_iter_ = run.n_iter
+        self.starts_ = run.records
+        self.best_start_ = int(run.best)
 
     def _set_binary_fitted(self, theta, cov, value, info, Xs):
         """Fitted attributes of a binary model from its final evaluation."""

@@ -13,9 +13,13 @@ Two ways of splitting ``k`` classes into binary problems, chosen by
   (:mod:`bsvm_scale.inference.coupling`, ``coupling=...``).
 
 Each binary model has hyperparameters of its own, chosen by its own evidence
-search; the models are independent tasks (threads in ``fit``). Case weights
-are those of the whole fit (``sample_weight`` times ``class_weight`` of the
-original labels), restricted to each model's cases.
+search; the models are independent tasks (threads in ``fit``). With
+``shared_kernel=True`` (:func:`fit_shared`) they have one covariance instead,
+chosen by the sum of their evidences (5.35) in one search
+(:class:`~bsvm_scale.optimization.summed.SummedObjective`), on inputs
+standardised once on all cases. Case weights are those of the whole fit
+(``sample_weight`` times ``class_weight`` of the original labels),
+restricted to each model's cases.
 """
 
 from __future__ import annotations
@@ -28,9 +32,15 @@ from sklearn.base import clone
 from .._util.threads import thread_map
 from ..inference.coupling import COUPLINGS, ovo_pairs, ovo_votes, pairwise_matrix
 from ..inference.evidence_trig import trig_class_probability
+from ..optimization.objective import Warm
+from ..optimization.search import Data, Retrain
+from .._util.base import standardizer_for
+from .._util.validation import check_classification_data
+from .search_hooks import SharedSearch
+from .warm_start import carried_dual, keep_support_case_ids, previous_hessians, previous_thetas
 
 __all__ = ["Problem", "binary_pairs", "binary_problems", "subset", "check_multiclass_init", "fit_binaries",
-           "gather", "class_probabilities", "decision_values"]
+           "fit_shared", "retrain_starts", "shared_retrain", "gather", "class_probabilities", "decision_values"]
 
 
 class Problem(NamedTuple):
@@ -100,6 +110,75 @@ def fit_binaries(model, design, X, problems, callback, init, warm, case_ids, wei
         return est
 
     gather(model, thread_map(fit_one, range(len(problems)), n_jobs), problems)
+
+
+def fit_shared(model, X, problems, callback, init, retrain, case_ids, weights):
+    """Fit the binary models of ``problems`` with one covariance
+    (``shared_kernel=True``) and :func:`gather` them into ``model``.
+
+    One evidence search (``model``'s starts; ``init``: one dict, as for two
+    classes) of the sum of the binary models' evidences, each evaluation
+    solving their duals on ``n_jobs`` threads; ``callback(start, record,
+    state)`` as for two classes. ``retrain``: the list of
+    :func:`retrain_starts`, combined by :func:`shared_retrain`.
+    """
+    scaler = standardizer_for(model, X, weights)
+    Xs = scaler.transform(X)
+    parts = [(p.rows, np.where(p.y01 == 1, 1.0, -1.0), subset(weights, p.rows)) for p in problems]
+    hooks = SharedSearch(model._trig_search(X), parts, model.n_jobs)
+    run = model._run_search(hooks, Data(Xs, np.zeros(X.shape[0]), weights), X.shape[1], init,
+                            None if retrain is None else
+                            shared_retrain(retrain, [p[1].shape[0] for p in parts]), callback)
+    estimators = []
+    for p, final in zip(problems, run.final.detail):
+        est = clone(model).set_params(warm_start_from=None, class_weight=None)
+        _, _, est.classes_, _ = check_classification_data(est, model._design(subset(X, p.rows)),
+                                                          p.y01)
+        est._groups = model._groups
+        est.x_mean_, est.x_scale_ = scaler.mean, scaler.scale
+        est._set_run_fitted(run, final, subset(Xs, p.rows), subset(case_ids, p.rows))
+        estimators.append(est)
+    gather(model, estimators, problems)
+    keep_support_case_ids(model, case_ids)
+
+
+def retrain_starts(model, prev, classes, case_ids, problems):
+    """A retraining's :class:`~bsvm_scale.optimization.search.Retrain` per
+    binary model of ``model``: the earlier optimum, a warm start from the
+    earlier ``alpha`` on the cases still present (None without
+    ``case_ids``) and the earlier search's final model Hessian (None where
+    it has none); a list of them, one per binary model of ``problems``, with
+    more than two classes."""
+    def retrain(theta, earlier, hessian, rows=None):
+        alpha0 = carried_dual(earlier, subset(case_ids, rows), magnitude=True)
+        return Retrain(theta, None if alpha0 is None else Warm(alpha0), hessian)
+
+    thetas, hessians = previous_thetas(prev, classes), previous_hessians(prev, classes)
+    if classes.size == 2:
+        return retrain(thetas, prev, hessians)
+    before = getattr(prev, "multi_class", "ovr")
+    if before != model.multi_class:
+        raise ValueError(f"warm_start_from: the earlier model has multi_class={before!r}, "
+                         f"this one {model.multi_class!r}; retrain with the same multi_class.")
+    return [retrain(t, e, h, p.rows)
+            for t, e, h, p in zip(thetas, prev.estimators_, hessians, problems)]
+
+
+def shared_retrain(retrains, sizes):
+    """One :class:`~bsvm_scale.optimization.search.Retrain` of a shared
+    search from the binary models' (the earlier model's, which shared one
+    optimum): their alphas end to end (zeros for a model of ``sizes[k]``
+    cases that carries none)."""
+    theta = retrains[0].theta
+    if not all(np.array_equal(r.theta, theta) for r in retrains):
+        raise ValueError("warm_start_from: the earlier model's binary models have "
+                         "hyperparameters of their own (shared_kernel=False); retrain with "
+                         "the same shared_kernel.")
+    if all(r.warm is None for r in retrains):
+        return Retrain(theta, None, retrains[0].hessian)
+    alpha = [np.zeros(n) if r.warm is None else np.asarray(r.warm.dual, dtype=np.float64)
+             for r, n in zip(retrains, sizes)]
+    return Retrain(theta, Warm(np.concatenate(alpha)), retrains[0].hessian)
 
 
 def gather(model, estimators, problems):

@@ -18,8 +18,9 @@ from ..inference.objective_silf import SilfObjective
 from ..inference.objective_trig import TrigObjective
 from ..optimization.objective import Warm
 from ..optimization.starts import search_options
+from ..optimization.summed import SummedObjective
 
-__all__ = ["SilfSearch", "TrigSearch"]
+__all__ = ["SilfSearch", "TrigSearch", "SharedSearch"]
 
 
 class _Hooks:
@@ -138,3 +139,57 @@ class TrigSearch(_Hooks):
     @staticmethod
     def dual_state(dual):
         return {"alpha": dual}
+
+
+class SharedSearch:
+    """One covariance for several data sets: the hooks of ``inner`` (a
+    :class:`TrigSearch` or :class:`SilfSearch`) over the data sets ``parts``
+    (``(rows, y, weights)`` each, rows of the design matrix the search is
+    given), whose objective is the sum of theirs
+    (:class:`~bsvm_scale.optimization.summed.SummedObjective`).
+
+    The starts run one after the other and each evaluation's parts on
+    ``n_jobs`` threads; there is no subsample phase (``init_subsample`` is
+    None): a subsample of the design matrix is not a subsample of every part.
+    """
+
+    init_subsample = None
+
+    def __init__(self, inner, parts, n_jobs=None):
+        self.inner, self.parts, self.part_jobs = inner, list(parts), n_jobs
+        self.bounds, self.precondition = inner.bounds, inner.precondition
+        self.random_state, self.ard_mode = inner.random_state, inner.ard_mode
+        self.n_jobs = None
+
+    def part_data(self, data):
+        """Each part's :class:`~bsvm_scale.optimization.search.Data`."""
+        from ..optimization.search import Data
+
+        return [Data(np.ascontiguousarray(data.X if rows is None else data.X[rows]), y, w)
+                for rows, y, w in self.parts]
+
+    def objective(self, data, subsample=False):
+        parts = self.part_data(data)
+        return SummedObjective([self.inner.objective(p, subsample) for p in parts],
+                               [p.y.shape[0] for p in parts], self.part_jobs)
+
+    def options(self, phase=None):
+        return self.inner.options(phase)
+
+    def isotropic(self):
+        return SharedSearch(self.inner.isotropic(), self.parts, self.part_jobs)
+
+    def isotropic_theta(self, theta):
+        return self.inner.isotropic_theta(theta)
+
+    def ard_theta(self, theta):
+        return self.inner.ard_theta(theta)
+
+    def continuation_warm(self, final, data):
+        """Each part's isotropic solution, end to end."""
+        return Warm(np.concatenate([self.inner.continuation_warm(ev, p).dual
+                                    for ev, p in zip(final.detail, self.part_data(data))]))
+
+    @staticmethod
+    def dual_state(dual):
+        return {"dual": dual}

@@ -8,6 +8,8 @@ import pytest
 from bsvm_scale import BayesianSVC
 from bsvm_scale.inference.coupling import (couple_product, couple_wu_lin_weng, ovo_pairs,
                                            ovo_votes, pairwise_matrix)
+from bsvm_scale.inference.objective_trig import TrigObjective
+from bsvm_scale.models.multiclass import binary_pairs
 from bsvm_scale.storage import load_model, save_model
 
 FAST = {"n_starts": 1, "optimizer_options": {"maxiter": 4}}
@@ -152,3 +154,79 @@ def test_a_refit_on_an_array_drops_the_tables_groups():
     assert m.ard_groups_ is not None
     m.fit(X, y)
     assert getattr(m, "ard_groups_", None) is None
+
+
+@pytest.fixture(scope="module")
+def shared():
+    X, y = _three(seed=3)
+    return X, y, BayesianSVC(shared_kernel=True, n_jobs=1, n_starts=1).fit(X, y)
+
+
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_a_shared_kernel_is_the_best_point_of_the_summed_evidence(multi_class):
+    X, y = _three(seed=3)
+    m = BayesianSVC(shared_kernel=True, multi_class=multi_class, n_jobs=1, n_starts=1).fit(X, y)
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)  # standardised once, on all cases
+    theta = m.estimators_[0].theta_
+    for (i, j), est, lev in zip(binary_pairs(3, multi_class), m.estimators_, m.log_evidence_):
+        np.testing.assert_array_equal(est.theta_, theta)
+        rows = np.flatnonzero((y == m.classes_[i]) | (y == m.classes_[j])) if j is not None \
+            else np.arange(y.size)
+        yb = np.where(y[rows] == m.classes_[i], 1.0, -1.0)
+        ev = TrigObjective(Xs[rows], yb, False, tol=1e-9).evaluate(theta)
+        assert -ev.value == pytest.approx(lev, abs=2e-3)
+    trajectory = m.estimators_[0].starts_[0]["trajectory"]  # the one search's, summed
+    assert -m.log_evidence_.sum() == pytest.approx(min(r["fun"] for r in trajectory), abs=1e-9)
+
+
+def test_a_shared_kernel_model_on_threads_is_that_of_one_thread(shared):
+    X, y, m = shared
+    two = BayesianSVC(**{**m.get_params(), "n_jobs": 2}).fit(X, y)
+    np.testing.assert_array_equal(two.log_evidence_, m.log_evidence_)
+    np.testing.assert_array_equal(two.predict_proba(X), m.predict_proba(X))
+
+
+def test_a_shared_kernel_model_file_round_trips(shared, tmp_path):
+    X, y, m = shared
+    save_model(m, tmp_path / "shared.h5")
+    back = load_model(tmp_path / "shared.h5")
+    assert back.shared_kernel is True
+    np.testing.assert_array_equal(back.predict_proba(X), m.predict_proba(X))
+
+
+def test_a_shared_kernel_search_resumes_exactly():
+    X, y = _three(seed=4)
+    kw = dict(shared_kernel=True, n_jobs=1, n_starts=1)
+    seen = []
+    whole = BayesianSVC(**kw).fit(X, y, callback=lambda k, rec, st: seen.append((k, rec, st)))
+    assert {k for k, _, _ in seen} == {0} and len(seen) >= 4
+    theta0 = whole.estimators_[0].starts_[0]["theta0"]
+    init = {"theta": theta0, "state": seen[2][2], "evaluations": [r for _, r, _ in seen[:3]]}
+    again = BayesianSVC(**kw).fit(X, y, init=init)
+    np.testing.assert_array_equal(again.log_evidence_, whole.log_evidence_)
+    np.testing.assert_array_equal(again.predict_proba(X), whole.predict_proba(X))
+
+
+def test_a_shared_kernel_retraining_starts_from_the_earlier_optimum_and_alphas(shared):
+    X, y, first = shared
+    ids = np.arange(y.size)
+    first = BayesianSVC(**first.get_params()).fit(X, y, case_ids=ids)
+    kw = dict(shared_kernel=True, n_jobs=1, warm_start_from=first,
+              optimizer_options={"maxiter": 3})
+    again = BayesianSVC(**kw).fit(X, y, case_ids=ids)
+    cold = BayesianSVC(**kw).fit(X, y)
+    np.testing.assert_array_equal(again.estimators_[0].starts_[0]["theta0"],
+                                  first.estimators_[0].theta_)
+    smo = [e.estimators_[0].starts_[0]["trajectory"][0]["info"]["smo_iter"] for e in (again, cold)]
+    assert smo[0] < smo[1]
+    separate = BayesianSVC(n_jobs=1, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="same shared_kernel"):
+        BayesianSVC(shared_kernel=True, warm_start_from=separate, **FAST).fit(X, y)
+
+
+def test_two_classes_ignore_shared_kernel():
+    X, y = _three()
+    keep = y != "c"
+    a = BayesianSVC(n_jobs=1, **FAST).fit(X[keep], y[keep])
+    b = BayesianSVC(shared_kernel=True, n_jobs=1, **FAST).fit(X[keep], y[keep])
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))

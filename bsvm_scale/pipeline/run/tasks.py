@@ -275,7 +275,9 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     model.fit(model_inputs(Xtr, coding), ytr, callback=writer,
               init=inits[0] if n_models == 1 else inits, case_ids=case_ids,
               **_weight_kw(model, weights))
-    theta = model.theta_ if n_models == 1 else theta0
+    theta = theta0 if n_models > 1 else getattr(model, "theta_", None)
+    if theta is None:  # one search of a multi-class model (shared_kernel)
+        theta = model.estimators_[0].theta_
     return model, {"theta0": theta0, "trajectory": _trajectory_of(model, theta0),
                    "theta": np.asarray(theta, float),
                    "resumed_from": writer.n_replayed if resumed else -1}
@@ -291,14 +293,16 @@ def _binary_names(model):
 
 
 def _n_binary_models(kind, params, n_classes):
-    """The binary models a BTSVC fits on ``n_classes`` classes (one per class
-    for "ovr", per pair for "ovo", the estimator's default when ``params``
-    do not say); 1 for two classes and other kinds."""
+    """The binary-model searches a BTSVC makes on ``n_classes`` classes (one
+    per class for "ovr", per pair for "ovo", the estimator's default when
+    ``params`` do not say); 1 for two classes, for one search of all binary
+    models (``shared_kernel``) and for other kinds."""
     if kind != "btsvc" or n_classes <= 2:
         return 1
     from ...models.multiclass import binary_pairs
 
-    return len(binary_pairs(n_classes, make_estimator(kind, params).multi_class))
+    est = make_estimator(kind, params)
+    return 1 if est.shared_kernel else len(binary_pairs(n_classes, est.multi_class))
 
 
 class _CheckpointWriter:
