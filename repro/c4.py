@@ -32,8 +32,10 @@ def _binary_rows(model, X, y):
                                                           _binary_tasks(model, y))):
         h = est.hyperparameters_
         err = float(np.mean((mu[cases, k] > 0) != positive[cases]))
-        rows.append([name, int(len(est.support_)), h.get("kappa0"), h.get("kappa"),
-                     h.get("kappa_b"), err, *evaluation_seconds(est.starts_)])
+        row = [name, int(len(est.support_)), h.get("kappa0"), h.get("kappa"), h.get("kappa_b"),
+               err]
+        rows.append(row if getattr(model, "shared_kernel", False) else
+                    row + list(evaluation_seconds(est.starts_)))
     return rows
 
 
@@ -48,11 +50,15 @@ def _model_lines(run, ds, m, te, d):
         return lines
     rows = _binary_rows(model, d.X[te], d.y[te])
     kind = "one-versus-rest" if getattr(model, "multi_class", "ovr") == "ovr" else "pairwise"
-    lines += ["", f"Binary {kind} classifiers of {m} (time: "
-              f"{e['task'].get('fit_time', np.nan):.0f} s for all {len(rows)}; per classifier: "
-              "the seconds of its MAP solves and of its evidence evaluations, every start):", ""]
-    return lines + table(["classifier", "SVs", "kappa0", "kappa", "kappa_b", "test error",
-                          "MAP solves [s]", "evidence [s]"], rows) + [""]
+    fit = f"{e['task'].get('fit_time', np.nan):.0f} s for all {len(rows)}"
+    head = ["classifier", "SVs", "kappa0", "kappa", "kappa_b", "test error"]
+    if getattr(model, "shared_kernel", False):
+        lines += ["", f"Binary {kind} classifiers of {m}, one kernel for all chosen by the sum "
+                  f"of their evidences (time: {fit}, one search):", ""]
+        return lines + table(head, rows) + [""]
+    lines += ["", f"Binary {kind} classifiers of {m} (time: {fit}; per classifier: the seconds "
+              "of its MAP solves and of its evidence evaluations, every start):", ""]
+    return lines + table(head + ["MAP solves [s]", "evidence [s]"], rows) + [""]
 
 
 def section(run, figs, notes, prose):

@@ -184,11 +184,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         cases, probabilities normalised (the thesis' C4). Ignored for two
         classes.
     shared_kernel : bool, default=False
-        More than two classes: one ``(kappa0, kappa, kappa_b)`` for every
-        binary model, chosen by the sum of their evidences (one search,
-        each evaluation solving every binary dual; inputs standardised on
-        all cases), as one kernel in LIBSVM or a GP classifier; False, each
-        binary model its own (:mod:`bsvm_scale.models.multiclass`).
+        One ``(kappa0, kappa, kappa_b)`` for all binary models of more than
+        two classes, chosen by the sum of their evidences (one search, as
+        for two classes: ``init`` one dict, ``callback`` start indices ints;
+        inputs standardised on all cases), as one kernel in LIBSVM or a GP
+        classifier; False, each its own (:mod:`bsvm_scale.models.multiclass`).
     coupling : {"product", "wu_lin_weng"}, default="product"
         How "ovo" turns the pairwise probabilities (5.42) into class
         probabilities (:mod:`bsvm_scale.inference.coupling`): "product",
@@ -568,9 +568,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             run = SearchRun(theta, final, cov, [fixed_record(theta, final.value, final.info)],
                             0, 0, 0)
         if obj.smo_limit_hits:
-            warnings.warn(f"SMO reached its iteration limit in {obj.smo_limit_hits} MAP "
-                          "solve(s); the KKT conditions (5.31) may not hold to tol; increase "
-                          "max_iter.", ConvergenceWarning, stacklevel=4)
+            warnings.warn(f"SMO reached max_iter={model.max_iter} in {obj.smo_limit_hits} "
+                          "MAP solve(s); the KKT conditions (5.31) may not hold to tol.",
+                          ConvergenceWarning, stacklevel=4)
         return run
 
     def _set_run_fitted(self, run, final, Xs, case_ids):

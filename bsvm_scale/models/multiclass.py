@@ -160,6 +160,8 @@ def retrain_starts(model, prev, classes, case_ids, problems):
     if before != model.multi_class:
         raise ValueError(f"warm_start_from: the earlier model has multi_class={before!r}, "
                          f"this one {model.multi_class!r}; retrain with the same multi_class.")
+    if getattr(prev, "shared_kernel", False) != model.shared_kernel:
+        hessians = [None] * len(problems)  # the curvature of the other objective (a sum or a part)
     return [retrain(t, e, h, p.rows)
             for t, e, h, p in zip(thetas, prev.estimators_, hessians, problems)]
 

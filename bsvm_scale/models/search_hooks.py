@@ -6,7 +6,8 @@ each give it a :class:`~bsvm_scale.optimization.search.SearchModel` --
 objective on any part of its standardised training data, holds its box and
 optimiser options, and says how its isotropic model begins an ARD search and
 how a solution warm-starts the next solve. A third model needs only such a
-class.
+class. :class:`SharedSearch` turns either into the hooks of one covariance
+for several data sets (the sum of their evidences).
 """
 
 from __future__ import annotations
@@ -160,6 +161,11 @@ class SharedSearch:
         self.bounds, self.precondition = inner.bounds, inner.precondition
         self.random_state, self.ard_mode = inner.random_state, inner.ard_mode
         self.n_jobs = None
+
+    @property
+    def max_iter(self):
+        """The SMO iteration limit of each part's solves."""
+        return self.inner.max_iter
 
     def part_data(self, data):
         """Each part's :class:`~bsvm_scale.optimization.search.Data`."""

@@ -29,8 +29,9 @@ from .objective import BestPoint, Evaluation, Warm
 
 __all__ = ["SummedObjective", "combine_info"]
 
-#: info entries that add up over the parts (the rest: the first part's, except
-#: ``smo_violation``, the largest)
+#: info entries that add up over the parts (seconds: summed over the parts,
+#: which may have run on several threads); of the rest only ``smo_violation``
+#: (the largest), ``method`` (the first part's) and ``rejected`` are kept
 _ADDITIVE = ("n_sv", "smo_iter", "error", "map_s", "evidence_s")
 
 
@@ -49,6 +50,15 @@ def combine_info(infos):
     if any("rejected" in i for i in infos):
         out["rejected"] = next(str(i["rejected"]) for i in infos if "rejected" in i)
     return out
+
+
+def _evaluated(part, theta, need_grad, kw):
+    """``part.evaluate`` (``need_grad`` None: ``part.final``), then its caches
+    dropped: they hold kernel rows of this ``theta`` only, and with them kept
+    every part would hold its cache at once."""
+    ev = part.final(theta) if need_grad is None else part.evaluate(theta, need_grad, **kw)
+    part.release()
+    return ev
 
 
 class SummedObjective:
@@ -106,7 +116,13 @@ class SummedObjective:
         kept = [p.best for p in self.parts]
         for p in self.parts:  # each part's best becomes this evaluation
             p.best = None
-        parts = thread_map(lambda p: p.evaluate(theta, need_grad, **kw), self.parts, self.n_jobs)
+        try:
+            parts = thread_map(lambda p: _evaluated(p, theta, need_grad, kw), self.parts,
+                               self.n_jobs)
+        except BaseException:
+            for p, b in zip(self.parts, kept):
+                p.best = b
+            raise
         value = float(sum(e.value for e in parts))
         grad = None
         if need_grad and all(e.grad is not None for e in parts):
@@ -131,7 +147,7 @@ class SummedObjective:
         """Every part's final evaluation at ``theta`` (at the summed best
         point, from each part's solution there), summed."""
         theta = np.array(theta, dtype=float)
-        parts = thread_map(lambda p: p.final(theta), self.parts, self.n_jobs)
+        parts = thread_map(lambda p: _evaluated(p, theta, None, None), self.parts, self.n_jobs)
         value = float(sum(e.value for e in parts))
         return Evaluation(theta, value, None, combine_info([e.info for e in parts]),
                           self._joined([e.dual for e in parts]),
@@ -166,8 +182,13 @@ class SummedObjective:
             return
         for k, p in enumerate(self.parts):
             prefix = f"part{k}."
-            p.set_state({key[len(prefix):]: v for key, v in state.items()
-                         if key.startswith(prefix)})
+            own = {key[len(prefix):]: v for key, v in state.items() if key.startswith(prefix)}
+            if not own:
+                raise ValueError(f"the state of a search over {len(self.parts)} data sets must "
+                                 f"hold the keys part<k>.* of each; part{k}.* are missing (got "
+                                 f"{sorted(state)[:5]!r}...). Pass the state recorded for the "
+                                 "same model and data.")
+            p.set_state(own)
         self.best = None
         if "best_value" in state:
             duals = [None if p.best is None else p.best.dual for p in self.parts]

@@ -91,6 +91,8 @@ def test_state_round_trip_and_bare_dual():
     other.set_state(state)
     assert other.best.value == obj.best.value
     np.testing.assert_array_equal(other.best.dual, obj.best.dual)
+    with pytest.raises(ValueError, match="part1"):
+        other.set_state({"part0.warm": np.zeros(3), "part2.warm": np.zeros(4)})
     other.set_state({"dual": np.arange(9.0)})
     assert other.best is None
     np.testing.assert_array_equal(other.parts[1].warm.dual, [3.0, 4.0])
@@ -134,11 +136,20 @@ class _Hooks:
         return TrigObjective(data.X, data.y, False, tol=1e-6)
 
     def options(self, phase=None):
-        return {"maxiter": 6}
+        return {"maxiter": 30}
 
     @staticmethod
     def dual_state(dual):
         return {"alpha": dual}
+
+
+def _cut(funs):
+    """Where to interrupt a recorded search: after its first evaluation that
+    is worse than the best before it (the restored state's last solution is
+    then not its best point's), else after the third."""
+    worse = [k for k in range(2, len(funs) - 1) if funs[k] > min(funs[:k])]
+    assert len(funs) > 4
+    return worse[0] + 1 if worse else 3
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -149,8 +160,7 @@ def test_a_shared_search_resumed_from_a_checkpoint_equals_the_uninterrupted_one(
     seen = []
     full = search(SharedSearch(_Hooks(), parts, n_jobs=2), data, [theta0],
                   callback=lambda k, rec, st: seen.append((rec, st)))
-    assert len(seen) >= 4
-    cut = 3
+    cut = _cut([r["fun"] for r, _ in seen])
     resumed = search(SharedSearch(_Hooks(), parts, n_jobs=2), data, [theta0],
                      resume=Resume(theta0, seen[cut - 1][1], None, [r for r, _ in seen[:cut]]))
     one_thread = search(SharedSearch(_Hooks(), parts, n_jobs=None), data, [theta0])
@@ -161,3 +171,22 @@ def test_a_shared_search_resumed_from_a_checkpoint_equals_the_uninterrupted_one(
         assert other.final.value == full.final.value
         np.testing.assert_array_equal(other.final.dual, full.final.dual)
     assert resumed.records[0]["n_replayed"] == cut
+
+
+def test_a_restored_state_reproduces_the_final_evaluation_at_the_best_point():
+    X, parts = _trig_parts(2)
+    sizes = [p[1].size for p in parts]
+    make = lambda: SummedObjective(  # noqa: E731
+        [TrigObjective(X if r is None else X[r], y, False, tol=1e-3) for r, y, _ in parts], sizes)
+    obj = make()
+    for t in ([2.0, -1.0, 3.0], [1.0, -2.0, 2.0], [2.5, 0.0, 4.0]):
+        obj.evaluate(np.array(t))
+    state = obj.get_state()
+    best = obj.best.theta
+    again = make()
+    again.set_state(state)
+    a, b = obj.final(best), again.final(best)
+    assert a.value == b.value
+    np.testing.assert_array_equal(a.dual, b.dual)
+    cold = make().final(best)  # from no solution: SMO stops elsewhere within tol
+    assert not np.array_equal(cold.dual, a.dual)
