@@ -45,8 +45,8 @@ from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, SearchRun, ard_groups, table_groups
-from .multiclass import (COUPLINGS, binary_problems, class_probabilities, decision_values,
-                         fit_binaries, fit_shared, retrain_starts)
+from .multiclass import (COUPLINGS, FitJob, binary_problems, class_probabilities,
+                         decision_values, fit_binaries, fit_shared, retrain_starts)
 from .search_hooks import TrigSearch
 from .warm_start import check_case_ids, keep_support_case_ids, previous_model
 from ..optimization.records import fixed_record
@@ -445,6 +445,26 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         -------
         self : BayesianSVC
         """
+        job = self._prepare(X, y, sample_weight, case_ids)
+        with fit_threads(self.n_jobs):
+            if job.problems is None:
+                self._fit_binary(job.X, np.where(job.y == self.classes_[1], 1.0, -1.0), callback,
+                                 init, job.warm, job.case_ids, job.weights)
+            elif self.shared_kernel:
+                fit_shared(self, job, callback, init)
+            else:
+                # the binary models on n_jobs threads, or with a callback (a
+                # pipeline's checkpoints, one writer) one after the other
+                outer = self.n_jobs if callback is None else None
+                fit_binaries(self, job, callback, init, outer,
+                             self.n_jobs if outer is None else None)
+        return self
+
+    def _prepare(self, X, y, sample_weight=None, case_ids=None, retrain=True):
+        """Validate a fit's data, set the class attributes (``classes_``,
+        ``class_weight_``, a table's coding) and return its
+        :class:`~bsvm_scale.models.multiclass.FitJob` (``retrain``: with the
+        warm starts of ``warm_start_from``)."""
         X, y, classes, codes = check_classification_data(self, X, y)
         self._groups = ard_groups(self)
         self._check_params(X.shape[1])
@@ -453,19 +473,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         weights = self._case_weights(sample_weight, codes)
         self.classes_ = classes
         case_ids = check_case_ids(case_ids, X.shape[0])
-        prev = previous_model(self.warm_start_from, BayesianSVC, X.shape[1], self.ard,
-                              self._groups)
+        prev = None if not retrain else previous_model(self.warm_start_from, BayesianSVC,
+                                                       X.shape[1], self.ard, self._groups)
         problems = None if classes.size == 2 else binary_problems(y, classes, self.multi_class)
         warm = None if prev is None else retrain_starts(self, prev, classes, case_ids, problems)
-        with fit_threads(self.n_jobs):
-            if classes.size == 2:
-                self._fit_binary(X, np.where(y == classes[1], 1.0, -1.0), callback, init, warm,
-                                 case_ids, weights)
-            elif self.shared_kernel:
-                fit_shared(self, X, problems, callback, init, warm, case_ids, weights)
-            else:
-                self._fit_multiclass(X, problems, callback, init, warm, case_ids, weights)
-        return self
+        return FitJob(X, y, problems, warm, case_ids, weights)
 
     def _case_weights(self, sample_weight, codes):
         """The per-case weights of the fit, ``sample_weight_i * class_weight_[y_i]``
@@ -479,15 +491,6 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
             raise ValueError("sample_weight times class_weight is zero for every case, which "
                              "leaves nothing to fit; give some class and case a positive weight.")
         return np.ascontiguousarray(w, dtype=np.float64)
-
-    def _fit_multiclass(self, X, problems, callback, init, warm, case_ids=None, weights=None):
-        """The binary models of ``problems`` (:func:`fit_binaries`) on ``n_jobs``
-        threads, or, with a ``callback`` (a pipeline's checkpoints, one
-        writer), one after the other with the threads inside each."""
-        outer = self.n_jobs if callback is None else None
-        fit_binaries(self, self._design, X, problems, callback, init, warm, case_ids, weights,
-                     outer, self.n_jobs if outer is None else None)
-        keep_support_case_ids(self, case_ids)
 
     def _fit_binary_labels(self, X, y01, callback, init, warm, case_ids=None, weights=None):
         """Binary member of a multi-class model: a fit on 0/1 labels with the case

@@ -29,7 +29,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from .._util.threads import thread_map
+from .._util.threads import fit_threads, thread_map
 from ..inference.coupling import COUPLINGS, ovo_pairs, ovo_votes, pairwise_matrix
 from ..inference.evidence_trig import trig_class_probability
 from ..optimization.objective import Warm
@@ -39,8 +39,9 @@ from .._util.validation import check_classification_data
 from .search_hooks import SharedSearch
 from .warm_start import carried_dual, keep_support_case_ids, previous_hessians, previous_thetas
 
-__all__ = ["Problem", "binary_pairs", "binary_problems", "subset", "check_multiclass_init", "fit_binaries",
-           "fit_shared", "retrain_starts", "shared_retrain", "gather", "class_probabilities", "decision_values"]
+__all__ = ["Problem", "FitJob", "binary_pairs", "binary_problems", "subset", "check_multiclass_init",
+           "fit_problem", "fit_binaries", "fit_one_binary", "assemble", "fit_shared",
+           "retrain_starts", "shared_retrain", "gather", "class_probabilities", "decision_values"]
 
 
 class Problem(NamedTuple):
@@ -86,49 +87,102 @@ def check_multiclass_init(init, n_models, strategy, n_classes):
     return list(init)
 
 
-def fit_binaries(model, design, X, problems, callback, init, warm, case_ids, weights,
-                 n_jobs, inner_jobs):
-    """Fit one binary model per problem (on ``n_jobs`` threads, each model's
-    own search on ``inner_jobs``) and :func:`gather` them into ``model``.
+class FitJob(NamedTuple):
+    """A BTSVC fit's validated data (``BayesianSVC._prepare``): the design
+    matrix, the labels, the binary problems (None: two classes), the
+    retraining's warm starts (None, a ``Retrain`` or one per problem), the
+    case ids and the case weights (None: all 1)."""
 
-    Each is a clone of ``model`` fitted on its rows (``design`` codes them as
-    the fit's table, if any) with its own entry of ``init`` (checked here)
-    and ``warm`` (None or a list), its rows' ``case_ids`` and ``weights``,
-    and ``callback((m, start), record, state)`` for model ``m``.
-    """
-    k = model.classes_.size
-    init = check_multiclass_init(init, len(problems), model.multi_class, k)
+    X: np.ndarray
+    y: np.ndarray
+    problems: list | None
+    warm: object
+    case_ids: np.ndarray | None
+    weights: np.ndarray | None
+
+
+def fit_problem(model, job, m, callback=None, init=None, inner_jobs=None):
+    """Binary model ``m`` of ``job``: a clone of ``model`` fitted on its rows
+    (coded as the fit's table, if any) with its entry of the retraining's
+    warm starts, its rows' case ids and weights, ``init`` (a dict or None)
+    and ``callback(start, record, state)``, its search on ``inner_jobs``
+    threads."""
+    rows = job.problems[m].rows
+    est = clone(model).set_params(warm_start_from=None, n_jobs=inner_jobs, class_weight=None)
+    est._fit_binary_labels(model._design(subset(job.X, rows)), job.problems[m].y01, callback,
+                           init, None if job.warm is None else job.warm[m],
+                           subset(job.case_ids, rows), subset(job.weights, rows))
+    return est
+
+
+def fit_binaries(model, job, callback, init, n_jobs, inner_jobs):
+    """Fit one binary model per problem of ``job`` (:func:`fit_problem`, on
+    ``n_jobs`` threads, each search on ``inner_jobs``) and :func:`gather`
+    them into ``model``. ``init``: one entry per model (checked here);
+    ``callback((m, start), record, state)`` for model ``m``."""
+    init = check_multiclass_init(init, len(job.problems), model.multi_class, model.classes_.size)
 
     def fit_one(m):
         cb = None if callback is None else \
             (lambda s, rec, state: callback((m, s), rec, state))
-        rows = problems[m].rows
-        est = clone(model).set_params(warm_start_from=None, n_jobs=inner_jobs, class_weight=None)
-        est._fit_binary_labels(design(subset(X, rows)), problems[m].y01, cb, init[m],
-                               None if warm is None else warm[m], subset(case_ids, rows),
-                               subset(weights, rows))
-        return est
+        return fit_problem(model, job, m, cb, init[m], inner_jobs)
 
-    gather(model, thread_map(fit_one, range(len(problems)), n_jobs), problems)
+    gather(model, thread_map(fit_one, range(len(job.problems)), n_jobs), job.problems)
+    keep_support_case_ids(model, job.case_ids)
 
 
-def fit_shared(model, X, problems, callback, init, retrain, case_ids, weights):
-    """Fit the binary models of ``problems`` with one covariance
+def fit_one_binary(model, X, y, index, sample_weight=None, callback=None, init=None,
+                   case_ids=None):
+    """Binary model ``index`` (``estimators_`` order) of ``model``'s fit on
+    ``X``, ``y`` alone -- what ``model.fit`` fits for it, on ``n_jobs``
+    threads -- for a pipeline's task per binary model; :func:`assemble`
+    makes the multi-class model of all of them. ``init`` and ``callback``
+    as for two classes. Returns the fitted binary estimator (labels 0/1)."""
+    job = model._prepare(X, y, sample_weight, case_ids)
+    n = 0 if job.problems is None or model.shared_kernel else len(job.problems)
+    if not 0 <= int(index) < n:
+        raise ValueError(f"index must be one of the {n} separately fitted binary models of "
+                         f"this fit (multi_class={model.multi_class!r}, "
+                         f"shared_kernel={model.shared_kernel!r}, {model.classes_.size} "
+                         f"classes); got {index!r}.")
+    with fit_threads(model.n_jobs):
+        return fit_problem(model, job, int(index), callback, init, model.n_jobs)
+
+
+def assemble(model, X, y, estimators, sample_weight=None, case_ids=None):
+    """``model`` fitted on ``X``, ``y`` from its binary models ``estimators``
+    (:func:`fit_one_binary` for each index, in order), without fitting."""
+    job = model._prepare(X, y, sample_weight, case_ids, retrain=False)
+    n = 0 if job.problems is None or model.shared_kernel else len(job.problems)
+    if len(estimators) != n or n == 0:
+        raise ValueError(f"estimators must hold the {n} separately fitted binary models of "
+                         f"this fit (multi_class={model.multi_class!r}, shared_kernel="
+                         f"{model.shared_kernel!r}, {model.classes_.size} classes); got "
+                         f"{len(estimators)}.")
+    gather(model, list(estimators), job.problems)
+    keep_support_case_ids(model, job.case_ids)
+    return model
+
+
+def fit_shared(model, job, callback, init):
+    """Fit the binary models of ``job`` with one covariance
     (``shared_kernel=True``) and :func:`gather` them into ``model``.
 
     One evidence search (``model``'s starts; ``init``: one dict, as for two
     classes) of the sum of the binary models' evidences, each evaluation
     solving their duals on ``n_jobs`` threads; ``callback(start, record,
-    state)`` as for two classes. ``retrain``: the list of
-    :func:`retrain_starts`, combined by :func:`shared_retrain`.
+    state)`` as for two classes. The retraining's warm starts (one per
+    problem) are combined by :func:`shared_retrain`.
     """
+    X, problems, weights = job.X, job.problems, job.weights
     scaler = standardizer_for(model, X, weights)
     Xs = scaler.transform(X)
     parts = [(p.rows, np.where(p.y01 == 1, 1.0, -1.0), subset(weights, p.rows)) for p in problems]
+    retrain = None if job.warm is None else \
+        shared_retrain(job.warm, [p[1].shape[0] for p in parts])
     hooks = SharedSearch(model._trig_search(X), parts, model.n_jobs)
     run = model._run_search(hooks, Data(Xs, np.zeros(X.shape[0]), weights), X.shape[1], init,
-                            None if retrain is None else
-                            shared_retrain(retrain, [p[1].shape[0] for p in parts]), callback)
+                            retrain, callback)
     estimators = []
     for p, final in zip(problems, run.final.detail):
         est = clone(model).set_params(warm_start_from=None, class_weight=None)
@@ -136,10 +190,10 @@ def fit_shared(model, X, problems, callback, init, retrain, case_ids, weights):
                                                           p.y01)
         est._groups = model._groups
         est.x_mean_, est.x_scale_ = scaler.mean, scaler.scale
-        est._set_run_fitted(run, final, subset(Xs, p.rows), subset(case_ids, p.rows))
+        est._set_run_fitted(run, final, subset(Xs, p.rows), subset(job.case_ids, p.rows))
         estimators.append(est)
     gather(model, estimators, problems)
-    keep_support_case_ids(model, case_ids)
+    keep_support_case_ids(model, job.case_ids)
 
 
 def retrain_starts(model, prev, classes, case_ids, problems):

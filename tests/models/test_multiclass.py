@@ -279,3 +279,25 @@ def test_separate_searches_retrained_from_a_shared_model_begin_without_its_hessi
     assert all(r.hessian is None for r in starts)  # the sum's curvature is not a pair's
     same = retrain_starts(BayesianSVC(shared_kernel=True), m, m.classes_, None, problems)
     assert all(r.hessian is not None for r in same)
+
+
+@pytest.mark.parametrize("multi_class", ["ovo", "ovr"])
+def test_binary_models_fitted_alone_assemble_into_the_fitted_model(multi_class):
+    from bsvm_scale.models.multiclass import assemble, fit_one_binary
+
+    X, y = _three(seed=7)
+    ids = np.arange(y.size) * 3
+    w = np.where(np.arange(y.size) % 5 == 0, 2.0, 1.0)
+    kw = dict(multi_class=multi_class, class_weight={"a": 1.5}, n_jobs=1, **FAST)
+    whole = BayesianSVC(**kw).fit(X, y, sample_weight=w, case_ids=ids)
+    parts = [fit_one_binary(BayesianSVC(**kw), X, y, b, sample_weight=w, case_ids=ids)
+             for b in range(3)]
+    made = assemble(BayesianSVC(**kw), X, y, parts, sample_weight=w, case_ids=ids)
+    np.testing.assert_array_equal(made.log_evidence_, whole.log_evidence_)
+    np.testing.assert_array_equal(made.predict_proba(X), whole.predict_proba(X))
+    for a, b in zip(made.support_case_ids_, whole.support_case_ids_):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="index must be one of the 3"):
+        fit_one_binary(BayesianSVC(**kw), X, y, 3)
+    with pytest.raises(ValueError, match="estimators must hold the 3"):
+        assemble(BayesianSVC(**kw), X, y, parts[:2])

@@ -21,7 +21,7 @@ class _Interrupt(Exception):
 
 _DATA = {"bsvr": ("sinc_silf", 100, 50), "btsvc": ("gauss2d", 160, 80),
          "btsvc3": ("gauss2d", 180, 90), "btsvc3ovo": ("gauss2d", 180, 90),
-         "btsvc3shared": ("gauss2d", 180, 90),
+         "btsvc3shared": ("gauss2d", 180, 90), "btsvc3bin": ("gauss2d", 180, 90),
          "btsvc4": ("gauss2d", 200, 120), "bsvr_ard": ("robot_arm", 100, 50),
          "bsvr_ard_cont": ("robot_arm", 100, 50)}
 
@@ -44,12 +44,13 @@ def _spec(task_dir, start, kind="bsvr"):
                                 "btsvc3": {"multi_class": "ovr"},
                                 "btsvc3ovo": {"multi_class": "ovo"},
                                 "btsvc3shared": {"shared_kernel": True}}.get(kind, {})}
-    kind = {"btsvc3": "btsvc", "btsvc3ovo": "btsvc", "btsvc3shared": "btsvc", "btsvc4": "btsvc",
-            "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
+    binary = {"binary": 1} if kind == "btsvc3bin" else {}  # one binary model's own task
+    kind = {"btsvc3": "btsvc", "btsvc3ovo": "btsvc", "btsvc3shared": "btsvc", "btsvc3bin": "btsvc",
+            "btsvc4": "btsvc", "bsvr_ard": "bsvr", "bsvr_ard_cont": "bsvr"}.get(kind, kind)
     return {"task_id": "t", "kind": kind, "model": kind, "dataset": gen, "partition": 0,
             "params": params, "cv": None, "train": tr, "test": te,
             "data": (ds.X, y), "start": start, "n_starts": 2,
-            "task_dir": None if task_dir is None else str(task_dir)}
+            "task_dir": None if task_dir is None else str(task_dir), **binary}
 
 
 def _assert_same_result(res, ref):
@@ -71,6 +72,8 @@ def _assert_same_result(res, ref):
     ("btsvc3ovo", 3, "checkpoint_c0.h5"), ("btsvc3ovo", 22, "checkpoint_c1.h5"),
     # one kernel for the three pairs: one search, one checkpoint
     ("btsvc3shared", 4, "checkpoint.h5"),
+    # the second pair's model as a task of its own (pipeline/run/binaries.py)
+    ("btsvc3bin", 4, "checkpoint.h5"),
     # BSVR ARD: run 1 of the start is the run from the start, run 2 the one
     # from the isotropic optimum: inside run 1, at its end, inside run 2
     # (offsets from run 1's number of evaluations)

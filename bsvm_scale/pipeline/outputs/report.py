@@ -196,6 +196,8 @@ def _trajectory_plots(rec, out, plt):
     groups = {}
     for t in rec.get("tasks", {}).values():
         tr = t.get("trajectory")
+        if t.get("binary") is not None:  # its start's record carries the first one's
+            continue
         if isinstance(tr, dict) and tr.get("fun") is not None and np.size(tr["fun"]):
             groups.setdefault((t["dataset"], t["model"]), []).append(t)
     for (ds, model), ts in sorted(groups.items()):

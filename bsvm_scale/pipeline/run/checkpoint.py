@@ -6,8 +6,8 @@ Layout of a run directory::
     <run_dir>/.lock                fcntl lock held by the one driver of the run
     <run_dir>/data/<label>.h5      generated data sets (written once by the driver)
     <run_dir>/tasks/<task>/checkpoint.h5   last optimiser state of an in-flight start
-                                           (checkpoint_c<i>.h5: binary model
-                                           i of a multi-class BTSVC)
+                                           (a multi-class BTSVC start: in each
+                                           <task>__b<i>, binary model i's task)
     <run_dir>/tasks/<task>/result.h5       finished task: metrics, trajectory, ...
     <run_dir>/tasks/<task>/model.h5        the fitted model of the task
     <run_dir>/models/<dataset>__<model>__p<k>.h5   best model per partition

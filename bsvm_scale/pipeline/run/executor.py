@@ -3,7 +3,8 @@
 :func:`run_pipeline` turns a validated :class:`~bsvm_scale.pipeline.spec.config.Pipeline`
 into tasks -- one per (data set, model, partition, start) for BSVR/BTSVC, one
 per (data set, model, partition) otherwise, one per evidence grid
-(:mod:`.evidence_grid`) -- and runs them on a
+(:mod:`.evidence_grid`), one per binary model of a multi-class BTSVC start
+(:mod:`.binaries`) -- and runs them on a
 ``dask.distributed`` cluster: a ``LocalCluster`` (processes, one thread per
 worker, closed at the end) or an existing scheduler given by address.
 
@@ -46,6 +47,7 @@ from ..outputs.records import atomic_write_bytes, read_record, write_record
 from .checkpoint import RunLock
 from .backends import WORKER_ENV, ClusterSpec, build_cluster, has_bokeh
 from ..spec.config import BAYES_KINDS, TASK_OF, Pipeline
+from .binaries import expand_binaries, is_binary
 from .evidence_grid import dependencies, grid_records, grid_specs, is_grid
 from .fingerprint import (KEY_FILE, VERSIONS_DIR, dataset_key, key_changed, read_key,
                           reconcile_tasks, task_keys, write_key)
@@ -144,7 +146,8 @@ def plan_tasks(pipeline: Pipeline, data, run_dir: Path):
     for s in specs:
         s["task_dir"] = str(run_dir / "tasks" / s["task_id"])
     link_fixed(specs, pipeline.models)  # protocol A: tasks that wait for others
-    return specs + grid_specs(specs, pipeline.models)  # evidence grids wait for their starts
+    specs = specs + grid_specs(specs, pipeline.models)  # evidence grids wait for their starts
+    return expand_binaries(specs, data)  # multi-class BTSVC starts wait for their binary models
 
 
 def _retraining(params, m, dataset, partition):
@@ -195,7 +198,8 @@ def warm_numba_cache(pipeline: Pipeline, data):
         X, y = ds["X"][tr], ds["y"][tr]
         if TASK_OF[m.kind] == "classification":
             classes = np.unique(y)
-            idx = np.concatenate([np.flatnonzero(y == c)[:12] for c in classes[:2]])
+            # every class (a class_weight may name any of them)
+            idx = np.concatenate([np.flatnonzero(y == c)[:12] for c in classes])
         else:
             idx = np.arange(min(30, y.size))
         try:
@@ -263,7 +267,8 @@ def aggregate(pipeline, data, results, run_dir: Path):
     models_dir.mkdir(exist_ok=True)
     groups = {}
     for r in results.values():
-        if not is_grid(r):  # grids are kept apart (grid_records)
+        if not is_grid(r) and not is_binary(r):  # grids are kept apart (grid_records);
+            # binary-model tasks are parts of their start's (its binary_elapsed)
             groups.setdefault((r["dataset"], r["model"], r["partition"]), []).append(r)
     mspec = {m.label: m for m in pipeline.models}
     for (ds, model, p), rs in sorted(groups.items()):
@@ -283,7 +288,7 @@ def aggregate(pipeline, data, results, run_dir: Path):
                  "metrics": best["metrics"], "log_evidence": float(best["log_evidence"]),
                  "hyperparameters": best["hyperparameters"], "n_sv": int(best["n_sv"]),
                  "n_off_bound": int(best.get("n_off_bound", -1)),
-                 "time": float(sum(r["elapsed"] for r in rs)),
+                 "time": float(sum(r["elapsed"] + r.get("binary_elapsed", 0.0) for r in rs)),
                  "start_log_evidence": np.array([r["log_evidence"] for r in rs], dtype=float),
                  "model_file": f"models/{fname}"}
         if m.committee and len(rs) > 1:
@@ -500,7 +505,7 @@ def _submit(run, todo, client):
     futures, by_id = {}, {}
     for s in sorted(todo, key=lambda s: bool(dependencies(s))):  # dependents last
         key = f"bsvm-{s['task_id']}-{uuid.uuid4().hex[:8]}"
-        deps = [by_id[t] if t in by_id else run.results[t] for t in dependencies(s)]
+        deps = [by_id[t] if t in by_id else _done(run, t) for t in dependencies(s)]
         # partition-major: every data set's and model's partition 0 before any
         # partition 1, so that a run stopped early holds the first partitions of all
         by_id[s["task_id"]] = client.submit(run_task, s, *deps, key=key,
@@ -508,6 +513,16 @@ def _submit(run, todo, client):
                                             retries=run.pipeline.retries, pure=False)
         futures[by_id[s["task_id"]]] = s
     return futures
+
+
+def _done(run, task_id):
+    """What a task gets of a dependency finished before: its result, and for
+    a binary-model task also its model file's bytes (``{"result",
+    "model_h5"}``, as a task returns them)."""
+    rec = run.results[task_id]
+    if not is_binary(rec):
+        return rec
+    return {"result": rec, "model_h5": (run.run_dir / "tasks" / task_id / "model.h5").read_bytes()}
 
 
 def _run_todo(run, todo, *, scheduler, workers, stream, progress):

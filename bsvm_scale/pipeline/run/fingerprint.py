@@ -136,6 +136,8 @@ def task_keys(specs, data):
         body["params"] = _keyed_params(s["kind"], s["params"])
         if s.get("evidence_grid") is not None:
             body["evidence_grid"] = s["evidence_grid"]
+        if s.get("binary") is not None:  # one binary model of a multi-class start
+            body["binary"] = int(s["binary"])
         if s.get("sample_weight") is False and data[s["dataset"]].get("weights") is not None:
             body["sample_weight"] = False
         keys[s["task_id"]] = _sha(_json(body), array_digest(np.asarray(s["train"])),

@@ -10,8 +10,11 @@ One task is one call of :func:`run_task` with a plain ``spec`` dict:
   (spaced by ``CHECKPOINT_SPACING``) through ``fit(callback=...)`` and
   resumes from it with ``fit(init=...)``,
   which replays the recorded evaluations: the resumed result equals the
-  uninterrupted one. A BTSVC with more than two classes keeps one such checkpoint
-  per binary model (``checkpoint_c<i>.h5``, ``estimators_`` order).
+  uninterrupted one. A pipeline fits every binary model of a multi-class
+  BTSVC start as a task of its own (spec ``binary``, :mod:`.binaries`; no test
+  predictions) and the start's task (spec ``binaries``) assembles them; a
+  start task that fits them all itself keeps one checkpoint per binary model
+  (``checkpoint_c<i>.h5``, ``estimators_`` order).
 * every other kind: one fit on one partition (SVR/SVC/TSVC optionally with a
   cross-validated grid search on the training part).
 
@@ -266,21 +269,69 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     kind, params = spec["kind"], dict(spec["params"])
     start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr,
                          coding, weights)
-    n_models = _n_binary_models(kind, params, np.unique(ytr).size)
-    thetas = start if isinstance(start, list) else [start] * n_models
+    b = spec.get("binary")
+    n_models = 1 if b is not None else _n_binary_models(kind, params, np.unique(ytr).size)
+    thetas = [start[b] if isinstance(start, list) else start] if b is not None else \
+        start if isinstance(start, list) else [start] * n_models
     theta0 = thetas[0]
     writer = _CheckpointWriter(spec, theta0, n_models)
     inits, resumed = writer.inits(thetas)
     model = make_estimator(kind, {**params, "n_starts": 1})
-    model.fit(model_inputs(Xtr, coding), ytr, callback=writer,
-              init=inits[0] if n_models == 1 else inits, case_ids=case_ids,
-              **_weight_kw(model, weights))
+    kw = dict(callback=writer, case_ids=case_ids, **_weight_kw(model, weights))
+    if b is not None:  # one binary model of a multi-class start (binaries.py)
+        from ...models.multiclass import fit_one_binary
+
+        model = fit_one_binary(model, model_inputs(Xtr, coding), ytr, b, init=inits[0], **kw)
+    else:
+        model.fit(model_inputs(Xtr, coding), ytr, init=inits[0] if n_models == 1 else inits,
+                  **kw)
     theta = theta0 if n_models > 1 else getattr(model, "theta_", None)
     if theta is None:  # one search of a multi-class model (shared_kernel)
         theta = model.estimators_[0].theta_
     return model, {"theta0": theta0, "trajectory": _trajectory_of(model, theta0),
                    "theta": np.asarray(theta, float),
                    "resumed_from": writer.n_replayed if resumed else -1}
+
+
+def _assemble_bayes(spec, deps, Xtr, ytr, case_ids=None, coding=None, weights=None):
+    """A multi-class BTSVC start from its binary-model tasks' results
+    (:mod:`.binaries`): the model assembled from their model files (each
+    checked against the checksum its result vouches for); returns (model,
+    extra) as :func:`_fit_bayes`, the trajectory being the first binary
+    model's and ``binary_elapsed`` their seconds."""
+    from ...models.multiclass import assemble
+
+    parts = sorted((d for d in deps if d["result"].get("binary") is not None),
+                   key=lambda d: int(d["result"]["binary"]))
+    if [int(d["result"]["binary"]) for d in parts] != list(range(int(spec["binaries"]))):
+        raise ValueError(f"task {spec['task_id']}: the results of its {spec['binaries']} "
+                         "binary-model tasks are incomplete; run the pipeline again.")
+    estimators = []
+    for d in parts:
+        if hashlib.sha256(d["model_h5"]).hexdigest() != d["result"]["model_sha256"]:
+            raise ValueError(f"task {d['result']['task_id']}: its model file does not match "
+                             "its result's checksum; delete the task directory and run again.")
+        estimators.append(_model_from_bytes(d["model_h5"]))
+    model = make_estimator(spec["kind"], {**spec["params"], "n_starts": 1})
+    assemble(model, model_inputs(Xtr, coding), ytr, estimators, case_ids=case_ids,
+             **_weight_kw(model, weights))
+    first = parts[0]["result"]
+    return model, {"theta0": first["theta0"], "trajectory": first["trajectory"],
+                   "theta": first["theta0"],
+                   "resumed_from": max(int(d["result"]["resumed_from"]) for d in parts),
+                   "binary_elapsed": float(sum(d["result"]["elapsed"] for d in parts))}
+
+
+def _model_from_bytes(data):
+    from ...storage import load_model
+
+    fd, tmp = tempfile.mkstemp(suffix=".h5")
+    os.close(fd)
+    try:
+        Path(tmp).write_bytes(data)
+        return load_model(tmp)
+    finally:
+        os.unlink(tmp)
 
 
 def _binary_names(model):
@@ -454,13 +505,18 @@ def _fit_and_predict(spec, deps, Xtr, ytr, Xte, case_ids=None, coding=None, weig
         if spec.get("fix_from") is not None:
             spec = {**spec, "params": fixed_params(spec, deps), "cv": None}
             model, extra = _fit_plain(spec, Xtr, ytr, coding, weights)
+        elif spec.get("binary") is not None:
+            model, extra = _fit_bayes(spec, Xtr, ytr, case_ids, coding, weights)
+        elif spec.get("binaries"):
+            model, extra = _assemble_bayes(spec, deps, Xtr, ytr, case_ids, coding, weights)
         elif spec["kind"] in ("bsvr", "btsvc"):
             model, extra = _fit_bayes(spec, Xtr, ytr, case_ids, coding, weights)
         else:
             model, extra = _fit_plain(spec, Xtr, ytr, coding, weights)
         fit_time = time.time() - t0
         t1 = time.time()
-        pred = _predict(model, spec["kind"], Xte)
+        # a binary model's labels are its problem's, not the data set's: no test predictions
+        pred = None if spec.get("binary") is not None else _predict(model, spec["kind"], Xte)
         predict_time = time.time() - t1
     return {"model": model, "extra": extra, "pred": pred, "fit_time": fit_time,
             "predict_time": predict_time, "caught": list(caught), "peak_scope": peak_scope}
@@ -471,7 +527,9 @@ def _result_record(spec, run, yte, t_start, n_train, n_test):
     import numba
 
     kind, pred, extra = spec["kind"], run["pred"], run["extra"]
-    if TASK_OF[kind] == "regression":
+    if pred is None:  # a binary-model task
+        metrics, pred = {}, {}
+    elif TASK_OF[kind] == "regression":
         metrics = regression_metrics(yte, pred["mean"], pred["std"])
     else:
         metrics = classification_metrics(yte, pred["pred"], pred["proba"], pred["classes"])
@@ -487,6 +545,8 @@ def _result_record(spec, run, yte, t_start, n_train, n_test):
         "trajectory": extra.get("trajectory"),
         "theta0": extra.get("theta0"), "theta": extra.get("theta"),
         "resumed_from": int(extra.get("resumed_from", -1)), "cv": extra.get("cv"),
+        **({} if spec.get("binary") is None else {"binary": int(spec["binary"])}),
+        **({} if "binary_elapsed" not in extra else {"binary_elapsed": extra["binary_elapsed"]}),
         "predictions": {k: v for k, v in pred.items() if v is not None},
         "warnings": [f"{w.category.__name__}: {w.message}" for w in run["caught"][:20]],
         "versions": versions(),
