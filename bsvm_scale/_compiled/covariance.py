@@ -320,3 +320,59 @@ def dcov_matvec(kern, idx, v):
     out = dcov_rows(kern, idx, idx, v)
     out[:, -1] = kern.kappa_b * _head_sum(v, idx.shape[0])
     return out
+
+
+@jit(parallel=True)
+def bilinear_dcov(kern, idx, p, v):
+    """``p^T (dSigma_M/d ln theta) v`` for every log hyperparameter over the
+    points ``idx`` (layout as in :func:`trace_dcov`), in O(m^2 d) time and
+    O(m d) memory.
+
+    ``dSigma`` is symmetric, so each unordered pair ``a < b`` is visited
+    once with the weight ``p_a v_b + p_b v_a``; the distances from row ``a``
+    to the rows after it are computed in one vectorised pass
+    (:func:`_bilinear_row`), and rows ``k`` and ``m - 1 - k`` share an
+    iteration so that every iteration has the same work. The evidence
+    gradient of BTSVC (5.36) takes it with ``p = v + u``.
+    """
+    X, w, kappa0, kappa_b = kern
+    m, d = idx.shape[0], X.shape[1]
+    Xm = np.empty((m, d))
+    for a in range(m):
+        Xm[a] = X[idx[a]]
+    Xt = np.ascontiguousarray(Xm.T)
+    part = np.zeros((m, d + 2))
+    for k in prange((m + 1) // 2):
+        acc = np.empty(m)
+        _bilinear_row(Xm, Xt, w, kappa0, p, v, k, acc, part)
+        if m - 1 - k != k:
+            _bilinear_row(Xm, Xt, w, kappa0, p, v, m - 1 - k, acc, part)
+    out = part.sum(axis=0)
+    out[-1] = kappa_b * _head_sum(p, m) * _head_sum(v, m)
+    return out
+
+
+@jit(inline="always")
+def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
+    """Row ``a``'s share of :func:`bilinear_dcov`: its diagonal pair and every
+    pair ``(a, b)`` with ``b > a``, into ``part[a]``."""
+    m, d = Xt.shape[1], Xt.shape[0]
+    part[a, 0] += p[a] * v[a] * kappa0  # distance 0
+    for b in range(a + 1, m):
+        acc[b] = 0.0
+    for l in range(d):
+        x, wl = Xm[a, l], w[l]
+        for b in range(a + 1, m):
+            t = x - Xt[l, b]
+            acc[b] += wl * t * t
+    pa, va, s = p[a], v[a], 0.0
+    for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
+        acc[b] = kappa0 * np.exp(-0.5 * acc[b]) * (pa * v[b] + p[b] * va)
+        s += acc[b]
+    part[a, 0] += s
+    for l in range(d):
+        x, sl = Xm[a, l], 0.0
+        for b in range(a + 1, m):
+            t = x - Xt[l, b]
+            sl += t * t * acc[b]
+        part[a, 1 + l] -= 0.5 * w[l] * sl

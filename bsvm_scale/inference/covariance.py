@@ -279,6 +279,15 @@ class GaussianCovariance:
         g = _ck.quad_dcov(kern, idx, _float_array(v, (idx.size,), "v"))
         return self._collapse(g)
 
+    def bilinear_grad(self, X, idx, p, v):
+        """``p^T (dSigma_M/d theta_j) v`` over the points ``idx`` for every ``j``
+        (each pair of points once: half the work of ``p @ matvec_grad``)."""
+        kern = self.kernel(X)
+        idx = _indices(idx, X.shape[0])
+        g = _ck.bilinear_dcov(kern, idx, _float_array(p, (idx.size,), "p"),
+                              _float_array(v, (idx.size,), "v"))
+        return self._collapse(g)
+
     def matvec_grad(self, X, idx, v):
         """``(dSigma_M/d theta_p) v`` as an ``m x n_theta`` array."""
         kern = self.kernel(X)

@@ -33,7 +33,8 @@ implicit term printed in E.16 is ``+``; differentiating (5.35) as above gives
 Writing ``w_m = v_m (1 - A_mm / Lambda_m) / Lambda_m`` (because
 ``[(Lambda^{-1}+Sigma)^{-1} Sigma]_mm = 1 - A_mm / Lambda_m``) and
 ``u = A w``, the two quadratic terms merge into ``-1/2 (v + u)^T (dSigma_p v)``,
-which :meth:`GaussianCovariance.matvec_grad` gives for all ``p`` at once.
+which :meth:`GaussianCovariance.bilinear_grad` gives for all ``p`` at once
+(each pair of SVs visited once).
 
 Cost: ``O(m^3)`` for the factorisation and inverse plus ``O(m^2 d)`` for the
 covariance contractions; only ``m x m`` arrays over the SV block exist.
@@ -205,8 +206,7 @@ def _gradient(cov, X, idx, v, lam, c, block, keep_factor):
     w = (v / c) * (1.0 - block.diag_A() / lam) / lam
     u = block.A_matvec(w)
     block.done()
-    G = cov.matvec_grad(X, idx, v)               # column p: dSigma_p v
-    return 0.5 * tr - 0.5 * ((v + u) @ G)
+    return 0.5 * tr - 0.5 * cov.bilinear_grad(X, idx, v + u, v)  # (v + u)^T dSigma_p v
 
 
 def predictive_moments(cov, X_sv, dual_coef, chol, lam_sqrt, Xt, chunk_bytes=32 * 2**20):

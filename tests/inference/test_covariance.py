@@ -210,6 +210,20 @@ def test_quad_grad(ard):
 
 
 @ARD
+@pytest.mark.parametrize("m", [1, 2, 40, 41])
+def test_bilinear_grad(ard, m):
+    """``p^T dSigma v`` over each pair once (rows folded two per iteration)
+    against the dense derivative matrices, odd and even block sizes."""
+    X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 10, m=m)
+    p, v = rng.normal(size=idx.size), rng.normal(size=idx.size)
+    v[::7] = 0.0
+    ref = np.array([p @ D @ v for D in dS])
+    scale = max(np.abs(p).sum() * np.abs(v).sum() * max(np.abs(D).max() for D in dS), 1.0)
+    got = GaussianCovariance(k0, k, kb).bilinear_grad(X, idx, p, v)
+    np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-13 * scale)
+
+
+@ARD
 def test_matvec_grad(ard):
     X, idx, (k0, k, kb), dS, rng = _subset_problem(ard, 9)
     v = rng.normal(size=idx.size)
@@ -357,6 +371,9 @@ def test_tied_ard_groups_share_a_weight_and_sum_their_gradients():
                                rtol=1e-12)
     np.testing.assert_allclose(tied.quad_grad(X, idx, v), summed(full.quad_grad(X, idx, v)),
                                rtol=1e-12)
+    p = rng.normal(size=idx.size)
+    np.testing.assert_allclose(tied.bilinear_grad(X, idx, p, v),
+                               summed(full.bilinear_grad(X, idx, p, v)), rtol=1e-12)
     mg = full.matvec_grad(X, idx, v)
     np.testing.assert_allclose(tied.matvec_grad(X, idx, v),
                                np.array([summed(row) for row in mg]), rtol=1e-12)

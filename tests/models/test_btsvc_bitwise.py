@@ -111,26 +111,30 @@ def fingerprints():
     return out
 
 
-#: :func:`fingerprints` of the code before weights (commit 765b418)
+#: :func:`fingerprints` of the code before weights (commit 765b418), except the
+#: evidence gradients and the fits after them: since the implicit term of the
+#: gradient (5.36) visits each pair of SVs once (``bilinear_dcov``) their bits
+#: differ in rounding (values and SMO iterates unchanged; ln evidence of the fits
+#: within 1e-12 relative), and those entries are the new code's
 REFERENCE = {
     'evidence_dense_False': (
         '0x1.e2704f1e3a748p+5',
-        '1d6bffdf5ecada9c2622894c',
+        'abb27a88a0d7f4b0cf344eaf',
         'f3e30e8eb84b57b90717a6d4',
         97,
     ),
     'evidence_dense_True': (
         '0x1.f4fcc58053eeep+5',
-        '3cbec49697246092deb91dc0',
+        '1c36b1f8aa701130b9d310cd',
         '4699c8f7408c2012c0bd7442',
         94,
     ),
-    'evidence_matrix_free': ('0x1.e26eda6c5185dp+5', '0572b23ebc73d3483beec467', 77),
-    'fit_ard': ('8507049867ef6bf8f4ac0ed5', '-0x1.31dc8bc052af7p+5', 360),
+    'evidence_matrix_free': ('0x1.e26eda6c5185dp+5', '3df7857eac2e6d5fce50e15a', 77),
+    'fit_ard': ('e17e04c80d73f0ebe1ac166b', '-0x1.31dc8bc052bd0p+5', 360),
     'fit_coarse': (
-        '82e4c4964ce81c68d50f44bc',
-        '-0x1.30c7cba03eeefp+5',
-        '7eb2944e62753025890faa7e',
+        '3bdc95cf7e4397597f909c10',
+        '-0x1.30c7cba03ef0dp+5',
+        'f2142f7d421cd5e45dd389be',
         376,
     ),
     'fit_fixed': (
@@ -146,7 +150,7 @@ REFERENCE = {
         '2cc273338e046f18fa65b53a',
         'd4980a66c39de2dbbdcffd9c',  # predictions: fixed column blocks (inference.linalg)
     ),
-    'fit_ovr': ('138e303f59cf4f5d35c41714', 'aef47d0b7c1f322aed2ec701'),
+    'fit_ovr': ('fc54141c09b9b8dd6946cfe4', '82e0e3c323dd8e194e4f9c2e'),
     'smo_loop': (
         '761d5a80a7a73bd2419e8bbf',
         '9ac26def68214eb7d8abcbcd',
