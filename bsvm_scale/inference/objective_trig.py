@@ -66,15 +66,30 @@ def _round_cases(alpha, g, w):
     return None if n - idx.size < SHRINK_MIN_FRACTION * n else idx
 
 
-def _recheck_left_out(cache, dual, idx, tol):
-    """Rebuild the gradient of the cases outside ``idx`` (one parallel pass
-    over the SVs) in ``dual.g``; True when one of them (of positive weight)
-    violates (5.31) by more than ``tol``."""
+def _recheck_left_out(cache, dual, idx, tol, before):
+    """Bring the gradient of the cases outside ``idx`` up to date in ``dual.g``
+    after a round that moved ``alpha[idx]`` from ``before``; True when one of
+    them (of positive weight) violates (5.31) by more than ``tol``.
+
+    Their ``alpha`` is 0 and stays so; only ``f = Sigma v`` changes, by the
+    covariance with the cases the round moved: ``g_i += y_i sum_j
+    Cov(x_i, x_j) y_j (alpha_j - before_j)`` over those ``j`` (one parallel
+    pass over the moved cases, typically few after a warm or low-rank
+    start), or, when more cases moved than there are SVs, a pass over the SVs
+    that rebuilds it."""
     y, w, alpha, g = dual
     out = np.ones(y.shape[0], dtype=bool)
     out[idx] = False
     out = np.flatnonzero(out)
-    g[out] = _gradient_pass(cache.covariance, cache.X, y, alpha, out, w)
+    moved = alpha[idx] != before
+    if np.count_nonzero(moved) < np.count_nonzero(alpha > 0.0):
+        j = idx[moved]
+        if j.size:
+            step = y[j] * (alpha[j] - before[moved])
+            g[out] += y[out] * cache.covariance.cross_matvec(
+                np.ascontiguousarray(cache.X[out]), np.ascontiguousarray(cache.X[j]), step)
+    else:
+        g[out] = _gradient_pass(cache.covariance, cache.X, y, alpha, out, w)
     return bool(np.any((g[out] < -tol) & (w[out] > 0.0)))
 
 
@@ -114,9 +129,10 @@ def solve_dual(cache, y, alpha0=None, tol=1e-3, max_iter=1_000_000, shrink=True,
     adds nothing to ``f = Sigma v``, so no LIBSVM-style ``G_bar`` is needed.
     Cases at ``alpha = 0`` with ``y f - 1 >= SHRINK_MARGIN`` are left out,
     SMO runs on the rest (rows of the working problem's length), then the
-    gradient of the left-out cases is rebuilt by one parallel pass over the
-    SVs and any that violates (5.31) joins the next round. The result
-    satisfies (5.31) on every case.
+    gradient of the left-out cases is brought up to date by one parallel
+    pass over the cases the round moved (or over the SVs, when more moved)
+    and any that violates (5.31) joins the next round. The result satisfies
+    (5.31) on every case.
 
     Parameters
     ----------
@@ -171,6 +187,7 @@ def _rounds(cache, dual, tol, max_iter, shrink):
         # every case in play (a cold start): a bounded number of iterations,
         # after which g (kept for every case) tells which can be shrunk
         budget = max_iter - n_iter if idx is not None or last else min(max_iter - n_iter, n)
+        before = None if idx is None else alpha[idx].copy()
         it, vmax, status = _smo_on(cache, dual, idx, tol, budget)
         n_iter += int(it)
         if status == 2 or n_iter >= max_iter:
@@ -179,7 +196,7 @@ def _rounds(cache, dual, tol, max_iter, shrink):
             if status == 0:
                 break
             continue
-        violated = _recheck_left_out(cache, dual, idx, tol)
+        violated = _recheck_left_out(cache, dual, idx, tol, before)
         if status == 0 and not violated:
             break
     return n_iter, vmax, status, n_active
