@@ -340,3 +340,14 @@ def trig_predictive_moments(S_tM, s_tt, S_M, v_M, lam_M):
     k_M^T (Lambda_M^-1 + Sigma_M)^-1 k_M`` (dense)."""
     A = np.linalg.inv(np.diag(1.0 / lam_M) + S_M)
     return S_tM @ v_M, s_tt - np.einsum("ij,jk,ik->i", S_tM, A, S_tM)
+
+
+def three_blobs(n_per=30, seed=1):
+    """Three Gaussian classes ``"a"``, ``"b"``, ``"c"`` in two inputs
+    (centres (0, 0), (2.5, 0), (0, 2.5), sd 0.9), ``n_per`` cases each: the
+    multi-class tests' data."""
+    rng = np.random.default_rng(seed)
+    centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
+    y = np.repeat(np.array(["a", "b", "c"]), n_per)
+    X = centers[np.repeat([0, 1, 2], n_per)] + 0.9 * rng.standard_normal((3 * n_per, 2))
+    return X, y

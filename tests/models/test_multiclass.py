@@ -4,6 +4,7 @@ retraining, resume and the decision-function shapes."""
 
 import numpy as np
 import pytest
+from reference import three_blobs
 
 from bsvm_scale import BayesianSVC
 from bsvm_scale.inference.coupling import (couple_product, couple_wu_lin_weng, ovo_pairs,
@@ -16,11 +17,7 @@ FAST = {"n_starts": 1, "optimizer_options": {"maxiter": 4}}
 
 
 def _three(n_per=30, seed=1):
-    rng = np.random.default_rng(seed)
-    centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
-    y = np.repeat(np.array(["a", "b", "c"]), n_per)
-    X = centers[np.repeat([0, 1, 2], n_per)] + 0.9 * rng.standard_normal((3 * n_per, 2))
-    return X, y
+    return three_blobs(n_per, seed)
 
 
 @pytest.fixture(scope="module")

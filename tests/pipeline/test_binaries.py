@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from reference import three_blobs
 
 from bsvm_scale import BayesianSVC
 from bsvm_scale.datasets import Dataset, write_dataset
@@ -33,11 +34,7 @@ settings = {{ optimizer_options = {{ maxiter = 5 }}, class_weight = {{ c = 2.0 }
 
 
 def _three(n_per=35, seed=0):
-    rng = np.random.default_rng(seed)
-    centers = np.array([[0, 0], [2.5, 0], [0, 2.5]])
-    y = np.repeat(np.array(["a", "b", "c"]), n_per)
-    X = centers[np.repeat([0, 1, 2], n_per)] + 0.9 * rng.standard_normal((3 * n_per, 2))
-    return X, y
+    return three_blobs(n_per, seed)
 
 
 def _spec(params, y, kind="btsvc", start=0):
