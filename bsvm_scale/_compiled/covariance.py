@@ -358,13 +358,7 @@ def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
     pair ``(a, b)`` with ``b > a``, into ``part[a]``."""
     m, d = Xt.shape[1], Xt.shape[0]
     part[a, 0] += p[a] * v[a] * kappa0  # distance 0
-    for b in range(a + 1, m):
-        acc[b] = 0.0
-    for l in range(d):
-        x, wl = Xm[a, l], w[l]
-        for b in range(a + 1, m):
-            t = x - Xt[l, b]
-            acc[b] += wl * t * t
+    _wsqdist_row(Xm, a, Xt[:, a + 1:], w, acc[a + 1:])
     pa, va, s = p[a], v[a], 0.0
     for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
         acc[b] = kappa0 * np.exp(-0.5 * acc[b]) * (pa * v[b] + p[b] * va)

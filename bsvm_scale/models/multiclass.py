@@ -39,7 +39,7 @@ from .._util.validation import check_classification_data
 from .search_hooks import SharedSearch
 from .warm_start import carried_dual, keep_support_case_ids, previous_hessians, previous_thetas
 
-__all__ = ["Problem", "FitJob", "binary_pairs", "binary_problems", "subset", "check_multiclass_init",
+__all__ = ["Problem", "FitJob", "binary_pairs", "separate_models", "binary_problems", "subset", "check_multiclass_init",
            "fit_problem", "fit_binaries", "fit_one_binary", "assemble", "fit_shared",
            "retrain_starts", "shared_retrain", "gather", "class_probabilities", "decision_values"]
 
@@ -59,6 +59,15 @@ def binary_pairs(n_classes, strategy):
     if strategy == "ovr":
         return [(i, None) for i in range(n_classes)]
     return ovo_pairs(n_classes)
+
+
+def separate_models(model, n_classes):
+    """The binary models ``model`` fits on ``n_classes`` classes with searches
+    of their own: one per class ("ovr") or pair ("ovo"); 0 for two classes
+    and for one search of them all (``shared_kernel``)."""
+    if n_classes <= 2 or model.shared_kernel:
+        return 0
+    return len(binary_pairs(n_classes, model.multi_class))
 
 
 def binary_problems(y, classes, strategy):
@@ -139,7 +148,7 @@ def fit_one_binary(model, X, y, index, sample_weight=None, callback=None, init=N
     makes the multi-class model of all of them. ``init`` and ``callback``
     as for two classes. Returns the fitted binary estimator (labels 0/1)."""
     job = model._prepare(X, y, sample_weight, case_ids)
-    n = 0 if job.problems is None or model.shared_kernel else len(job.problems)
+    n = separate_models(model, model.classes_.size)
     if not 0 <= int(index) < n:
         raise ValueError(f"index must be one of the {n} separately fitted binary models of "
                          f"this fit (multi_class={model.multi_class!r}, "
@@ -153,7 +162,7 @@ def assemble(model, X, y, estimators, sample_weight=None, case_ids=None):
     """``model`` fitted on ``X``, ``y`` from its binary models ``estimators``
     (:func:`fit_one_binary` for each index, in order), without fitting."""
     job = model._prepare(X, y, sample_weight, case_ids, retrain=False)
-    n = 0 if job.problems is None or model.shared_kernel else len(job.problems)
+    n = separate_models(model, model.classes_.size)
     if len(estimators) != n or n == 0:
         raise ValueError(f"estimators must hold the {n} separately fitted binary models of "
                          f"this fit (multi_class={model.multi_class!r}, shared_kernel="
@@ -214,7 +223,12 @@ def retrain_starts(model, prev, classes, case_ids, problems):
     if before != model.multi_class:
         raise ValueError(f"warm_start_from: the earlier model has multi_class={before!r}, "
                          f"this one {model.multi_class!r}; retrain with the same multi_class.")
-    if getattr(prev, "shared_kernel", False) != model.shared_kernel:
+    shared_before = getattr(prev, "shared_kernel", False)
+    if model.shared_kernel and not shared_before:
+        raise ValueError("warm_start_from: the earlier model's binary models have "
+                         "hyperparameters of their own (shared_kernel=False); retrain with "
+                         "the same shared_kernel.")
+    if shared_before != model.shared_kernel:
         hessians = [None] * len(problems)  # the curvature of the other objective (a sum or a part)
     return [retrain(t, e, h, p.rows)
             for t, e, h, p in zip(thetas, prev.estimators_, hessians, problems)]
@@ -223,13 +237,9 @@ def retrain_starts(model, prev, classes, case_ids, problems):
 def shared_retrain(retrains, sizes):
     """One :class:`~bsvm_scale.optimization.search.Retrain` of a shared
     search from the binary models' (the earlier model's, which shared one
-    optimum): their alphas end to end (zeros for a model of ``sizes[k]``
-    cases that carries none)."""
+    optimum, :func:`retrain_starts`): their alphas end to end (zeros for a
+    model of ``sizes[k]`` cases that carries none)."""
     theta = retrains[0].theta
-    if not all(np.array_equal(r.theta, theta) for r in retrains):
-        raise ValueError("warm_start_from: the earlier model's binary models have "
-                         "hyperparameters of their own (shared_kernel=False); retrain with "
-                         "the same shared_kernel.")
     if all(r.warm is None for r in retrains):
         return Retrain(theta, None, retrains[0].hessian)
     alpha = [np.zeros(n) if r.warm is None else np.asarray(r.warm.dual, dtype=np.float64)

@@ -37,14 +37,11 @@ def n_separate_models(spec, data):
     if spec["kind"] != "btsvc" or int(spec.get("start", -1)) < 0 or \
             spec.get("fix_from") is not None or spec.get("evidence_grid") is not None:
         return 0
-    from ...models.multiclass import binary_pairs
+    from ...models.multiclass import separate_models
     from .tasks import make_estimator
 
     k = np.unique(np.asarray(data[spec["dataset"]]["y"])[np.asarray(spec["train"])]).size
-    if k <= 2:
-        return 0
-    est = make_estimator("btsvc", spec["params"])
-    return 0 if est.shared_kernel else len(binary_pairs(k, est.multi_class))
+    return separate_models(make_estimator("btsvc", spec["params"]), k)
 
 
 def expand_binaries(specs, data):

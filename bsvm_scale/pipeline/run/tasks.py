@@ -270,9 +270,10 @@ def _fit_bayes(spec, Xtr, ytr, case_ids=None, coding=None, weights=None):
     start = _start_theta(kind, params, int(spec["start"]), int(spec["n_starts"]), Xtr, ytr,
                          coding, weights)
     b = spec.get("binary")
+    if b is not None:  # one binary model of a multi-class start: its own start point
+        start = start[b] if isinstance(start, list) else start
     n_models = 1 if b is not None else _n_binary_models(kind, params, np.unique(ytr).size)
-    thetas = [start[b] if isinstance(start, list) else start] if b is not None else \
-        start if isinstance(start, list) else [start] * n_models
+    thetas = start if isinstance(start, list) else [start] * n_models
     theta0 = thetas[0]
     writer = _CheckpointWriter(spec, theta0, n_models)
     inits, resumed = writer.inits(thetas)
@@ -348,12 +349,11 @@ def _n_binary_models(kind, params, n_classes):
     per class for "ovr", per pair for "ovo", the estimator's default when
     ``params`` do not say); 1 for two classes, for one search of all binary
     models (``shared_kernel``) and for other kinds."""
-    if kind != "btsvc" or n_classes <= 2:
+    if kind != "btsvc":
         return 1
-    from ...models.multiclass import binary_pairs
+    from ...models.multiclass import separate_models
 
-    est = make_estimator(kind, params)
-    return 1 if est.shared_kernel else len(binary_pairs(n_classes, est.multi_class))
+    return max(1, separate_models(make_estimator(kind, params), n_classes))
 
 
 class _CheckpointWriter:
