@@ -41,6 +41,8 @@ def n_separate_models(spec, data):
     from .tasks import make_estimator
 
     k = np.unique(np.asarray(data[spec["dataset"]]["y"])[np.asarray(spec["train"])]).size
+    if k <= 2:  # no estimator needed to know (planning stays free of model code)
+        return 0
     return separate_models(make_estimator("btsvc", spec["params"]), k)
 
 
