@@ -107,7 +107,7 @@ def trig_slack_terms(xi):
 
 def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False,
                      method="dense", tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
-                     predict_rank=None, weights=None):
+                     predict_rank=None, weights=None, dcov=None):
     """Negative log evidence (5.35) and gradient (5.36)/(5.37).
 
     Parameters
@@ -134,6 +134,10 @@ def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False
         ``max_rank`` and ``n_probes`` for the matrix-free one.
     weights : ndarray of shape (n,), optional
         Case weights of the MAP problem (None: all ones; module docstring).
+    dcov : FactorCovariance, optional
+        Computes the gradient's ``(v + u)^T dSigma_p v`` through a factor of
+        ``Sigma`` (:mod:`bsvm_scale.inference.map_factor`) instead of over
+        every pair of SVs.
 
     Returns
     -------
@@ -158,11 +162,11 @@ def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False
     with _blas_limit(m):
         return _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol,
                          max_rank, n_probes, max_rank if predict_rank is None else predict_rank,
-                         info)
+                         info, dcov)
 
 
 def _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol, max_rank,
-              n_probes, predict_rank, info):
+              n_probes, predict_rank, info, dcov=None):
     """:func:`neg_log_evidence` on the SVs ``idx`` (weights ``c``)."""
     v = y[idx] * alpha[idx]
     S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method)
@@ -175,7 +179,8 @@ def _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol, 
         info.update(support=idx, dual_coef=v, **block.for_prediction(predict_rank))
     if not need_grad:
         return value, None, info
-    return value, _gradient(cov, X, idx, v, lam, c, block, keep_factor), info
+    return value, _gradient(cov if dcov is None else dcov, X, idx, v, lam, c, block,
+                            keep_factor), info
 
 
 def _sv_function(cov, X, y, alpha, idx, v, f, method):
@@ -200,7 +205,8 @@ def _weighted_slack_terms(xi, c):
 def _gradient(cov, X, idx, v, lam, c, block, keep_factor):
     """Gradient (5.36)/(5.37) from the SV block: the trace term ``tr(A
     dSigma_p)``, and ``w``, ``u = A w`` of the implicit term (module
-    docstring; ``c``: the SVs' case weights)."""
+    docstring; ``c``: the SVs' case weights; ``cov``: anything with
+    :meth:`~bsvm_scale.inference.covariance.GaussianCovariance.bilinear_grad`)."""
     block.prepare_gradient(keep_factor)
     tr = block.trace_grad()
     w = (v / c) * (1.0 - block.diag_A() / lam) / lam

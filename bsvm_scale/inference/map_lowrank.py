@@ -42,7 +42,7 @@ from .evidence_lowrank import pivoted_factor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "newton", "trig_start", "silf_start",
-           "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
+           "choose_start", "next_start", "factor_with_residual", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
 TRACE_TOL = 1e-8
@@ -53,6 +53,9 @@ LOWRANK_MIN_N = 3000
 #: Newton stops when half the Newton decrement is below this times n
 NEWTON_TOL = 1e-12
 NEWTON_MAX_ITER = 50
+#: ... and ``G G^T dual`` differs from ``f`` by at most this in every case (the
+#: factor route, :mod:`bsvm_scale.inference.map_factor`, measures violations there)
+NEWTON_F_TOL = 1e-7
 
 
 class LowRankStart(NamedTuple):
@@ -64,18 +67,27 @@ class LowRankStart(NamedTuple):
     trace: float       #: tr E, what the factor leaves out
     exact: bool        #: the factor met tr E <= TRACE_TOL n
     n_newton: int      #: Newton iterations
+    G: np.ndarray | None = None      #: the factor (n x rank)
+    resid: np.ndarray | None = None  #: its residual diagonal E_ii
 
 
 def low_rank_factor(cov, X, max_rank=MAX_RANK):
-    """``(G, tr E, exact)``: the pivoted-Cholesky factor ``Sigma ~= G G^T`` of
-    the covariance over the rows of ``X``, stopped at ``tr E <= TRACE_TOL n``
-    or ``max_rank`` columns."""
+    """``(G, tr E, exact)`` of :func:`factor_with_residual`."""
+    G, resid, exact = factor_with_residual(cov, X, max_rank)
+    return G, float(resid.sum()), exact
+
+
+def factor_with_residual(cov, X, max_rank=MAX_RANK):
+    """``(G, resid, exact)``: the pivoted-Cholesky factor ``Sigma ~= G G^T`` of
+    the covariance over the rows of ``X`` and its residual diagonal, taken to
+    rounding level or ``max_rank`` columns; ``exact`` when ``tr E <=
+    TRACE_TOL n`` (the factor at rounding level is what lets a start be used
+    without the SMO, :mod:`bsvm_scale.inference.map_factor`)."""
     n = X.shape[0]
-    tol = TRACE_TOL * n
     G, _, resid = pivoted_factor(cov, np.ascontiguousarray(X, dtype=np.float64), np.ones(n),
-                                 tol, max_rank)
+                                 0.0, max_rank)
     trace = float(resid.sum())
-    return G, trace, bool(trace <= tol or G.shape[1] < min(n, max_rank))
+    return G, resid, bool(trace <= TRACE_TOL * n or G.shape[1] < min(n, max_rank))
 
 
 def newton(G, loss, max_iter=NEWTON_MAX_ITER):
@@ -107,10 +119,16 @@ def newton(G, loss, max_iter=NEWTON_MAX_ITER):
         step = -cho_solve(cho_factor(H, lower=True, check_finite=False), grad,
                           check_finite=False)
         decrement = -float(grad @ step)
-        if decrement <= 2.0 * NEWTON_TOL * n:
+        if decrement <= 2.0 * NEWTON_TOL * n and _f_gap(G, grad) <= NEWTON_F_TOL:
             return f, it
         w, f, value = _backtrack(G, loss, w, f, value, step, decrement)
     return f, max_iter
+
+
+def _f_gap(G, grad):
+    """``max_i |(G grad)_i|``: how far ``f = G w`` is from ``G G^T`` times the
+    dual vector of ``f`` (``grad = w - G^T dual``)."""
+    return float(np.abs(G @ grad).max(initial=0.0))
 
 
 def _backtrack(G, loss, w, f, value, step, decrement):
@@ -199,12 +217,12 @@ def _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact, w
 
 def _start(cov, X, loss, dual_of, max_rank, require_exact):
     """Factor, Newton on the low-rank primal, dual vector ``dual_of(f)``."""
-    G, trace, exact = low_rank_factor(cov, X, max_rank)
+    G, resid, exact = factor_with_residual(cov, X, max_rank)
     if require_exact and not exact:
         return None
     f, it = newton(G, loss)
     return LowRankStart(np.ascontiguousarray(dual_of(f), dtype=np.float64), f, G.shape[1],
-                        trace, exact, it)
+                        float(resid.sum()), exact, it, G, resid)
 
 
 def choose_start(low_rank, warm, cold):

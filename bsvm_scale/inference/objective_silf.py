@@ -22,6 +22,7 @@ from .._compiled.smo_silf import silf_params, smo_silf
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
+from .map_factor import FactorCovariance, KeptStart, sample_check, silf_route
 from .map_lowrank import next_start, silf_start
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
@@ -69,6 +70,7 @@ class SilfObjective:
         self.cache = RowCache(X, init, cache_mb)
         self.last = None
         self.quad = None  # nu^T dSigma~/d ln theta nu of the last solve (None: not known)
+        self.map_bound = 0.0  # bound on |f - Sigma nu| of the last solve (0: exact f)
         self.reset()
 
     def reset(self, nu=None):
@@ -122,17 +124,19 @@ class SilfObjective:
         return nu
 
     def _start(self, C, eps, cov):
-        """The SMO start, ``(nu0, how)``: the low-rank Newton solution when its
-        factor is exact, else the previous one in the new box
+        """The SMO start, ``(nu0, how, low_rank)``: the low-rank Newton solution
+        (``low_rank``, its :class:`~bsvm_scale.inference.map_lowrank.LowRankStart`)
+        when its factor is exact, else the previous one in the new box
         (:func:`bsvm_scale.inference.map_lowrank.choose_start`; no more attempts after
         a truncated factor)."""
-        nu0, how, self.lowrank_ok = next_start(
-            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
-                                     self.sample_weight),
-            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
-        return nu0, how
+        made = KeptStart(lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
+                                                  self.sample_weight))
+        nu0, how, self.lowrank_ok = next_start(made, self._warm_start(C), not np.any(self.nu),
+                                               self.pinned, self.lowrank_ok)
+        return nu0, how, (made.last if how.startswith("lowrank") else None)
 
-    _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad")
+    _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",
+                  "map_bound")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -173,9 +177,13 @@ class SilfObjective:
         bias, n_iter, max_violation, start)`` (``start`` says where SMO began)."""
         # the cache holds rows without the bias term; SMO handles kappa_b exactly
         self.cache.set_covariance(cov.with_bias(0.0))
-        nu, how = self._start(C, eps, cov)
+        nu, how, low_rank = self._start(C, eps, cov)
         self.pinned = False
         par = silf_params(C, eps, self.beta, cov.kappa_b, self.y.shape[0], self.sample_weight)
+        route = silf_route(low_rank, self.y, par, self.tol)
+        if route is not None:
+            return self._take_route(route, low_rank, C, cov)
+        self.map_bound = 0.0
         dual, q0, nu0 = start_dual_quad(self.cache.kernel, self.y, nu, par)
         slope, n_iter, vmax = smo_silf(self.cache.kernel, self.cache.state, dual, par,
                                        self.tol, self.max_iter, self.slope)
@@ -188,6 +196,18 @@ class SilfObjective:
         f = dual.g + self.y - par.dadd * nu
         self.nu = nu
         return nu, f, float(bias), int(n_iter), float(vmax), how
+
+    def _take_route(self, route, low_rank, C, cov):
+        """The solution of :meth:`solve` from the factor, no SMO
+        (:func:`bsvm_scale.inference.map_factor.silf_route`); ``nu^T dSigma~
+        nu`` of the gradient through the same factor."""
+        nu = route.dual
+        fc = FactorCovariance(cov, self.X, low_rank.G, low_rank.resid)
+        self.quad = fc.bilinear_full(np.arange(nu.shape[0]), nu, nu)
+        self.map_bound = route.bound
+        self.nu, self.nu_C = nu, C
+        return (nu, route.f, cov.kappa_b * float(nu.sum()), 0, route.violation,
+                f"factor{low_rank.rank}")
 
     def __call__(self, theta, need_grad=True):
         return self.evaluate(theta, need_grad).as_tuple()
@@ -226,6 +246,7 @@ class SilfObjective:
                 "n_I2": int(np.count_nonzero((nu <= -box) & (nu != 0))),
                 "n_I3": int(np.count_nonzero((nu >= box) & (nu != 0))),
                 "smo_iter": n_iter, "smo_violation": vmax, "smo_start": how,
+                "map_bound": self.map_bound,
                 "jitter": ev.jitter, "bias": bias,
                 # wall time of the MAP solve and of the evidence (+ gradient)
                 "map_s": t1 - t0, "evidence_s": t2 - t1}
@@ -261,6 +282,8 @@ class SilfObjective:
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, False, self.evidence,
                                kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
+            if str(info.get("smo_start", "")).startswith("factor"):  # f from the factor
+                info = {**info, "map_check": sample_check(cov, self.X, nu, f)}
             self.last = Evaluation(theta.copy(), ev.value, ev.grad, info, nu, f,
                                    SilfDetail(C, eps, cov, ev))
             return self.last

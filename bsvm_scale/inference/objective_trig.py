@@ -23,6 +23,7 @@ from .._compiled.smo_trig import TrigDual, chunks_for, f_from_gradient, gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
+from .map_factor import FactorCovariance, KeptStart, sample_check, trig_route
 from .map_lowrank import next_start, trig_start
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
@@ -235,17 +236,22 @@ class TrigObjective:
         self.evidence = evidence
         self._pinned = False  # self.alpha was set by restore(): start from it
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
+        self.dcov = None  # FactorCovariance of the last solve when it came from the factor
+        self._refactor = False  # restore(): the best point came from the factor, make it again
 
     def start(self, cov):
-        """The SMO start at new hyperparameters, ``(alpha0, how)``: the
-        low-rank Newton solution when its factor is exact, else the previous
+        """The SMO start at new hyperparameters, ``(alpha0, how, low_rank)``:
+        the low-rank Newton solution (``low_rank``, its
+        :class:`~bsvm_scale.inference.map_lowrank.LowRankStart`) when its factor
+        is exact, else the previous
         solution (:func:`bsvm_scale.inference.map_lowrank.choose_start`); after
         :meth:`restore` the restored solution itself. After one truncated
         factor no more are tried (their cost is wasted on such data)."""
-        alpha0, how, self.lowrank_ok = next_start(
-            lambda r, ex: trig_start(cov, self.X, self.y, r, ex, self.w), self.alpha,
-            not np.any(self.alpha > 0.0), self._pinned, self.lowrank_ok)
-        return alpha0, how
+        made = KeptStart(lambda r, ex: trig_start(cov, self.X, self.y, r, ex, self.w))
+        alpha0, how, self.lowrank_ok = next_start(made, self.alpha, not np.any(self.alpha > 0.0),
+                                                  self._pinned, self.lowrank_ok or self._refactor)
+        self._refactor = False
+        return alpha0, how, (made.last if how.startswith("lowrank") else None)
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -254,10 +260,18 @@ class TrigObjective:
             self.cache = RowCache(self.X, cov, self.cache_mb)
         else:
             self.cache.set_covariance(cov)
-        alpha0, how = self.start(cov)
+        alpha0, how, low_rank = self.start(cov)
         self._pinned = False
-        sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter, weights=self.w)
-        sol["start"] = how
+        route = trig_route(low_rank, self.y, self.w, self.tol)
+        self.dcov = None
+        if route is not None:  # the factor's solution meets (5.31): no SMO
+            sol = {"alpha": route.dual, "f": route.f, "n_iter": 0,
+                   "max_violation": route.violation, "status": 0, "n_active": 0,
+                   "start": f"factor{low_rank.rank}", "map_bound": route.bound}
+            self.dcov = FactorCovariance(cov, self.X, low_rank.G, low_rank.resid)
+        else:
+            sol = solve_dual(self.cache, self.y, alpha0, self.tol, self.max_iter, weights=self.w)
+            sol["start"] = how
         if sol["status"] == 1:
             self.smo_limit_hits += 1
         self.alpha = sol["alpha"]
@@ -272,7 +286,10 @@ class TrigObjective:
         dual solution when ``theta`` is the best point (:meth:`restore`),
         without gradient, keeping the factor of the SV block."""
         self.restore(theta)
-        return self.evaluate(theta, need_grad=False, keep_factor=True)
+        ev = self.evaluate(theta, need_grad=False, keep_factor=True)
+        if _from_factor(ev.info):  # f from the factor: one exact check
+            ev.info["map_check"] = sample_check(ev.detail, self.X, self.y * ev.dual, ev.f)
+        return ev
 
     def evaluate(self, theta, need_grad=True, keep_factor=False):
         """The :class:`~bsvm_scale.optimization.objective.Evaluation` at
@@ -303,7 +320,7 @@ class TrigObjective:
         value, grad, info = neg_log_evidence(
             cov, self.X, self.y, sol["alpha"], sol["f"], need_grad=need_grad,
             keep_factor=keep_factor, method=method, tol=self.evidence.tol, max_rank=max_rank,
-            predict_rank=self.evidence.predict_rank(m), weights=self.w)
+            predict_rank=self.evidence.predict_rank(m), weights=self.w, dcov=self.dcov)
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)
@@ -312,9 +329,11 @@ class TrigObjective:
         info["smo_iter"] = sol["n_iter"]
         info["smo_violation"] = sol["max_violation"]
         info["smo_start"] = sol["start"]
+        info["map_bound"] = sol.get("map_bound", 0.0)
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
-                                  info={"smo_iter": int(sol["n_iter"])})
+                                  info={"smo_iter": int(sol["n_iter"]),
+                                        "smo_start": sol["start"]})
         return Evaluation(np.array(theta, dtype=float), value, grad, info, sol["alpha"],
                           sol["f"], cov)
 
@@ -330,7 +349,8 @@ class TrigObjective:
         if self.best is not None:
             state.update(best_value=self.best.value, best_theta=self.best.theta.copy(),
                          best_alpha=self.best.dual.copy(),
-                         best_smo_iter=self.best.info["smo_iter"])
+                         best_smo_iter=self.best.info["smo_iter"],
+                         best_from_factor=_from_factor(self.best.info))
         return state
 
     def set_state(self, state):
@@ -350,7 +370,9 @@ class TrigObjective:
             self.best = BestPoint(float(state["best_value"]),
                                   np.asarray(state["best_theta"], dtype=float).copy(),
                                   np.asarray(state["best_alpha"], dtype=np.float64).copy(),
-                                  info={"smo_iter": int(state["best_smo_iter"])})
+                                  info={"smo_iter": int(state["best_smo_iter"]),
+                                        "smo_start": "factor" if bool(
+                                            state.get("best_from_factor", False)) else "smo"})
 
     def restart(self, warm=None):
         """Begin another optimiser run from the :class:`~bsvm_scale.optimization.objective.Warm`
@@ -375,6 +397,14 @@ class TrigObjective:
         if self.best is not None and np.array_equal(self.best.theta,
                                                     np.asarray(theta, dtype=float)):
             self.alpha = self.best.dual.copy()
-            self._pinned = True
+            # a solution taken from the factor is made again by it, bit for bit
+            # (a deterministic function of the hyperparameters and the data)
+            self._refactor = _from_factor(self.best.info)
+            self._pinned = not self._refactor
             return self.best.info["smo_iter"]
         return None
+
+
+def _from_factor(info):
+    """True when the evaluation of ``info`` took its MAP solution from the factor."""
+    return str(info.get("smo_start", "")).startswith("factor")

@@ -205,17 +205,30 @@ def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):
     assert obj(theta + 0.1)[2]["smo_start"] == "warm"
 
 
-def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch):
+@pytest.mark.parametrize("route", [False, True])
+def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch, route):
+    """A start the SMO finished is pinned by :meth:`restore`; a solution taken
+    from the factor (no SMO) is made again by the factor; either way the
+    evidence at the best point is reproduced bit for bit."""
+    from bsvm_scale.inference import objective_trig
+
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
+    if not route:
+        monkeypatch.setattr(objective_trig, "trig_route", lambda *a: None)
     X, y = _c2(600, seed=6)
     obj = TrigObjective(X, y, False)
     theta = np.log([10.0, 0.5, 100.0])
     v1, _, info = obj(theta)
-    assert info["smo_start"].startswith("lowrank")
+    assert info["smo_start"].startswith("factor" if route else "lowrank")
     obj(theta + 0.1)
+    state = obj.get_state()
     assert obj.restore(theta) is not None
     v2, _, info2 = obj(theta)
-    assert info2["smo_start"] == "restored" and info2["smo_iter"] == 0 and v2 == v1
+    assert v2 == v1 and info2["smo_iter"] == 0
+    assert info2["smo_start"] == (info["smo_start"] if route else "restored")
+    resumed = TrigObjective(X, y, False)  # the same from a checkpoint's state
+    resumed.set_state(state)
+    assert resumed.restore(theta) is not None and resumed(theta)[0] == v1
 
 
 @pytest.mark.parametrize("model", ["svc", "svc_weighted", "svr"])
@@ -238,7 +251,7 @@ def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
     recs = []
     full = est.fit(X, y, callback=lambda k, rec, state: recs.append((rec, state)), **fit_kw)
     starts = [r[0]["info"].get("smo_start", "") for r in recs]
-    assert any(s.startswith("lowrank") for s in starts)
+    assert any(s.startswith("factor") for s in starts)  # solutions from the factor
     theta_full, ev_full = full.theta_.copy(), full.log_evidence_
     cut = len(recs) // 2
     resumed = est.fit(X, y, init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
