@@ -80,20 +80,29 @@ def pivoted_cholesky(kern, sl, G, tol, floor):
     resid : (m,) residual diagonal ``diag E``.
     """
     m = kern.X.shape[0]
-    r_max = G.shape[1]
     resid = np.empty(m)
     for a in range(m):
         resid[a] = sl[a] * sl[a] * (kern.kappa0 + kern.kappa_b)
-    piv = np.full(r_max, -1, dtype=np.int64)
-    rank = 0
-    for j in range(r_max):
+    piv = np.full(G.shape[1], -1, dtype=np.int64)
+    rank = pivoted_cholesky_from(kern, sl, G, 0, piv, resid, tol, floor)
+    return rank, piv, resid
+
+
+@jit()
+def pivoted_cholesky_from(kern, sl, G, j0, piv, resid, tol, floor):
+    """Continue :func:`pivoted_cholesky` from its first ``j0`` columns (in
+    ``G``, ``piv`` and the residual ``resid``, all updated in place) up to
+    ``G.shape[1]`` columns; returns the rank. The columns are those one call
+    with the wider ``G`` would have made."""
+    rank = j0
+    for j in range(j0, G.shape[1]):
         i, total = _argmax_sum(resid)
         if total <= tol or resid[i] <= floor:
             break
         piv[j] = i
         _pivot_column(kern, sl, G, j, i, resid)
         rank = j + 1
-    return rank, piv, resid
+    return rank
 
 
 @jit(parallel=True)

@@ -67,7 +67,7 @@ from .linalg import solve_lower_columns
 
 from .._compiled import lowrank as _lk
 
-__all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "BlockEvidence", "Correction", "factorize",
+__all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "extend_factor", "BlockEvidence", "Correction", "factorize",
            "max_rank_for", "plan_block", "EvidenceSettings", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
@@ -104,11 +104,36 @@ def pivoted_factor(cov, X, sl, tol, max_rank=None):
     m = X.shape[0]
     r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
     G = np.zeros((m, r_max))
-    floor = 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if m else 0.0
-    rank, piv, resid = _lk.pivoted_cholesky(cov.kernel(X), sl, G, float(tol), floor)
+    rank, piv, resid = _lk.pivoted_cholesky(cov.kernel(X), sl, G, float(tol),
+                                            rounding_floor(cov, sl))
     if rank < r_max:
         G = np.ascontiguousarray(G[:, :rank])
     return G, piv[:rank].copy(), resid
+
+
+def rounding_floor(cov, sl):
+    """The residual diagonal entry below which :func:`pivoted_factor` stops:
+    ``1e-13`` of the largest diagonal entry (rounding level)."""
+    return 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if sl.size else 0.0
+
+
+def extend_factor(cov, X, sl, G, piv, resid, max_rank, tol=0.0):
+    """:func:`pivoted_factor`'s ``(G, piv, resid)`` continued to at most
+    ``max_rank`` columns (``resid`` is updated in place): the factor one call
+    with that budget would have made."""
+    m, r0 = G.shape
+    r_max = int(min(m, max_rank))
+    if r_max <= r0:
+        return G, piv, resid
+    wide = np.zeros((m, r_max))
+    wide[:, :r0] = G
+    pw = np.full(r_max, -1, dtype=np.int64)
+    pw[:r0] = piv
+    rank = _lk.pivoted_cholesky_from(cov.kernel(X), sl, wide, r0, pw, resid, float(tol),
+                                     rounding_floor(cov, sl))
+    if rank < r_max:
+        wide = np.ascontiguousarray(wide[:, :rank])
+    return wide, pw[:rank].copy(), resid
 
 
 class LowRankFactor:

@@ -37,17 +37,22 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.blas import dsyrk
 
-from .evidence_lowrank import pivoted_factor
+from .evidence_lowrank import extend_factor, pivoted_factor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
-__all__ = ["LowRankStart", "low_rank_factor", "newton", "trig_start", "silf_start",
-           "choose_start", "next_start", "factor_with_residual", "TRACE_TOL", "MAX_RANK", "LOWRANK_MIN_N"]
+__all__ = ["LowRankStart", "low_rank_factor", "factor_with_residual", "newton", "trig_start",
+           "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK",
+           "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
 TRACE_TOL = 1e-8
 #: rank budget of the factor
 MAX_RANK = 256
+#: rank budget of an exact factor that has not reached rounding level at MAX_RANK
+#: (doubled up to this: :func:`factor_with_residual`)
+ROUTE_MAX_RANK = 1024
 #: below this many cases the SMO starts from the previous solution (or zero)
 LOWRANK_MIN_N = 3000
 #: Newton stops when half the Newton decrement is below this times n
@@ -81,13 +86,21 @@ def factor_with_residual(cov, X, max_rank=MAX_RANK):
     """``(G, resid, exact)``: the pivoted-Cholesky factor ``Sigma ~= G G^T`` of
     the covariance over the rows of ``X`` and its residual diagonal, taken to
     rounding level or ``max_rank`` columns; ``exact`` when ``tr E <=
-    TRACE_TOL n`` (the factor at rounding level is what lets a start be used
-    without the SMO, :mod:`bsvm_scale.inference.map_factor`)."""
+    TRACE_TOL n``. An exact factor that stops at ``max_rank`` above rounding
+    level is continued (budget doubled, up to :data:`ROUTE_MAX_RANK`): the
+    factor at rounding level is what lets a solution skip the SMO
+    (:mod:`bsvm_scale.inference.map_factor`)."""
     n = X.shape[0]
-    G, _, resid = pivoted_factor(cov, np.ascontiguousarray(X, dtype=np.float64), np.ones(n),
-                                 0.0, max_rank)
-    trace = float(resid.sum())
-    return G, resid, bool(trace <= TRACE_TOL * n or G.shape[1] < min(n, max_rank))
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    sl = np.ones(n)
+    G, piv, resid = pivoted_factor(cov, X, sl, 0.0, max_rank)
+    exact = bool(resid.sum() <= TRACE_TOL * n or G.shape[1] < min(n, max_rank))
+    while exact and G.shape[1] == max_rank and max_rank < ROUTE_MAX_RANK:
+        # exact but above rounding level at the budget: the spectrum decays fast,
+        # and a factor at rounding level lets the solution skip the SMO
+        max_rank = min(2 * max_rank, ROUTE_MAX_RANK)
+        G, piv, resid = extend_factor(cov, X, sl, G, piv, resid, max_rank)
+    return G, resid, exact
 
 
 def newton(G, loss, max_iter=NEWTON_MAX_ITER):
@@ -113,9 +126,7 @@ def newton(G, loss, max_iter=NEWTON_MAX_ITER):
     value = loss(f, 0)
     for it in range(max_iter):
         grad = w + G.T @ loss(f, 1)
-        Gh = G * np.sqrt(loss(f, 2))[:, None]
-        H = Gh.T @ Gh
-        H[np.diag_indices_from(H)] += 1.0
+        H = _hessian(G, loss(f, 2))
         step = -cho_solve(cho_factor(H, lower=True, check_finite=False), grad,
                           check_finite=False)
         decrement = -float(grad @ step)
@@ -123,6 +134,18 @@ def newton(G, loss, max_iter=NEWTON_MAX_ITER):
             return f, it
         w, f, value = _backtrack(G, loss, w, f, value, step, decrement)
     return f, max_iter
+
+
+def _hessian(G, h):
+    """Lower triangle of ``I + G^T diag(h) G`` over the cases with ``h > 0``
+    (the loss is flat elsewhere: beyond the margin for the trigonometric loss,
+    outside the quadratic zone for SILF), by one symmetric rank-k update."""
+    act = np.flatnonzero(h > 0.0)
+    Gh = G[act]
+    Gh *= np.sqrt(h[act])[:, None]
+    H = dsyrk(1.0, Gh.T, lower=1) if act.size else np.zeros((G.shape[1], G.shape[1]))
+    H[np.diag_indices_from(H)] += 1.0
+    return H
 
 
 def _f_gap(G, grad):

@@ -260,10 +260,10 @@ class TrigObjective:
             self.cache = RowCache(self.X, cov, self.cache_mb)
         else:
             self.cache.set_covariance(cov)
+        self.dcov = None  # the last factor's memory, before the next one is made
         alpha0, how, low_rank = self.start(cov)
         self._pinned = False
         route = trig_route(low_rank, self.y, self.w, self.tol)
-        self.dcov = None
         if route is not None:  # the factor's solution meets (5.31): no SMO
             sol = {"alpha": route.dual, "f": route.f, "n_iter": 0,
                    "max_violation": route.violation, "status": 0, "n_active": 0,

@@ -83,6 +83,19 @@ def test_pivoted_cholesky_stops_at_tolerance():
     assert rank2 == rank and np.array_equal(G, G2)   # deterministic
 
 
+def test_a_continued_factor_is_the_factor_with_the_wider_budget():
+    from bsvm_scale.inference.evidence_lowrank import extend_factor, pivoted_factor
+
+    X, cov, sl = _block(m=120, d=2)
+    G, piv, resid = pivoted_factor(cov, X, sl, 0.0, 7)
+    Gw, pw, rw = pivoted_factor(cov, X, sl, 0.0, 30)
+    Ge, pe, re = extend_factor(cov, X, sl, G, piv, resid.copy(), 30)
+    np.testing.assert_array_equal(pe, pw)
+    np.testing.assert_array_equal(Ge, Gw)
+    np.testing.assert_array_equal(re, rw)
+    assert extend_factor(cov, X, sl, Gw, pw, rw, 20)[0] is Gw  # no wider budget: unchanged
+
+
 @pytest.mark.parametrize("ard", [False, True])
 def test_dcov_contract_matches_dense_derivatives(ard):
     X, cov, _ = _block(seed=3, m=50, d=3, ard=ard)

@@ -145,6 +145,19 @@ def test_trig_route_meets_the_stopping_rule_with_the_exact_covariance(weighted):
     assert trig_route(trig_start(cov, X, y, max_rank=4, weights=w), y, w, 1e-3) is None
 
 
+def test_an_exact_factor_at_the_budget_is_continued_to_rounding_level(monkeypatch):
+    X, _ = _c2(2000, seed=16)
+    cov = GaussianCovariance(1.0, 1.2, 60.0)
+    G, resid, exact = factor_with_residual(cov, X, 160)  # exact (tr E <= 1e-8 n) at 160
+    assert exact and 160 < G.shape[1] < 320
+    assert resid.max() <= 1e-13 * 61.0  # rounding level
+    monkeypatch.setattr(map_lowrank, "ROUTE_MAX_RANK", 160)
+    G2, resid2, _ = factor_with_residual(cov, X, 160)
+    assert G2.shape[1] == 160 and resid2.max() > resid.max()
+    _, _, exact3 = factor_with_residual(GaussianCovariance(1.0, 30.0, 1.0), X, 160)
+    assert not exact3  # a truncated factor is not continued
+
+
 def test_sample_check_is_the_largest_error_on_its_cases():
     X, y = _sinc(300, seed=12)
     cov = GaussianCovariance(1.0, 2.0, 1.0)
