@@ -84,18 +84,18 @@ def pivoted_cholesky(kern, sl, G, tol, floor):
     for a in range(m):
         resid[a] = sl[a] * sl[a] * (kern.kappa0 + kern.kappa_b)
     piv = np.full(G.shape[1], -1, dtype=np.int64)
-    rank = pivoted_cholesky_from(kern, sl, G, 0, piv, resid, tol, floor)
+    rank = pivoted_cholesky_from(kern, sl, G, 0, G.shape[1], piv, resid, tol, floor)
     return rank, piv, resid
 
 
 @jit()
-def pivoted_cholesky_from(kern, sl, G, j0, piv, resid, tol, floor):
+def pivoted_cholesky_from(kern, sl, G, j0, j1, piv, resid, tol, floor):
     """Continue :func:`pivoted_cholesky` from its first ``j0`` columns (in
     ``G``, ``piv`` and the residual ``resid``, all updated in place) up to
-    ``G.shape[1]`` columns; returns the rank. The columns are those one call
-    with the wider ``G`` would have made."""
+    ``j1 <= G.shape[1]`` columns; returns the rank. The columns are those one
+    call with a budget of ``j1`` would have made."""
     rank = j0
-    for j in range(j0, G.shape[1]):
+    for j in range(j0, j1):
         i, total = _argmax_sum(resid)
         if total <= tol or resid[i] <= floor:
             break

@@ -67,7 +67,7 @@ from .linalg import solve_lower_columns
 
 from .._compiled import lowrank as _lk
 
-__all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "extend_factor", "BlockEvidence", "Correction", "factorize",
+__all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "growing_factor", "BlockEvidence", "Correction", "factorize",
            "max_rank_for", "plan_block", "EvidenceSettings", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
@@ -117,23 +117,30 @@ def rounding_floor(cov, sl):
     return 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if sl.size else 0.0
 
 
-def extend_factor(cov, X, sl, G, piv, resid, max_rank, tol=0.0):
-    """:func:`pivoted_factor`'s ``(G, piv, resid)`` continued to at most
-    ``max_rank`` columns (``resid`` is updated in place): the factor one call
-    with that budget would have made."""
-    m, r0 = G.shape
-    r_max = int(min(m, max_rank))
-    if r_max <= r0:
-        return G, piv, resid
-    wide = np.zeros((m, r_max))
-    wide[:, :r0] = G
-    pw = np.full(r_max, -1, dtype=np.int64)
-    pw[:r0] = piv
-    rank = _lk.pivoted_cholesky_from(cov.kernel(X), sl, wide, r0, pw, resid, float(tol),
-                                     rounding_floor(cov, sl))
-    if rank < r_max:
-        wide = np.ascontiguousarray(wide[:, :rank])
-    return wide, pw[:rank].copy(), resid
+def growing_factor(cov, X, sl, budgets, keep_going):
+    """Pivoted-Cholesky factor over the rows of ``X`` made in stages: up to
+    ``budgets[0]`` columns, then, while ``keep_going(resid)`` says so after a
+    stage that used its whole budget, up to the next budget. Returns ``(G,
+    piv, resid)`` with ``G`` a view of the first ``rank`` columns of one array
+    ``budgets[-1]`` wide (rows not copied; untouched columns are never
+    written). The columns are those of :func:`pivoted_factor` with the budget
+    the last stage had."""
+    m = X.shape[0]
+    width = int(min(m, budgets[-1]))
+    G = np.zeros((m, width))
+    piv = np.full(width, -1, dtype=np.int64)
+    resid = np.empty(m)
+    resid[:] = sl * sl * (cov.kappa0 + cov.kappa_b)
+    kern, floor = cov.kernel(X), rounding_floor(cov, sl)
+    rank = 0
+    for budget in budgets:
+        stop = int(min(m, budget))
+        if stop <= rank:
+            break
+        rank = _lk.pivoted_cholesky_from(kern, sl, G, rank, stop, piv, resid, 0.0, floor)
+        if rank < stop or not keep_going(resid):
+            break
+    return G[:, :rank], piv[:rank].copy(), resid
 
 
 class LowRankFactor:

@@ -39,20 +39,22 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
-from .evidence_lowrank import extend_factor, pivoted_factor
+from .evidence_lowrank import growing_factor, rounding_floor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "factor_with_residual", "newton", "trig_start",
-           "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK",
+           "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK", "NEAR_TOL",
            "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
 TRACE_TOL = 1e-8
 #: rank budget of the factor
 MAX_RANK = 256
-#: rank budget of an exact factor that has not reached rounding level at MAX_RANK
-#: (doubled up to this: :func:`factor_with_residual`)
+#: rank budget of a factor that is near exact at MAX_RANK (doubled up to this,
+#: :func:`factor_with_residual`)
 ROUTE_MAX_RANK = 1024
+#: near exact: residual trace at most this times ``n (kappa0 + kappa_b)``
+NEAR_TOL = 1e-4
 #: below this many cases the SMO starts from the previous solution (or zero)
 LOWRANK_MIN_N = 3000
 #: Newton stops when half the Newton decrement is below this times n
@@ -86,20 +88,23 @@ def factor_with_residual(cov, X, max_rank=MAX_RANK):
     """``(G, resid, exact)``: the pivoted-Cholesky factor ``Sigma ~= G G^T`` of
     the covariance over the rows of ``X`` and its residual diagonal, taken to
     rounding level or ``max_rank`` columns; ``exact`` when ``tr E <=
-    TRACE_TOL n``. An exact factor that stops at ``max_rank`` above rounding
-    level is continued (budget doubled, up to :data:`ROUTE_MAX_RANK`): the
-    factor at rounding level is what lets a solution skip the SMO
-    (:mod:`bsvm_scale.inference.map_factor`)."""
+    TRACE_TOL n``. A factor that is near exact (:data:`NEAR_TOL`) when it
+    reaches ``max_rank`` is continued (budget doubled, up to
+    :data:`ROUTE_MAX_RANK`): the factor at rounding level is what lets a
+    solution skip the SMO (:mod:`bsvm_scale.inference.map_factor`). ``G`` may
+    be a view of a wider array (its rows are not copied)."""
     n = X.shape[0]
     X = np.ascontiguousarray(X, dtype=np.float64)
-    sl = np.ones(n)
-    G, piv, resid = pivoted_factor(cov, X, sl, 0.0, max_rank)
-    exact = bool(resid.sum() <= TRACE_TOL * n or G.shape[1] < min(n, max_rank))
-    while exact and G.shape[1] == max_rank and max_rank < ROUTE_MAX_RANK:
-        # exact but above rounding level at the budget: the spectrum decays fast,
-        # and a factor at rounding level lets the solution skip the SMO
-        max_rank = min(2 * max_rank, ROUTE_MAX_RANK)
-        G, piv, resid = extend_factor(cov, X, sl, G, piv, resid, max_rank)
+    near = NEAR_TOL * n * (cov.kappa0 + cov.kappa_b)
+    budgets = [max_rank]
+    while budgets[-1] < ROUTE_MAX_RANK:
+        budgets.append(min(2 * budgets[-1], ROUTE_MAX_RANK))
+    # near exact at a budget: the spectrum decays fast, and a factor at rounding
+    # level lets the solution skip the SMO, so the next budget is tried
+    G, _, resid = growing_factor(cov, X, np.ones(n), budgets,
+                                 lambda res: float(res.sum()) <= near)
+    exact = bool(resid.sum() <= TRACE_TOL * n or G.shape[1] == n
+                 or resid.max(initial=0.0) <= rounding_floor(cov, np.ones(1)))
     return G, resid, exact
 
 
@@ -242,6 +247,9 @@ def _start(cov, X, loss, dual_of, max_rank, require_exact):
     """Factor, Newton on the low-rank primal, dual vector ``dual_of(f)``."""
     G, resid, exact = factor_with_residual(cov, X, max_rank)
     if require_exact and not exact:
+        if resid.sum() <= NEAR_TOL * X.shape[0] * (cov.kappa0 + cov.kappa_b):
+            # near exact at the largest budget: not a start here, but worth trying again
+            return LowRankStart(None, None, G.shape[1], float(resid.sum()), False, 0)
         return None
     f, it = newton(G, loss)
     return LowRankStart(np.ascontiguousarray(dual_of(f), dtype=np.float64), f, G.shape[1],
@@ -280,6 +288,8 @@ def choose_start(low_rank, warm, cold):
     st = low_rank(MAX_RANK, True)
     if st is None:
         return warm, how, False
+    if not st.exact:  # near exact: tried again at the next hyperparameters
+        return warm, how, None
     return st.dual, f"lowrank{st.rank}", True
 
 

@@ -83,17 +83,17 @@ def test_pivoted_cholesky_stops_at_tolerance():
     assert rank2 == rank and np.array_equal(G, G2)   # deterministic
 
 
-def test_a_continued_factor_is_the_factor_with_the_wider_budget():
-    from bsvm_scale.inference.evidence_lowrank import extend_factor, pivoted_factor
+def test_a_growing_factor_is_the_factor_with_the_budget_of_its_last_stage():
+    from bsvm_scale.inference.evidence_lowrank import growing_factor, pivoted_factor
 
     X, cov, sl = _block(m=120, d=2)
-    G, piv, resid = pivoted_factor(cov, X, sl, 0.0, 7)
-    Gw, pw, rw = pivoted_factor(cov, X, sl, 0.0, 30)
-    Ge, pe, re = extend_factor(cov, X, sl, G, piv, resid.copy(), 30)
-    np.testing.assert_array_equal(pe, pw)
-    np.testing.assert_array_equal(Ge, Gw)
-    np.testing.assert_array_equal(re, rw)
-    assert extend_factor(cov, X, sl, Gw, pw, rw, 20)[0] is Gw  # no wider budget: unchanged
+    G, piv, resid = growing_factor(cov, X, sl, [7, 14, 28, 56], lambda r: True)
+    Gs, ps, rs = pivoted_factor(cov, X, sl, 0.0, 56)
+    np.testing.assert_array_equal(piv, ps)
+    np.testing.assert_array_equal(G, Gs)
+    np.testing.assert_array_equal(resid, rs)
+    G, piv, resid = growing_factor(cov, X, sl, [7, 14, 28, 56], lambda r: False)
+    np.testing.assert_array_equal(G, pivoted_factor(cov, X, sl, 0.0, 7)[0])  # one stage
 
 
 @pytest.mark.parametrize("ard", [False, True])

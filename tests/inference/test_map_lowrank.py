@@ -194,6 +194,24 @@ def test_choose_start_rules(monkeypatch):
     assert choose_start(low_rank(True), warm, False)[1] == "lowrank3"
 
 
+def test_a_near_exact_factor_is_not_a_start_but_is_tried_again(monkeypatch):
+    from bsvm_scale.inference.map_lowrank import next_start
+
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 1)
+    near = lambda r, ex: map_lowrank.LowRankStart(None, None, 5, 1.0, False, 0)  # noqa: E731
+    warm = np.ones(4)
+    assert choose_start(near, warm, False) == (warm, "warm", None)
+    assert next_start(near, warm, False, False, True) == (warm, "warm", True)
+    X, y = _c2(400, seed=3)
+    cov = GaussianCovariance(3.0, 2.0, 10.0)
+    monkeypatch.setattr(map_lowrank, "ROUTE_MAX_RANK", 8)
+    monkeypatch.setattr(map_lowrank, "NEAR_TOL", 1.0)  # everything counts as near here
+    st = trig_start(cov, X, y, max_rank=4, require_exact=True)
+    assert st is not None and not st.exact and st.dual is None and st.rank == 8
+    monkeypatch.setattr(map_lowrank, "NEAR_TOL", 0.0)
+    assert trig_start(cov, X, y, max_rank=4, require_exact=True) is None
+
+
 def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):
     monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
     monkeypatch.setattr(map_lowrank, "MAX_RANK", 4)  # every factor truncated
