@@ -351,3 +351,27 @@ def three_blobs(n_per=30, seed=1):
     y = np.repeat(np.array(["a", "b", "c"]), n_per)
     X = centers[np.repeat([0, 1, 2], n_per)] + 0.9 * rng.standard_normal((3 * n_per, 2))
     return X, y
+
+
+# ---------------------------------------------------------------------------
+# Small data sets of the low-rank MAP tests (map_lowrank, map_factor)
+# ---------------------------------------------------------------------------
+def c2_standardised(n, seed=0):
+    """``n`` C2 cases (two overlapping Gaussian classes in 2-D), inputs
+    standardised, labels in ``{-1, +1}``."""
+    from bsvm_scale.datasets import synthetic
+
+    d = synthetic.gauss2d(n, seed=seed)
+    X = (d.X - d.X.mean(0)) / d.X.std(0)
+    return np.ascontiguousarray(X), np.where(d.y > 0, 1.0, -1.0)
+
+
+def sinc_silf_narrow(n, seed=0):
+    """``n`` cases of ``sinc(x)`` (numpy's ``sin(pi x) / (pi x)``) on ``x ~
+    U(-3, 3)`` with SILF noise (C = 10, epsilon = 0.1, beta = 0.3)."""
+    from bsvm_scale.inference import losses
+
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 1))
+    y = np.sinc(X[:, 0]) + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 1)
+    return X, y

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from bsvm_scale._compiled.smo_silf import silf_params
-from bsvm_scale.datasets import synthetic
-from bsvm_scale.inference import losses, map_lowrank
+from bsvm_scale.inference import map_lowrank
 from bsvm_scale.inference.covariance import GaussianCovariance
 from bsvm_scale.inference.map_factor import (FactorCovariance, residual_bound, sample_check,
                                              silf_route, trig_route)
@@ -15,20 +14,11 @@ from bsvm_scale.inference.map_lowrank import factor_with_residual, silf_start, t
 from bsvm_scale.inference.objective_silf import SilfObjective
 from bsvm_scale.inference.objective_trig import TrigObjective
 
-from reference import (dense_cov, dense_dcov, silf_kkt_violation, trig_weighted_violation)
+from reference import (c2_standardised, dense_cov, dense_dcov, silf_kkt_violation,
+                       sinc_silf_narrow, trig_weighted_violation)
 
 
-def _c2(n, seed=0):
-    d = synthetic.gauss2d(n, seed=seed)
-    X = (d.X - d.X.mean(0)) / d.X.std(0)
-    return np.ascontiguousarray(X), np.where(d.y > 0, 1.0, -1.0)
-
-
-def _sinc(n, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-3, 3, size=(n, 1))
-    y = np.sinc(X[:, 0]) + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 1)
-    return X, y
+_c2, _sinc = c2_standardised, sinc_silf_narrow
 
 
 def _cov_ard(d, groups=None):

@@ -7,25 +7,15 @@ from scipy.optimize import minimize
 from bsvm_scale.inference import losses, map_lowrank
 from bsvm_scale.inference.objective_silf import SilfObjective
 from bsvm_scale.models.btsvc import TrigObjective, solve_dual
-from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.datasets import synthetic
+from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.inference.map_lowrank import (choose_start, low_rank_factor, newton,
                                               silf_start, trig_start)
 
-from reference import dense_cov
+from reference import c2_standardised, dense_cov, sinc_silf_narrow
 
 
-def _c2(n, seed=0):
-    d = synthetic.gauss2d(n, seed=seed)
-    X = (d.X - d.X.mean(0)) / d.X.std(0)
-    return np.ascontiguousarray(X), np.where(d.y > 0, 1.0, -1.0)
-
-
-def _sinc(n, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(-3, 3, size=(n, 1))
-    y = np.sinc(X[:, 0]) + losses.silf_sample(10.0, 0.1, 0.3, n, random_state=seed + 1)
-    return X, y
+_c2, _sinc = c2_standardised, sinc_silf_narrow
 
 
 def test_factor_reproduces_the_covariance_when_exact():
