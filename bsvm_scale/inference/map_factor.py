@@ -50,9 +50,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._compiled.silf_inner import max_violation as _silf_max_violation
+from .map_lowrank import next_start
 
-__all__ = ["FactorCovariance", "Route", "KeptStart", "residual_bound", "silf_route",
-           "trig_route", "sample_check", "N_CHECK"]
+__all__ = ["FactorCovariance", "Route", "start_with_factor", "from_factor", "residual_bound",
+           "silf_route", "trig_route", "sample_check", "N_CHECK"]
 
 #: cases whose exact ``f`` the final check computes
 N_CHECK = 1000
@@ -69,10 +70,9 @@ class Route(NamedTuple):
     bound: float
 
 
-class KeptStart:
-    """A low-rank start maker (``make(max_rank, require_exact)``, as
-    :func:`bsvm_scale.inference.map_lowrank.next_start` calls it) that keeps the
-    last start it made, so that the objective can look at its factor."""
+class _KeptStart:
+    """A low-rank start maker (``make(max_rank, require_exact)``) that keeps the
+    last start it made."""
 
     def __init__(self, make):
         self.make, self.last = make, None
@@ -80,6 +80,21 @@ class KeptStart:
     def __call__(self, max_rank, require_exact):
         self.last = self.make(max_rank, require_exact)
         return self.last
+
+
+def start_with_factor(make, warm, cold, pinned, enabled):
+    """:func:`bsvm_scale.inference.map_lowrank.next_start` that also returns the
+    :class:`~bsvm_scale.inference.map_lowrank.LowRankStart` it used (None when
+    the start is not the low-rank one), whose factor a route can certify:
+    ``(dual0, how, enabled, low_rank)``."""
+    kept = _KeptStart(make)
+    dual0, how, enabled = next_start(kept, warm, cold, pinned, enabled)
+    return dual0, how, enabled, (kept.last if how.startswith("lowrank") else None)
+
+
+def from_factor(info):
+    """True when the evaluation of ``info`` took its MAP solution from the factor."""
+    return str(info.get("smo_start", "")).startswith("factor")
 
 
 def residual_bound(resid, v):

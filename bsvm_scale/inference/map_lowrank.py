@@ -43,8 +43,8 @@ from .evidence_lowrank import growing_factor, rounding_floor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "factor_with_residual", "newton", "trig_start",
-           "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK", "NEAR_TOL",
-           "LOWRANK_MIN_N"]
+           "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK",
+           "NEAR_TOL", "LOWRANK_MIN_N"]
 
 #: the factor counts as exact once its residual trace is at most this times n
 TRACE_TOL = 1e-8
@@ -95,7 +95,7 @@ def factor_with_residual(cov, X, max_rank=MAX_RANK):
     be a view of a wider array (its rows are not copied)."""
     n = X.shape[0]
     X = np.ascontiguousarray(X, dtype=np.float64)
-    near = NEAR_TOL * n * (cov.kappa0 + cov.kappa_b)
+    near = _near_trace(cov, n)
     budgets = [max_rank]
     while budgets[-1] < ROUTE_MAX_RANK:
         budgets.append(min(2 * budgets[-1], ROUTE_MAX_RANK))
@@ -106,6 +106,11 @@ def factor_with_residual(cov, X, max_rank=MAX_RANK):
     exact = bool(resid.sum() <= TRACE_TOL * n or G.shape[1] == n
                  or resid.max(initial=0.0) <= rounding_floor(cov, np.ones(1)))
     return G, resid, exact
+
+
+def _near_trace(cov, n):
+    """The residual trace below which a factor of ``n`` cases is near exact."""
+    return NEAR_TOL * n * (cov.kappa0 + cov.kappa_b)
 
 
 def newton(G, loss, max_iter=NEWTON_MAX_ITER):
@@ -247,7 +252,7 @@ def _start(cov, X, loss, dual_of, max_rank, require_exact):
     """Factor, Newton on the low-rank primal, dual vector ``dual_of(f)``."""
     G, resid, exact = factor_with_residual(cov, X, max_rank)
     if require_exact and not exact:
-        if resid.sum() <= NEAR_TOL * X.shape[0] * (cov.kappa0 + cov.kappa_b):
+        if resid.sum() <= _near_trace(cov, X.shape[0]):
             # near exact at the largest budget: not a start here, but worth trying again
             return LowRankStart(None, None, G.shape[1], float(resid.sum()), False, 0)
         return None

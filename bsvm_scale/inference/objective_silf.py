@@ -22,8 +22,8 @@ from .._compiled.smo_silf import silf_params, smo_silf
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
-from .map_factor import FactorCovariance, KeptStart, sample_check, silf_route
-from .map_lowrank import next_start, silf_start
+from .map_factor import FactorCovariance, from_factor, sample_check, silf_route, start_with_factor
+from .map_lowrank import silf_start
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
 __all__ = ["SilfObjective", "SilfDetail"]
@@ -129,11 +129,11 @@ class SilfObjective:
         when its factor is exact, else the previous one in the new box
         (:func:`bsvm_scale.inference.map_lowrank.choose_start`; no more attempts after
         a truncated factor)."""
-        made = KeptStart(lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
-                                                  self.sample_weight))
-        nu0, how, self.lowrank_ok = next_start(made, self._warm_start(C), not np.any(self.nu),
-                                               self.pinned, self.lowrank_ok)
-        return nu0, how, (made.last if how.startswith("lowrank") else None)
+        nu0, how, self.lowrank_ok, low_rank = start_with_factor(
+            lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
+                                     self.sample_weight),
+            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
+        return nu0, how, low_rank
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",
                   "map_bound")
@@ -282,7 +282,7 @@ class SilfObjective:
             C, eps, cov = self.unpack(theta)
             ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, False, self.evidence,
                                kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
-            if str(info.get("smo_start", "")).startswith("factor"):  # f from the factor
+            if from_factor(info):  # f from the factor: one exact check
                 info = {**info, "map_check": sample_check(cov, self.X, nu, f)}
             self.last = Evaluation(theta.copy(), ev.value, ev.grad, info, nu, f,
                                    SilfDetail(C, eps, cov, ev))

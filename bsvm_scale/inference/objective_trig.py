@@ -23,8 +23,8 @@ from .._compiled.smo_trig import TrigDual, chunks_for, f_from_gradient, gradient
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
-from .map_factor import FactorCovariance, KeptStart, sample_check, trig_route
-from .map_lowrank import next_start, trig_start
+from .map_factor import FactorCovariance, from_factor, sample_check, start_with_factor, trig_route
+from .map_lowrank import trig_start
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
 __all__ = ["solve_dual", "TrigObjective", "EVIDENCE_MB", "case_weights"]
@@ -247,11 +247,11 @@ class TrigObjective:
         solution (:func:`bsvm_scale.inference.map_lowrank.choose_start`); after
         :meth:`restore` the restored solution itself. After one truncated
         factor no more are tried (their cost is wasted on such data)."""
-        made = KeptStart(lambda r, ex: trig_start(cov, self.X, self.y, r, ex, self.w))
-        alpha0, how, self.lowrank_ok = next_start(made, self.alpha, not np.any(self.alpha > 0.0),
-                                                  self._pinned, self.lowrank_ok or self._refactor)
+        alpha0, how, self.lowrank_ok, low_rank = start_with_factor(
+            lambda r, ex: trig_start(cov, self.X, self.y, r, ex, self.w), self.alpha,
+            not np.any(self.alpha > 0.0), self._pinned, self.lowrank_ok or self._refactor)
         self._refactor = False
-        return alpha0, how, (made.last if how.startswith("lowrank") else None)
+        return alpha0, how, low_rank
 
     def solve(self, theta):
         """MAP solution at log hyperparameters ``theta`` (warm started)."""
@@ -287,7 +287,7 @@ class TrigObjective:
         without gradient, keeping the factor of the SV block."""
         self.restore(theta)
         ev = self.evaluate(theta, need_grad=False, keep_factor=True)
-        if _from_factor(ev.info):  # f from the factor: one exact check
+        if from_factor(ev.info):  # f from the factor: one exact check
             ev.info["map_check"] = sample_check(ev.detail, self.X, self.y * ev.dual, ev.f)
         return ev
 
@@ -350,7 +350,7 @@ class TrigObjective:
             state.update(best_value=self.best.value, best_theta=self.best.theta.copy(),
                          best_alpha=self.best.dual.copy(),
                          best_smo_iter=self.best.info["smo_iter"],
-                         best_from_factor=_from_factor(self.best.info))
+                         best_from_factor=from_factor(self.best.info))
         return state
 
     def set_state(self, state):
@@ -399,12 +399,8 @@ class TrigObjective:
             self.alpha = self.best.dual.copy()
             # a solution taken from the factor is made again by it, bit for bit
             # (a deterministic function of the hyperparameters and the data)
-            self._refactor = _from_factor(self.best.info)
+            self._refactor = from_factor(self.best.info)
             self._pinned = not self._refactor
             return self.best.info["smo_iter"]
         return None
 
-
-def _from_factor(info):
-    """True when the evaluation of ``info`` took its MAP solution from the factor."""
-    return str(info.get("smo_start", "")).startswith("factor")
