@@ -196,10 +196,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         a fit is repeatable); the start with the highest subsample evidence
         is then refined on the full data, from the subsample optimum, with a
         dual warm start predicted from the subsample solution and a trust
-        radius of :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`. ``C`` and ``epsilon`` are per-case
-        noise parameters and ``kappa``, ``kappa_b`` describe the function, so
-        the subsample optimum is close to the full one and the expensive
-        full-data evaluations drop to a handful. ``None`` turns this off
+        radius of :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`,
+        ending once 2 evaluations in a row have not improved on its best
+        point (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and
+        ``epsilon`` are per-case noise parameters and ``kappa``, ``kappa_b``
+        describe the function, so the subsample optimum is close to the full
+        one and the expensive full-data evaluations drop to a handful. ``None`` turns this off
         (every start is then optimised on the full data).
 
     warm_start_from : estimator, str or path, optional

@@ -14,7 +14,8 @@ rest, the same for every model:
    every start is first optimised on one seeded subsample of ``m`` cases;
    only the best is refined on the full data, from its subsample optimum
    within the trust radius :data:`~bsvm_scale.optimization.starts.FINE_MAX_STEP`,
-   its MAP solve warm-started from the subsample solution.
+   its MAP solve warm-started from the subsample solution, ending as a
+   retraining does (:data:`~bsvm_scale.optimization.starts.FINE_OPTIONS`).
 3. **ARD continuation.** An ARD search begins with the isotropic model
    (one ``kappa``), searched by this same function from every start; the
    ARD run then begins at the best isotropic optimum with every ``kappa_l``
@@ -45,8 +46,8 @@ from .._util.threads import thread_map
 from .driver import StartResult, run_start
 from .objective import Evaluation, Objective, Warm
 from .records import start_record, unrefined_record
-from .starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, ard_runs, best_start,
-                     coarse_starts, retrain_options)
+from .starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, FINE_OPTIONS, ard_runs,
+                     best_start, coarse_starts, retrain_options)
 
 __all__ = ["Data", "Run", "Resume", "Retrain", "SearchModel", "Outcome", "search", "evaluate_at",
            "run_plan"]
@@ -65,12 +66,14 @@ class Run(NamedTuple):
     """One optimiser run: from ``theta0``, its objective warm-started from
     ``warm`` (None: as it is), within the trust radius ``max_step`` (None:
     the driver's), beginning with the model Hessian ``hessian`` (None: the
-    diagonal guess)."""
+    diagonal guess), with the optimiser options ``options`` (None: the
+    start's)."""
 
     theta0: np.ndarray
     warm: Warm | None = None
     max_step: float | None = None
     hessian: np.ndarray | None = None
+    options: dict | None = None
 
 
 class Resume(NamedTuple):
@@ -229,19 +232,19 @@ def _subsample_phase(model, data, thetas):
 def _plans(model, data, thetas, coarse):
     """One :class:`_Start` per start point that runs: the run from the point
     itself (coarse-to-fine: from the best subsample optimum, within
-    FINE_MAX_STEP) and, for the start whose isotropic first stage has the
-    best optimum, the ARD continuation from it."""
-    max_step, origins = None, thetas
+    FINE_MAX_STEP, with the stop rule FINE_OPTIONS) and, for the start whose
+    isotropic first stage has the best optimum, the ARD continuation from it."""
+    max_step, origins, options = None, thetas, None
     if coarse is not None:
         records, best, _ = coarse
         thetas, origins = [records[best]["theta"]], [records[best]["theta0"]]
-        max_step = FINE_MAX_STEP
+        max_step, options = FINE_MAX_STEP, model.options(FINE_OPTIONS)
     direct, stage, best_iso = ard_runs(
         lambda X, y, theta0: _isotropic_search(model, data, theta0), data.X, data.y, thetas,
         origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs)
     starts = []
     for theta0, runs_direct, iso in zip(thetas, direct, stage):
-        runs = [Run(theta0, None, max_step)] if runs_direct else []
+        runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
             runs.append(Run(model.ard_theta(iso.theta),
                             model.continuation_warm(iso.final, data), FINE_MAX_STEP))
@@ -343,7 +346,8 @@ def run_plan(objective, runs, bounds, options=None, callback=None, replay=None, 
                           and used < len(replay)):
             objective.restart(run.warm)
         cb = None if callback is None else (lambda rec, k=k: callback(k, rec))
-        res = run_start(objective, run.theta0, bounds, options, cb, max_step=run.max_step,
+        res = run_start(objective, run.theta0, bounds,
+                        options if run.options is None else run.options, cb, max_step=run.max_step,
                         replay=replay[used:],
                         first_step=first_step if run.max_step is not None else None,
                         hessian=run.hessian, **kw)

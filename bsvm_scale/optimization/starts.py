@@ -23,7 +23,8 @@ from .records import start_record
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "DEFAULT_ARD_INIT", "check_ard_init",
            "isotropic_stage",
            "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
-           "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "retrain_options",
+           "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "FINE_OPTIONS",
+           "retrain_options",
            "search_options",
            "FINE_FIRST_STEP", "FINE_MAX_STEP"]
 
@@ -42,12 +43,18 @@ RETRAIN_HESSIAN_OPTIONS = {"stall_evals": 1, "slope_rounds": 0}
 #: costs full-data evaluations later (docs/design/trust_region_search.md,
 #: "Coarse-to-fine phases")
 COARSE_OPTIONS = {"stall_atol": 0.0, "promise_atol": 0.0, "slope_rounds": 0}
+#: the full-data run of a coarse-to-fine start begins at the subsample optimum,
+#: like a retraining at a point known to be good, and each of its evaluations
+#: costs ``n / m`` of a subsample one: it ends, as a retraining does, once 2
+#: evaluations in a row have not improved on the best point, with no slope
+#: trial (docs/design/trust_region_search.md, "Coarse-to-fine phases")
+FINE_OPTIONS = dict(RETRAIN_OPTIONS)
 
 
 def search_options(phase=None, user=None):
     """The driver's options for BSVR and BTSVC: the piecewise-smooth defaults
     (:data:`bsvm_scale.optimization.driver.PIECEWISE_OPTIONS`), then a phase's
-    (:func:`retrain_options` or :data:`COARSE_OPTIONS`), then the user's
+    (:func:`retrain_options`, :data:`COARSE_OPTIONS` or :data:`FINE_OPTIONS`), then the user's
     ``optimizer_options``."""
     return {**PIECEWISE_OPTIONS, **(phase or {}), **(user or {})}
 

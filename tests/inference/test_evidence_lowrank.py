@@ -96,6 +96,37 @@ def test_a_growing_factor_is_the_factor_with_the_budget_of_its_last_stage():
     np.testing.assert_array_equal(G, pivoted_factor(cov, X, sl, 0.0, 7)[0])  # one stage
 
 
+def test_the_evidence_factor_grows_past_its_first_stages_only_where_the_bound_is_near(
+        monkeypatch):
+    """Past ``first_rank`` the factor goes on only when the residual trace's
+    decay predicts the tolerance within the cap: then it meets it, with the
+    columns of one factor to that tolerance and no stochastic correction;
+    where the decay is slow it stops at ``first_rank`` and the correction
+    runs, as before."""
+    import bsvm_scale.inference.evidence_lowrank as el
+
+    monkeypatch.setattr(el, "MAX_RANK", 24)
+    X, _, sl = _block(seed=4, m=400, d=2)
+    smooth = GaussianCovariance(2.0, 1.0, 3.0)        # 87 columns meet the tolerance
+    E = BlockEvidence(smooth, X, sl, tol=1e-3, max_rank=200, n_probes=4)
+    ref = factorize(smooth, X, sl, 1e-3)             # one factor, no rank cap
+    assert 24 < E.rank == ref.rank <= 200 and E.probes == 0 and E.F.bound <= 2e-3
+    np.testing.assert_array_equal(E.F.pivots, ref.pivots)
+    B, _ = _dense_B(X, smooth, sl)
+    assert 0.0 <= np.linalg.slogdet(B)[1] - E.logdet <= E.F.bound + 1e-9
+    rough = GaussianCovariance(2.0, 20.0, 3.0)        # 354 columns would: slow decay
+    E = BlockEvidence(rough, X, sl, tol=1e-3, max_rank=200, n_probes=4)
+    assert E.rank == 24 and E.probes == 4
+    plan = el.growth_plan(1.0, 24, 200)
+    assert plan(12, np.full(4, 100.0)) == 24          # the two first stages
+    # tr E 400 -> 40 over 12 columns: 1.0 is 12 ln(40) / ln(10) = 19.2 columns on, x 1.2
+    assert plan(24, np.full(4, 10.0)) == 48
+    assert plan(48, np.full(4, 0.2)) is None          # met
+    far = el.growth_plan(1e-20, 24, 200)
+    far(12, np.full(4, 100.0))
+    assert far(24, np.full(4, 10.0)) is None          # predicted beyond the cap
+
+
 @pytest.mark.parametrize("ard", [False, True])
 def test_dcov_contract_matches_dense_derivatives(ard):
     X, cov, _ = _block(seed=3, m=50, d=3, ard=ard)
