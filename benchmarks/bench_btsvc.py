@@ -290,8 +290,9 @@ def _fit_worker(name, n, n_test, seed, queue, cache_mb=256.0, n_starts=None,
                "message": clf.starts_[0]["message"],
                "full_data_values": [round(float(r["fun"]), 3) for r in clf.starts_[0]["trajectory"]],
                "evidence_error": clf.evidence_error_,
-               "map_s": [round(float(r.get("map_s", 0.0)), 2) for r in clf.starts_[0]["trajectory"]],
-               "evidence_s": [round(float(r.get("evidence_s", 0.0)), 2)
+               "map_s": [round(float(r["info"].get("map_s", 0.0)), 2)
+                         for r in clf.starts_[0]["trajectory"]],
+               "evidence_s": [round(float(r["info"].get("evidence_s", 0.0)), 2)
                               for r in clf.starts_[0]["trajectory"]]})
 
 
