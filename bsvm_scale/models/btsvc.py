@@ -13,17 +13,16 @@ Gaussian covariance (5.13) (ARD form 5.37) and the trigonometric likelihood
    kappa_l), ln kappa_b]`` within a box prior, from one or several starts,
    keeping the start with the highest evidence (:mod:`bsvm_scale.optimization.driver`).
 
-Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and
-the class probability (5.42), whose finite integral is evaluated by a
-fixed-order Gauss-Legendre rule vectorised over test points. More than two
-classes are handled by binary models with hyperparameters of their own
-(:mod:`bsvm_scale.models.multiclass`): one-versus-one (the default;
-probabilities coupled, :mod:`bsvm_scale.inference.coupling`) or
+Prediction uses the Gaussian predictive distribution of ``f(x)`` (5.41) and the class
+probability (5.42), whose finite integral is evaluated by a fixed-order Gauss-Legendre
+rule vectorised over test points. More than two classes are handled by binary models
+with hyperparameters of their own (:mod:`bsvm_scale.models.multiclass`): one-versus-one
+(the default; probabilities coupled, :mod:`bsvm_scale.inference.coupling`) or
 one-versus-rest (Appendix H / experiment C4; probabilities normalised).
 
-Case weights (``fit(sample_weight=...)``, ``class_weight``) multiply the
-cases' losses in every step: the dual, the evidence and the predictive
-variance (see :class:`BayesianSVC`, "Case and class weights").
+Case weights (``fit(sample_weight=...)``, ``class_weight``) multiply the cases' losses
+in every step (:class:`BayesianSVC`, "Case and class weights"); repeated cases are
+fitted as one weighted case (:mod:`bsvm_scale.models.merge`).
 """
 
 from __future__ import annotations
@@ -45,6 +44,7 @@ from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, SearchRun, ard_groups, table_groups
+from .merge import merge_fit_inputs
 from .multiclass import (COUPLINGS, FitJob, binary_problems, class_probabilities,
                          decision_values, fit_binaries, fit_shared, retrain_starts)
 from .search_hooks import TrigSearch
@@ -214,7 +214,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     log_evidence_ : float or ndarray
         ``ln P(D | theta)`` (5.35) at the chosen hyperparameters (per binary model).
     support_ : ndarray
-        Indices of the support vectors (binary).
+        Indices of the support vectors (binary; of repeated cases the first).
     support_vectors_ : ndarray
         Standardised inputs of the support vectors (binary).
     dual_coef_ : ndarray
@@ -281,19 +281,18 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     with the weighted mean and standard deviation, and the subsample phase
     (``init_subsample``) draws cases uniformly, each with its weight.
 
-    Integer weights are repeated cases: at given hyperparameters
-    (``optimize=False``) weight ``k`` gives the MAP function, predictions and
-    evidence of the data with the case repeated ``k`` times, the evidence
-    equal with no constant between them (Sylvester's determinant identity);
-    with the evidence search the two fits agree up to the SMO tolerance
-    ``tol``. A case of weight 0 is left out in effect: it is held at
-    ``alpha = 0``, is never a support vector and has no say in the
-    standardisation; ``support_`` (and every other index) still refers to the
-    rows of the ``X`` given to ``fit``. With other weights ``log_evidence_``
-    is the Laplace approximation of ``ln int prod_i P(y_i | f_i)^c_i p(f)
-    df``, the evidence of data in which case ``i`` counts ``c_i`` times (not
-    a normalised distribution over labels): it ranks hyperparameters fitted
-    with the same weights, but evidences of fits with different weights
+    Integer weights are repeated cases: weight ``k`` gives the MAP function,
+    predictions and evidence of the data with the case repeated ``k`` times (no
+    constant between the evidences, by Sylvester's determinant identity), and a
+    fit merges repeated cases (same inputs and label) into one of their summed
+    weight (:mod:`bsvm_scale.models.merge`). A case of weight 0 is left out in
+    effect: it is held at ``alpha = 0``, is never a support vector and has no
+    say in the standardisation; ``support_`` (and every other index) still
+    refers to the rows of the ``X`` given to ``fit``. With other weights
+    ``log_evidence_`` is the Laplace approximation of ``ln int prod_i P(y_i |
+    f_i)^c_i p(f) df``, the evidence of data in which case ``i`` counts ``c_i``
+    times (not a normalised distribution over labels): it ranks hyperparameters
+    fitted with the same weights, but evidences of fits with different weights
     (e.g. all weights doubled) are not comparable.
     """
 
@@ -334,12 +333,11 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         kappa = check_positive("kappa", 1.0 / d if kappa is None else kappa)
         if self.ard:
             k = self._n_kappa(d)
+            if np.ndim(kappa) > 1 or np.size(kappa) not in (1, k):
+                raise ValueError(f"kappa must have {k} entries with ard=True; got {kappa!r}.")
             kappa = np.broadcast_to(np.asarray(kappa, dtype=np.float64), (k,)).copy()
-            if np.ndim(kappa) != 1 or kappa.shape[0] != k:
-                raise ValueError(f"kappa must have {k} entries with ard=True.")
-        else:
-            if np.ndim(kappa) != 0:
-                raise ValueError("kappa must be a float with ard=False.")
+        elif np.ndim(kappa) != 0:
+            raise ValueError("kappa must be a float with ard=False.")
         return GaussianCovariance(kappa0, kappa, kappa_b).theta
 
     def _theta_kappa(self, d):
@@ -535,18 +533,21 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
 
     def _fit_binary(self, X, yb, callback=None, init=None, retrain=None, case_ids=None,
                     weights=None):
+        merged, (X, yb, weights, case_ids, init, retrain) = merge_fit_inputs(  # repeated cases
+            X, yb, weights, case_ids, init, retrain)
         scaler = standardizer_for(self, X, weights)
         Xs = scaler.transform(X)
         self.x_mean_, self.x_scale_ = scaler.mean, scaler.scale
         run = self._run_search(self._trig_search(X), Data(Xs, yb, weights), X.shape[1], init,
                                retrain, callback)
         self._set_run_fitted(run, run.final, Xs, case_ids)
+        if merged is not None:  # the rows of the X given to fit
+            self.support_ = merged.rows[self.support_]
 
     def _trig_search(self, X):
         """The search hooks of a binary fit on ``X`` (SMO limit: ``max_iter``
         or ``max(10^6, 100 n)``)."""
-        max_iter = (max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None
-                    else int(self.max_iter))
+        max_iter = max(10 ** 6, 100 * X.shape[0]) if self.max_iter is None else int(self.max_iter)
         return TrigSearch(self, self._bounds(X.shape[1]), max_iter, self.ard, self._groups)
 
     def _run_search(self, model, data, d, init, retrain, callback):
@@ -618,14 +619,12 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
                                   getattr(self, "ard_groups_", None))
 
     def _latent(self, X):
-        Xs = (X - self.x_mean_) / self.x_scale_
-        Xs = np.ascontiguousarray(Xs, dtype=np.float64)
+        Xs = np.ascontiguousarray((X - self.x_mean_) / self.x_scale_, dtype=np.float64)
         cov = self._covariance()
         if getattr(self, "predictor_", None) is not None:
-            p = self.predictor_
             mu = (cov.cross_matvec(Xs, self.support_vectors_, self.dual_coef_)
                   if self.dual_coef_.size else np.zeros(Xs.shape[0]))
-            var = LowRankPredictor.from_dict(p).variance(cov, Xs)
+            var = LowRankPredictor.from_dict(self.predictor_).variance(cov, Xs)
             return mu, np.sqrt(var)
         mu, var = predictive_moments(cov, self.support_vectors_, self.dual_coef_,
                                      self.cholesky_, self.lam_sqrt_, Xs)

@@ -1,0 +1,99 @@
+"""Identical training cases merged into one weighted case.
+
+Real tables repeat rows: one-hot coded categories and rounded numbers give
+many cases with the same inputs and, often, the same label. ``k`` copies of
+a case are exactly one case of weight ``k`` (summed when the copies carry
+case weights): the MAP problem (5.29) has the loss ``k l_t(y f)`` at one
+shared ``f``, and the evidence (5.35) is the same with no constant between
+them (Sylvester's determinant identity; :mod:`bsvm_scale.inference.evidence_trig`).
+One case instead of ``k`` removes ``k - 1`` kernel rows from the SMO and
+``k - 1`` rows and columns from the SV block, and it removes the numerical
+hazard of identical rows in ``Sigma_M`` (a singular block).
+
+:func:`merge_duplicates` finds the groups (same inputs *and* same label;
+cases that share inputs but not labels stay apart) and keeps the merged
+cases in the order of their first occurrence, so data without repeats give
+the unchanged problem. The fitted model refers to the first case of each
+group (``support_`` holds that row); the dual vectors of a resumed or
+retrained fit are over the merged cases, and :func:`merge_dual` sums a dual
+vector given per original case.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Merged", "merge_duplicates", "merge_dual", "merge_fit_inputs"]
+
+
+class Merged(NamedTuple):
+    """The merged problem: its inputs, labels and weights (one per merged
+    case), ``rows`` (the first original case of each) and ``inverse`` (the
+    merged case of each original case)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    weights: np.ndarray
+    rows: np.ndarray
+    inverse: np.ndarray
+
+
+def merge_duplicates(X, y, weights=None):
+    """The cases of ``(X, y)`` with identical inputs and label merged, their
+    weights (``weights``, None: all 1) summed; None when no case repeats.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d)
+    y : ndarray of shape (n,)
+    weights : ndarray of shape (n,), optional
+
+    Returns
+    -------
+    Merged or None
+    """
+    n = X.shape[0]
+    if n < 2:
+        return None
+    key = np.column_stack([X, y]).astype(np.float64, copy=False)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    if first.size == n:
+        return None
+    order = np.argsort(first, kind="stable")          # merged cases by first occurrence
+    position = np.empty_like(order)
+    position[order] = np.arange(order.size)
+    inverse = position[np.ravel(inverse)]
+    rows = first[order]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    summed = np.bincount(inverse, weights=w, minlength=rows.size)
+    return Merged(np.ascontiguousarray(X[rows]), y[rows].copy(), summed, rows, inverse)
+
+
+def merge_dual(dual, merged):
+    """A dual vector given per original case (``alpha``, or ``y alpha``), as
+    the merged problem holds it: summed over each group (the dual variable of
+    a case of weight ``k`` is ``k`` times that of each copy)."""
+    dual = np.asarray(dual, dtype=np.float64)
+    return np.bincount(merged.inverse, weights=dual, minlength=merged.rows.size)
+
+
+def merge_fit_inputs(X, y, weights=None, case_ids=None, init=None, retrain=None):
+    """A binary fit's inputs with repeated cases merged: ``(merged, (X, y,
+    weights, case_ids, init, retrain))``, ``merged`` None (and the inputs as
+    given) when no case repeats. The case ids become those of each group's
+    first case, a retraining's warm start (a :class:`~bsvm_scale.optimization.search.Retrain`)
+    and an ``init["alpha"]`` given per original case are summed over the
+    groups (:func:`merge_dual`); a resumed ``state`` is the merged fit's own."""
+    merged = merge_duplicates(X, y, weights)
+    if merged is None:
+        return None, (X, y, weights, case_ids, init, retrain)
+    if retrain is not None and retrain.warm is not None and retrain.warm.dual is not None:
+        retrain = retrain._replace(warm=retrain.warm._replace(
+            dual=merge_dual(retrain.warm.dual, merged)))
+    if isinstance(init, dict) and init.get("alpha") is not None \
+            and np.shape(init["alpha"]) == (X.shape[0],):
+        init = {**init, "alpha": merge_dual(init["alpha"], merged)}
+    case_ids = None if case_ids is None else case_ids[merged.rows]
+    return merged, (merged.X, merged.y, merged.weights, case_ids, init, retrain)
