@@ -41,6 +41,7 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_silf import (prediction_factor, predictive_variance_chunk,
                                        variance_from_cross)
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
+from .merge import merge_fit_inputs
 from .search_hooks import SilfSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
@@ -305,7 +306,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
       ``w_i`` times: the same MAP function (up to the SMO tolerance ``tol``)
       and, at the same hyperparameters, the same evidence, with no
       constant between them (Sylvester's determinant identity); the default
-      ``beta`` may differ, as it counts distinct cases;
+      ``beta`` may differ, as it counts distinct cases. Conversely a fit
+      merges repeated cases (same inputs and target) into one case of their
+      summed weight (:mod:`bsvm_scale.models.merge`); ``support_`` and the
+      other indices hold the first row of each group;
     - a case of weight 0 is a case left out (its ``nu_i`` stays 0; it is
       never an SV), while ``support_`` and the other indices keep referring
       to rows of the ``X`` given to ``fit``;
@@ -481,8 +485,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         _warn_offset(y, sw, bounds)
         self._max_iter = int(self.max_iter) if self.max_iter is not None else max(10**6, 100 * n)
         model = SilfSearch(self, bounds, kappa0, beta, self._groups)
-        data = Data(Xs, y, sw)
         thetas, resume, retrain = self._search_inputs(s, d, bounds, init, case_ids)
+        merged, (Xs, ym, wm, _, resume, retrain) = merge_fit_inputs(  # repeated cases
+            Xs, y, sw, None, resume, retrain)
+        data = Data(Xs, ym, wm)
         with fit_threads(self.n_jobs):
             if self.optimize:
                 out = search(model, data, thetas, resume, retrain, callback)
@@ -490,7 +496,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
             else:
                 obj, final = evaluate_at(model, data, thetas[0], resume, retrain)
                 self.starts_ = [fixed_record(thetas[0], final.value, final.info)]
-            self._set_fitted(final, beta, Xs, model.settings, sw)
+            self._set_fitted(final, beta, Xs, model.settings, wm)
+        if merged is not None:  # the rows of the X given to fit
+            for name in ("support_", "off_bound_", "on_bound_"):
+                setattr(self, name, merged.rows[getattr(self, name)])
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(obj.slope)
         return self

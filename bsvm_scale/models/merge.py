@@ -1,11 +1,17 @@
 """Identical training cases merged into one weighted case.
 
 Real tables repeat rows: one-hot coded categories and rounded numbers give
-many cases with the same inputs and, often, the same label. ``k`` copies of
-a case are exactly one case of weight ``k`` (summed when the copies carry
-case weights): the MAP problem (5.29) has the loss ``k l_t(y f)`` at one
-shared ``f``, and the evidence (5.35) is the same with no constant between
-them (Sylvester's determinant identity; :mod:`bsvm_scale.inference.evidence_trig`).
+many cases with the same inputs and, often, the same label (or target). ``k``
+copies of a case are exactly one case of weight ``k`` (summed when the copies
+carry case weights): the MAP problem has the loss ``k l(y, f)`` at one shared
+``f`` (BTSVC's dual (5.29), BSVR's (4.25) with the box ``C k``), and the
+evidence, (5.35) or (4.38), is the same with no constant between them
+(Sylvester's determinant identity; :mod:`bsvm_scale.inference.evidence_trig`,
+:mod:`bsvm_scale.inference.evidence_silf`). BSVR merges after the statistics it
+takes from the data (standardisation, default ``beta``, ``kappa0``, target
+scale) are computed on the cases as given; BTSVC standardises the merged cases
+with their weights, which gives the same mean and scale up to rounding.
+
 One case instead of ``k`` removes ``k - 1`` kernel rows from the SMO and
 ``k - 1`` rows and columns from the SV block, and it removes the numerical
 hazard of identical rows in ``Sigma_M`` (a singular block).
@@ -79,21 +85,36 @@ def merge_dual(dual, merged):
     return np.bincount(merged.inverse, weights=dual, minlength=merged.rows.size)
 
 
-def merge_fit_inputs(X, y, weights=None, case_ids=None, init=None, retrain=None):
-    """A binary fit's inputs with repeated cases merged: ``(merged, (X, y,
-    weights, case_ids, init, retrain))``, ``merged`` None (and the inputs as
-    given) when no case repeats. The case ids become those of each group's
-    first case, a retraining's warm start (a :class:`~bsvm_scale.optimization.search.Retrain`)
-    and an ``init["alpha"]`` given per original case are summed over the
-    groups (:func:`merge_dual`); a resumed ``state`` is the merged fit's own."""
+def merge_fit_inputs(X, y, weights=None, case_ids=None, start=None, retrain=None):
+    """A fit's inputs with repeated cases merged: ``(merged, (X, y, weights,
+    case_ids, start, retrain))``, ``merged`` None (and the inputs as given)
+    when no case repeats. The case ids become those of each group's first
+    case; a retraining's warm start (a :class:`~bsvm_scale.optimization.search.Retrain`)
+    and a resumed start's dual vector given per original case -- ``start``
+    an ``init`` dict (its ``alpha`` or ``nu``) or a
+    :class:`~bsvm_scale.optimization.search.Resume` (its ``dual``) -- are
+    summed over the groups (:func:`merge_dual`); a resumed ``state`` is the
+    merged fit's own."""
     merged = merge_duplicates(X, y, weights)
     if merged is None:
-        return None, (X, y, weights, case_ids, init, retrain)
+        return None, (X, y, weights, case_ids, start, retrain)
     if retrain is not None and retrain.warm is not None and retrain.warm.dual is not None:
         retrain = retrain._replace(warm=retrain.warm._replace(
             dual=merge_dual(retrain.warm.dual, merged)))
-    if isinstance(init, dict) and init.get("alpha") is not None \
-            and np.shape(init["alpha"]) == (X.shape[0],):
-        init = {**init, "alpha": merge_dual(init["alpha"], merged)}
     case_ids = None if case_ids is None else case_ids[merged.rows]
-    return merged, (merged.X, merged.y, merged.weights, case_ids, init, retrain)
+    return merged, (merged.X, merged.y, merged.weights, case_ids,
+                    _merged_start(start, merged, X.shape[0]), retrain)
+
+
+def _merged_start(start, merged, n):
+    """``start`` (an ``init`` dict, a ``Resume`` or None) with its dual vector
+    summed over the groups where it is given per original case."""
+    def per_case(v):
+        return v is not None and np.shape(v) == (n,)
+
+    if isinstance(start, dict):
+        return {**start, **{k: merge_dual(start[k], merged) for k in ("alpha", "nu")
+                            if per_case(start.get(k))}}
+    if start is not None and per_case(start.dual):
+        return start._replace(dual=merge_dual(start.dual, merged))
+    return start

@@ -104,3 +104,38 @@ def test_multiclass_models_are_those_of_the_deduplicated_data_with_counts_as_wei
     np.testing.assert_array_equal(rep.log_evidence_, ded.log_evidence_)
     Xt = np.random.default_rng(7).normal(size=(40, 2))
     np.testing.assert_array_equal(rep.predict_proba(Xt), ded.predict_proba(Xt))
+
+
+def _repeated_regression(n=120, seed=3):
+    """Rounded inputs and targets (many repeated rows), then about a third of
+    the rows repeated once more, shuffled."""
+    rng = np.random.default_rng(seed)
+    X = np.round(rng.uniform(-2, 2, (n, 2)) * 2.0) / 2.0
+    y = np.round(np.sinc(X[:, 0]) + 0.3 * X[:, 1] + rng.normal(0, 0.2, n), 1)
+    extra = rng.choice(n, n // 3)
+    X, y = np.r_[X, X[extra]], np.r_[y, y[extra]]
+    order = rng.permutation(y.size)
+    return X[order], y[order]
+
+
+def test_bsvr_merged_fit_equals_the_plain_problem_up_to_the_smo_tolerance(monkeypatch):
+    """BSVR at given hyperparameters: the repeated cases as one weighted case
+    give the MAP function, the evidence and the error bars of the copies
+    solved one by one; indices refer to rows of the ``X`` given to fit."""
+    import bsvm_scale.models.bsvr as bsvr_module
+    from bsvm_scale import BayesianSVR
+
+    X, y = _repeated_regression()
+    kw = dict(optimize=False, C=3.0, epsilon=0.1, beta=0.3, kappa=0.8, kappa_b=1.0, tol=1e-7)
+    merged = BayesianSVR(**kw).fit(X, y)
+    monkeypatch.setattr(bsvr_module, "merge_fit_inputs", lambda X, y, w, ids, start, rt:
+                        (None, (X, y, w, ids, start, rt)))
+    plain = BayesianSVR(**kw).fit(X, y)
+    assert plain.support_.size > merged.support_.size
+    for name in ("support_", "off_bound_", "on_bound_"):
+        rows = getattr(merged, name)
+        assert set(rows) <= set(getattr(plain, name))           # first rows of their groups
+    np.testing.assert_allclose(merged.log_evidence_, plain.log_evidence_, rtol=0, atol=1e-5)
+    Xt = np.random.default_rng(8).uniform(-2, 2, (60, 2))
+    np.testing.assert_allclose(merged.predict(Xt, return_std=True),
+                               plain.predict(Xt, return_std=True), atol=1e-5)
