@@ -14,6 +14,7 @@ import argparse
 import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -56,10 +57,10 @@ def main():
     finally:
         btsvc_module.merge_fit_inputs = merge
     out["speedup"] = out["each_copy"]["median_s"] / out["merged"]["median_s"]
-    print(json.dumps(out, indent=1))
+    text = json.dumps(out, indent=1)
+    print(text)
     if args.out:
-        with open(args.out, "w") as fh:
-            json.dump(out, fh, indent=1)
+        Path(args.out).write_text(text + "\n")
 
 
 if __name__ == "__main__":
