@@ -104,12 +104,8 @@ def pivoted_factor(cov, X, sl, tol, max_rank=None):
     columns, or when the largest residual is at rounding level."""
     m = X.shape[0]
     r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
-    G = np.zeros((m, r_max))
-    rank, piv, resid = _lk.pivoted_cholesky(cov.kernel(X), sl, G, float(tol),
-                                            rounding_floor(cov, sl))
-    if rank < r_max:
-        G = np.ascontiguousarray(G[:, :rank])
-    return G, piv[:rank].copy(), resid
+    G, piv, resid = staged_factor(cov, X, sl, r_max, r_max, lambda rank, resid: None, tol)
+    return np.ascontiguousarray(G), piv, resid
 
 
 def rounding_floor(cov, sl):
