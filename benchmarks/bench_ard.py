@@ -10,11 +10,12 @@ fit seconds, test ASE against the noisy targets and against the true function
 BSVR's default ``kappa0 = var(y)`` with ``kappa0="evidence"`` (inferred).
 Both models use every core: GPR through its multithreaded BLAS, BSVR through
 ``n_jobs`` (default -1: the isotropic first stage of its two starts on two
-threads; ``--n-jobs 1`` for one)::
+threads; ``--n-jobs 1`` for one). ``--init-subsample`` compares subsample sizes of
+coarse-to-fine starts (``default``, ``none`` or a number)::
 
     python3 benchmarks/bench_ard.py [--n 2000] [--seeds 0 1 2] [--ard-init ROUTE ...]
                                     [--kappa0 fixed|evidence ...] [--noise gauss student_t3]
-                                    [--n-jobs N] [--out FILE.json]
+                                    [--n-jobs N] [--init-subsample S ...] [--out FILE.json]
 """
 
 import argparse
@@ -61,23 +62,30 @@ def main(argv=None):
     ap.add_argument("--noise", nargs="+", default=["gauss", "student_t3"],
                     choices=["gauss", "student_t3"])
     ap.add_argument("--n-jobs", type=int, default=-1)
+    ap.add_argument("--init-subsample", nargs="+", default=["default"],
+                    help="BayesianSVR init_subsample values to compare ('default': the "
+                         "estimator's, 'none': no subsample phase)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     from bsvm_scale import BayesianSVR
 
     rows = []
-    variants = [(route, k0) for route in args.ard_init for k0 in args.kappa0]
+    subs = {"default": {}, "none": {"init_subsample": None}}
+    variants = [(route, k0, sub) for route in args.ard_init for k0 in args.kappa0
+                for sub in args.init_subsample]
     for noise in args.noise:
         for seed in args.seeds:
             X, y, Xt, yt, ft = _data(args.n, args.n_test, seed, noise)
             gpr = _case("sklearn-GPR-ARD", lambda: _gpr(X.shape[1]), X, y, Xt, yt, ft)
-            for route, k0 in variants:
-                bsvr = _case(f"BSVR-ARD ({route}, kappa0 {k0})", lambda: BayesianSVR(
-                    beta=0.3, ard=True, ard_init=route,
-                    kappa0="evidence" if k0 == "evidence" else None, n_jobs=args.n_jobs),
-                    X, y, Xt, yt, ft)
+            for route, k0, sub in variants:
+                kw = subs.get(sub, {"init_subsample": int(sub) if sub not in subs else None})
+                bsvr = _case(f"BSVR-ARD ({route}, kappa0 {k0}, init_subsample {sub})",
+                             lambda: BayesianSVR(
+                                 beta=0.3, ard=True, ard_init=route,
+                                 kappa0="evidence" if k0 == "evidence" else None,
+                                 n_jobs=args.n_jobs, **kw), X, y, Xt, yt, ft)
                 row = {"noise": noise, "seed": seed, "n": args.n, "ard_init": route,
-                       "n_jobs": args.n_jobs,
+                       "n_jobs": args.n_jobs, "init_subsample": sub,
                        "kappa0": k0, "bsvr": bsvr, "gpr": gpr,
                        "speedup_gpr_over_bsvr": gpr["seconds"] / bsvr["seconds"],
                        "ase_ratio_bsvr_over_gpr": bsvr["ase"] / gpr["ase"],
@@ -85,10 +93,10 @@ def main(argv=None):
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     summary = {}
-    for noise, (route, k0) in ((a, b) for a in args.noise for b in variants):
+    for noise, (route, k0, sub) in ((a, b) for a in args.noise for b in variants):
         r = [x for x in rows if x["noise"] == noise and x["ard_init"] == route
-             and x["kappa0"] == k0]
-        summary[f"{noise}/{route}/kappa0 {k0}"] = {k: float(np.median([x[k] for x in r]))
+             and x["kappa0"] == k0 and x["init_subsample"] == sub]
+        summary[f"{noise}/{route}/kappa0 {k0}/init_subsample {sub}"] = {k: float(np.median([x[k] for x in r]))
                           for k in ("speedup_gpr_over_bsvr", "ase_ratio_bsvr_over_gpr",
                                     "ase_true_ratio_bsvr_over_gpr")}
     print(json.dumps(summary, indent=1))

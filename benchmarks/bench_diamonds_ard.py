@@ -6,7 +6,8 @@ The shipped diamonds data (9 inputs, target ln price): a seeded random split of
 ``BayesianSVR(random_state=0)`` fit with defaults (``ard=True`` for ARD), run in its
 own child process under a time limit (``--limit-min``), so that a fit that does
 not finish is recorded as such. Recorded per model: fit seconds, peak RSS of the
-child, ln evidence, SV count, full-data evaluations and test MSE::
+child, ln evidence, SV count, evaluations per run (and, for the first run, the SMO
+iterations and seconds of each evaluation) and test MSE::
 
     python3 benchmarks/bench_diamonds_ard.py [--n 50000] [--seed 0] [--limit-min 30]
                                             [--models ard iso] [--out F.json]
@@ -41,10 +42,14 @@ def _one(model, n, seed):
     seconds = time.perf_counter() - t
     p = m.predict(Xt)
     evals = [s["n_eval"] for s in m.starts_]
+    keys = ("smo_iter", "map_s", "evidence_s", "n_sv", "method", "smo_start")
+    full = [{k: t["info"].get(k) for k in keys} | {"fun": t["fun"]}
+            for t in m.starts_[0]["trajectory"]]
     return {"model": model, "n": n, "n_test": int(yt.size), "seed": seed,
             "seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "log_evidence": float(m.log_evidence_), "n_sv": int(m.support_.size),
-            "evaluations_per_run": evals, "test_mse": float(np.mean((p - yt) ** 2)),
+            "evaluations_per_run": evals, "full_data_evaluations": full,
+            "test_mse": float(np.mean((p - yt) ** 2)),
             "hyperparameters": {k: np.asarray(v).tolist() for k, v in m.hyperparameters_.items()}}
 
 

@@ -130,8 +130,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         ``"start"``: only the runs from the starts (no such guarantee: the
         evidence (4.38) jumps where a case crosses between the loss's quadratic
         and linear pieces, and where the search ends depends on where it
-        began). Coarse to fine (``init_subsample``), all of it is done on the
-        subsample, and the guarantee holds there.
+        began).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones
@@ -191,20 +190,21 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         :class:`~bsvm_scale.inference.evidence_lowrank.EvidenceBudgetError` naming this
         parameter at the final fit.
     init_subsample : int or None, default=4000
-        Coarse-to-fine starts for large data: when ``n > 2 * init_subsample`` every
-        start is first optimised on a random subsample of ``init_subsample`` training
-        cases (``ard_init`` stages included; same ``beta``, ``kappa0`` and box; drawn
-        with ``random_state``, or a fixed seed when it is None, so that a fit is
-        repeatable); the start with the highest subsample evidence is then refined on
-        the full data, from the subsample optimum, with a dual warm start predicted from
-        the subsample solution and a trust radius of
-        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`, ending once 2 evaluations
-        in a row have not improved on its best point
-        (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and ``epsilon`` are
-        per-case noise parameters and ``kappa``, ``kappa_b`` describe the function, so
-        the subsample optimum is close to the full one and the expensive full-data
-        evaluations drop to a handful. ``None`` turns this off (every start is then
-        optimised on the full data).
+        Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
+        every start is first optimised on a random subsample of
+        ``init_subsample`` training cases (same ``beta``, ``kappa0`` and box;
+        drawn with ``random_state``, or a fixed seed when it is None, so that
+        a fit is repeatable); the start with the highest subsample evidence
+        is then refined on the full data, from the subsample optimum, with a
+        dual warm start predicted from the subsample solution and a trust
+        radius of :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`,
+        ending once 2 evaluations in a row have not improved on its best
+        point (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and
+        ``epsilon`` are per-case noise parameters and ``kappa``, ``kappa_b``
+        describe the function, so the subsample optimum is close to the full
+        one and the expensive full-data evaluations drop to a handful. ``None`` turns this off
+        (every start is then optimised on the full data).
+
     warm_start_from : estimator, str or path, optional
         An earlier fit of this class (or its model file, which keeps the new
         model file small) whose optimum starts a retraining: one start from
@@ -280,7 +280,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         own record); with the isotropic first stage (``ard_init``) the run
         from the best isotropic optimum, with ``isotropic``, that fit's start
         record (its ``theta`` has one ``ln kappa``); last, coarse-to-fine
-        runs that were not refined (subsample phase only, ARD stages included).
+        starts that were not refined (subsample phase only).
 
     Notes
     -----

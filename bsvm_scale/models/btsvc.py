@@ -135,8 +135,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
     init_subsample : int or None, default=4000
         Coarse-to-fine starts for large data: when ``n > 2 * init_subsample``
         every start is first optimised on a random subsample of
-        ``init_subsample`` training cases (ARD: with its isotropic first stage,
-        ``ard_init``; seeded by ``random_state``, seed 0
+        ``init_subsample`` training cases (seeded by ``random_state``, seed 0
         when None, so that a fit is repeatable); the start with the highest
         subsample evidence is then refined on the full data from its
         subsample optimum, with the SMO warm-started from the subsample's dual
@@ -248,7 +247,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``map_s`` / ``evidence_s``, the seconds of the MAP solve and of the
         evidence + gradient). With coarse-to-fine starts (``init_subsample``)
         the refined start comes first and holds its subsample phase under ``subsample`` (a start
-        record plus ``n_samples``); the other runs were made on the subsample
+        record plus ``n_samples``); the other starts ran on the subsample
         only (empty ``trajectory``, their record under ``subsample``).
     best_start_ : int
         Index in ``starts_`` of the chosen start.

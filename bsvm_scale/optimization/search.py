@@ -11,9 +11,9 @@ rest, the same for every model:
    and run on up to ``n_jobs`` threads (one, with a ``callback``: a
    pipeline's checkpoints have one writer).
 2. **Coarse to fine.** With more than ``2 m`` cases (``m = init_subsample``)
-   every start makes its runs (item 3 included) on one seeded subsample of
-   ``m`` cases; only the best optimum is refined on the full data, within
-   the trust radius :data:`~bsvm_scale.optimization.starts.FINE_MAX_STEP`,
+   every start is first optimised on one seeded subsample of ``m`` cases;
+   only the best is refined on the full data, from its subsample optimum
+   within the trust radius :data:`~bsvm_scale.optimization.starts.FINE_MAX_STEP`,
    its MAP solve warm-started from the subsample solution, ending as a
    retraining does (:data:`~bsvm_scale.optimization.starts.FINE_OPTIONS`).
 3. **ARD continuation.** An ARD search begins with the isotropic model
@@ -21,8 +21,7 @@ rest, the same for every model:
    ARD run then begins at the best isotropic optimum with every ``kappa_l``
    equal to its ``kappa`` and the isotropic MAP solution as its warm start,
    so that the ARD evidence is at least the isotropic optimum's
-   (``ard_init``, :func:`~bsvm_scale.optimization.starts.ard_runs`; with
-   coarse to fine, on the subsample).
+   (``ard_init``, :func:`~bsvm_scale.optimization.starts.ard_runs`).
 4. **Retraining** (``warm_start_from``): one run from the earlier optimum,
    warm-started from the earlier solution, beginning with the earlier
    search's model Hessian.
@@ -48,7 +47,7 @@ from .driver import StartResult, run_start
 from .objective import Evaluation, Objective, Warm
 from .records import start_record, unrefined_record
 from .starts import (COARSE_OPTIONS, FINE_FIRST_STEP, FINE_MAX_STEP, FINE_OPTIONS, ard_runs,
-                     best_start, coarse_starts, draw_subsample, lift_dual, retrain_options)
+                     best_start, coarse_starts, retrain_options)
 
 __all__ = ["Data", "Run", "Resume", "Retrain", "SearchModel", "Outcome", "search", "evaluate_at",
            "run_plan"]
@@ -210,15 +209,10 @@ def evaluate_at(model, data, theta, resume=None, retrain=None):
 
 
 def _subsample_phase(model, data, thetas):
-    """The subsample phase: ``(records, best, warm)``, the full-data warm start
-    being the best subsample solution on its own cases and 0 elsewhere; None
-    when the data are too few. Each start is one optimiser run on the
-    subsample (:func:`~bsvm_scale.optimization.starts.coarse_starts`); an ARD
-    search with an isotropic first stage makes its whole plan there instead
-    (:func:`_subsample_search`)."""
-    if model.ard_mode != "start":
-        return _subsample_search(model, data, thetas)
-
+    """The subsample phase (:func:`~bsvm_scale.optimization.starts.coarse_starts`):
+    ``(records, best, warm)``, the full-data warm start being the best
+    subsample solution on its own cases and 0 elsewhere; None when the data
+    are too few."""
     def run(obj, theta0, bounds):
         res = run_start(obj, theta0, bounds, model.options(COARSE_OPTIONS),
                         precondition=model.precondition)
@@ -235,65 +229,22 @@ def _subsample_phase(model, data, thetas):
     return records, best, Warm(dual0, chosen.carry().slope)
 
 
-def _subsample_search(model, data, thetas):
-    """The subsample phase of an ARD search with an isotropic first stage:
-    the whole search (isotropic stage, ARD runs, continuation) on the
-    subsample, so that the full data see one run, from its best optimum.
-    The walk of the relevance weights, dozens of evaluations, is then made
-    at ``m / n`` of the cost of a full-data evaluation. Its records are
-    those of the subsample's runs (with ``n_samples``)."""
-    drawn = draw_subsample(data.X, data.y, model.init_subsample, model.random_state,
-                           data.weights)
-    if drawn is None:
-        return None
-    idx, sub = drawn
-    out = search(_Coarse(model), Data(*sub), thetas)
-    out.objective.release()
-    records = [dict(rec, n_samples=idx.size) for rec in out.records]
-    warm = out.objective.carry()
-    return records, out.best, Warm(lift_dual(data.X.shape[0], idx, warm.dual), warm.slope)
-
-
-class _Coarse:
-    """``model`` as the subsample phase sees it (:func:`_subsample_search`):
-    subsample objectives, the phase's optimiser options
-    (:data:`~bsvm_scale.optimization.starts.COARSE_OPTIONS`) and no nested
-    subsample phase; every other hook is the model's."""
-
-    init_subsample = None
-
-    def __init__(self, model):
-        self._model = model
-
-    def __getattr__(self, name):
-        return getattr(self._model, name)
-
-    def objective(self, data, subsample=True):
-        return self._model.objective(data, subsample=True)
-
-    def options(self, phase=None):
-        return self._model.options({**COARSE_OPTIONS, **(phase or {})})
-
-    def isotropic(self):
-        return _Coarse(self._model.isotropic())
-
-
 def _plans(model, data, thetas, coarse):
-    """One :class:`_Start` per start point that runs. Coarse-to-fine: one run,
-    from the best subsample optimum, within FINE_MAX_STEP, with the stop rule
-    FINE_OPTIONS (the plans of the starts were made on the subsample).
-    Otherwise the run from the point itself and, for the start whose
+    """One :class:`_Start` per start point that runs: the run from the point
+    itself (coarse-to-fine: from the best subsample optimum, within
+    FINE_MAX_STEP, with the stop rule FINE_OPTIONS) and, for the start whose
     isotropic first stage has the best optimum, the ARD continuation from it."""
+    max_step, origins, options = None, thetas, None
     if coarse is not None:
         records, best, _ = coarse
-        run = Run(records[best]["theta"], None, FINE_MAX_STEP, None, model.options(FINE_OPTIONS))
-        return [_Start([run], None)]
+        thetas, origins = [records[best]["theta"]], [records[best]["theta0"]]
+        max_step, options = FINE_MAX_STEP, model.options(FINE_OPTIONS)
     direct, stage, best_iso = ard_runs(
         lambda X, y, theta0: _isotropic_search(model, data, theta0), data.X, data.y, thetas,
-        thetas, model.ard_mode, n_jobs=model.n_jobs)
+        origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs)
     starts = []
     for theta0, runs_direct, iso in zip(thetas, direct, stage):
-        runs = [Run(theta0)] if runs_direct else []
+        runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
             runs.append(Run(model.ard_theta(iso.theta),
                             model.continuation_warm(iso.final, data), FINE_MAX_STEP))

@@ -22,7 +22,7 @@ from .records import start_record
 
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "DEFAULT_ARD_INIT", "check_ard_init",
            "isotropic_stage",
-           "coarse_starts", "draw_subsample", "lift_dual", "best_isotropic", "ard_runs", "subsample_indices",
+           "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
            "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "FINE_OPTIONS",
            "retrain_options",
            "search_options",
@@ -140,59 +140,38 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_
     """The subsample phase of coarse-to-fine starts (``init_subsample``).
 
     Every start is optimised on the same seeded subsample of ``m`` of the
-    ``n`` cases (:func:`draw_subsample`; ``make_objective(X_m, y_m)`` gives a
-    fresh objective, ``run(objective, theta0, bounds)`` the
-    :class:`StartResult`); the start with the best subsample evidence is then
-    refined on the full data. The starts are independent and run on up to
-    ``n_jobs`` threads (:func:`bsvm_scale._util.threads.thread_map`). Returns
-    ``(records, best, dual0, objective)``: one start record per start (with
-    ``n_samples``), the index of the best one, the full-data dual warm start
-    (:func:`lift_dual`) and the best start's objective. ``([], None, None,
-    None)`` when ``m`` is None or ``n <= 2 m``. With case weights
-    ``sample_weight`` the subsample keeps its cases' weights:
+    ``n`` cases (``make_objective(X_m, y_m)`` gives a fresh objective,
+    ``run(objective, theta0, bounds)`` the :class:`StartResult`); the start
+    with the best subsample evidence is then refined on the full data.
+    The starts are independent and run on up to ``n_jobs`` threads
+    (:func:`bsvm_scale._util.threads.thread_map`). Returns ``(records, best,
+    dual0, objective)``: one start record per start (with ``n_samples``), the
+    index of the best one, the full-data dual warm start (the best subsample
+    solution on its own cases and 0 elsewhere, so that the MAP function it
+    implies is exactly the subsample's) and the best start's objective.
+    ``([], None, None, None)`` when ``m`` is None or ``n <= 2 m``. With case
+    weights ``sample_weight`` the subsample keeps its cases' weights:
     ``make_objective(X_m, y_m, w_m)``.
     """
-    drawn = draw_subsample(X, y, m, random_state, sample_weight)
-    if drawn is None:
+    n = X.shape[0]
+    if m is None or n <= 2 * int(m):
         return [], None, None, None
-    idx, data = drawn
+    m = int(m)
+    idx = subsample_indices(n, m, random_state)
+    Xm, ym = np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx])
+    data = (Xm, ym) if sample_weight is None else (Xm, ym, np.ascontiguousarray(sample_weight[idx]))
 
     def one(theta0):
         obj = make_objective(*data)
-        record = start_record(run(obj, theta0, bounds), n_samples=idx.size)
+        record = start_record(run(obj, theta0, bounds), n_samples=m)
         return record, obj
 
     records, objectives = zip(*thread_map(one, thetas, n_jobs))
     best = int(np.argmin([r["neg_log_evidence"] for r in records]))
-    chosen = objectives[best]
-    dual0 = lift_dual(X.shape[0], idx, None if chosen.best is None else chosen.best.dual)
-    return list(records), best, dual0, chosen
-
-
-def draw_subsample(X, y, m, random_state, sample_weight=None):
-    """``(idx, data)``: the sorted indices of the seeded subsample of ``m`` of
-    the ``n`` cases that the subsample phase of a coarse-to-fine fit works on
-    (:func:`subsample_indices`) and its cases ``(X_m, y_m)`` or, with case
-    weights, ``(X_m, y_m, w_m)``, contiguous. None when ``m`` is None or
-    ``n <= 2 m`` (no subsample phase)."""
-    n = X.shape[0]
-    if m is None or n <= 2 * int(m):
-        return None
-    idx = subsample_indices(n, int(m), random_state)
-    data = (np.ascontiguousarray(X[idx]), np.ascontiguousarray(y[idx]))
-    if sample_weight is not None:
-        data += (np.ascontiguousarray(sample_weight[idx]),)
-    return idx, data
-
-
-def lift_dual(n, idx, dual):
-    """The full-data dual warm start from a subsample solution ``dual`` on the
-    cases ``idx``: its values there and 0 elsewhere, so that the MAP function
-    it implies is exactly the subsample's (None: 0 everywhere)."""
     dual0 = np.zeros(n)
-    if dual is not None:
-        dual0[idx] = dual
-    return dual0
+    chosen = objectives[best]
+    dual0[idx] = chosen.best.dual if chosen.best is not None else 0.0
+    return list(records), best, dual0, chosen
 
 
 def best_isotropic(stage):
@@ -205,21 +184,22 @@ def best_isotropic(stage):
     return max(fitted, key=lambda m: m.log_evidence) if fitted else None
 
 
-def ard_runs(fit_isotropic, X, y, thetas, origins, mode, n_jobs=None):
+def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=None):
     """Which optimiser runs an ARD search makes (``ard_init``), for BSVR and BTSVC.
 
     ``mode`` is ``"start"`` (also for isotropic models and retraining: no
     isotropic stage), ``"isotropic"`` or ``"continuation"``. The isotropic
     model is fitted from every ``origins[k]`` (:func:`isotropic_stage`);
     ``thetas[k]`` runs from itself unless ``mode="continuation"`` and its
-    isotropic fit worked. Returns ``(direct, stage, best)``: a flag per
-    start, the isotropic fits (None where none was made or it failed) and
-    the best one, from which the single continuation runs
+    isotropic fit worked (a ``refined`` coarse-to-fine start, which begins at
+    its subsample optimum, always runs). Returns ``(direct, stage, best)``:
+    a flag per start, the isotropic fits (None where none was made or it
+    failed) and the best one, from which the single continuation runs
     (:func:`best_isotropic`; None: no continuation).
     """
     stage = (isotropic_stage(fit_isotropic, X, y, origins, n_jobs) if mode != "start"
              else [None] * len(thetas))
-    direct = [iso is None or mode != "continuation" for iso in stage]
+    direct = [refined or iso is None or mode != "continuation" for iso in stage]
     return direct, stage, best_isotropic(stage)
 
 

@@ -455,12 +455,13 @@ def test_the_ard_continuation_begins_at_the_best_isotropic_fit():
     assert best_isotropic([None, None]) is None
 
 
-@pytest.mark.parametrize("mode,direct", [
-    ("start", [True, True, True]),
-    ("isotropic", [True, True, True]),
-    ("continuation", [False, True, False]),   # start 1's isotropic fit failed
+@pytest.mark.parametrize("mode,refined,direct", [
+    ("start", False, [True, True, True]),
+    ("isotropic", False, [True, True, True]),
+    ("continuation", False, [False, True, False]),   # start 1's isotropic fit failed
+    ("continuation", True, [True, True, True]),      # a refined start always runs
 ])
-def test_ard_runs_policy(mode, direct):
+def test_ard_runs_policy(mode, refined, direct):
     import warnings
 
     from bsvm_scale.optimization.starts import ard_runs
@@ -468,7 +469,7 @@ def test_ard_runs_policy(mode, direct):
     thetas = [np.array([1.0]), np.array([-1.0]), np.array([3.0])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        flags, stage, best = ard_runs(_fit_isotropic, None, None, thetas, thetas, mode)
+        flags, stage, best = ard_runs(_fit_isotropic, None, None, thetas, thetas, mode, refined)
     assert flags == direct
     if mode == "start":
         assert stage == [None] * 3 and best is None

@@ -154,27 +154,6 @@ def test_coarse_to_fine_refines_the_best_subsample_start_warm():
     assert np.count_nonzero(first) == 30
 
 
-@pytest.mark.parametrize("route,n_records", [("continuation", 1), ("isotropic", 3)])
-def test_coarse_to_fine_ard_makes_its_whole_plan_on_the_subsample(route, n_records):
-    """The isotropic stage and the ARD runs are made on the subsample; the
-    full data see one run, in ARD, from the best subsample optimum."""
-    data = _data(n=100)
-    model = QuadModel(3, init_subsample=30, ard_init=route)
-    out = search(model, data, [np.zeros(5), np.full(5, 2.0)])
-    assert len(out.records) == n_records
-    refined = out.records[0]
-    assert refined["subsample"]["n_samples"] == 30
-    assert all(r["message"].startswith("not refined") for r in out.records[1:])
-    assert {size for n, size in model.log if n == 30} == {3, 5}  # isotropic, then ARD
-    assert {size for n, size in model.log if n == 100} == {5}  # ARD only
-    np.testing.assert_array_equal(refined["theta0"], refined["subsample"]["theta"])
-    if route == "continuation":  # its subsample run is the continuation
-        assert refined["subsample"]["isotropic"]["theta"].size == 3
-    assert out.final.value <= refined["trajectory"][0]["fun"]
-    first = out.objective.starts_from[0]  # the subsample solution on its cases, 0 elsewhere
-    assert np.count_nonzero(first) == 30
-
-
 def test_a_resumed_start_equals_the_uninterrupted_one():
     data = _data()
     model = QuadModel(3, ard_init="start")
