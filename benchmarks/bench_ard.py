@@ -96,7 +96,8 @@ def main(argv=None):
     for noise, (route, k0, sub) in ((a, b) for a in args.noise for b in variants):
         r = [x for x in rows if x["noise"] == noise and x["ard_init"] == route
              and x["kappa0"] == k0 and x["init_subsample"] == sub]
-        key = f"{noise}/{route}/kappa0 {k0}" + ("" if sub == "default" else f"/init_subsample {sub}")
+        key = f"{noise}/{route}/kappa0 {k0}"
+        key += "" if sub == "default" else f"/init_subsample {sub}"
         summary[key] = {k: float(np.median([x[k] for x in r]))
                         for k in ("speedup_gpr_over_bsvr", "ase_ratio_bsvr_over_gpr",
                                   "ase_true_ratio_bsvr_over_gpr")}

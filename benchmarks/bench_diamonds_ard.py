@@ -43,10 +43,11 @@ def _one(model, n, seed):
     p = m.predict(Xt)
     evals = [s["n_eval"] for s in m.starts_]
     keys = ("smo_iter", "map_s", "evidence_s", "n_sv", "method", "smo_start")
-    full = [{k: t["info"].get(k) for k in keys} | {"fun": t["fun"]}
-            for t in m.starts_[0]["trajectory"]]
+    full = [{k: rec["info"].get(k) for k in keys} | {"fun": rec["fun"]}
+            for rec in m.starts_[0]["trajectory"]]
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"model": model, "n": n, "n_test": int(yt.size), "seed": seed,
-            "seconds": seconds, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "seconds": seconds, "peak_rss_mb": peak_mb,
             "log_evidence": float(m.log_evidence_), "n_sv": int(m.support_.size),
             "evaluations_per_run": evals, "full_data_evaluations": full,
             "test_mse": float(np.mean((p - yt) ** 2)),

@@ -41,7 +41,7 @@ from ..inference.evidence_lowrank import DEFAULT_TOL, EvidenceSettings, LowRankP
 from ..inference.evidence_silf import (prediction_factor, predictive_variance_chunk,
                                        variance_from_cross)
 from ._common import BAYES_CONSTRAINTS, ard_groups, table_groups
-from .merge import merge_fit_inputs
+from .merge import merge_fit_inputs, restore_rows
 from .search_hooks import SilfSearch
 from .warm_start import (carried_dual, check_case_ids, previous_hessians, previous_model,
                          previous_thetas,
@@ -497,9 +497,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
                 obj, final = evaluate_at(model, data, thetas[0], resume, retrain)
                 self.starts_ = [fixed_record(thetas[0], final.value, final.info)]
             self._set_fitted(final, beta, Xs, model.settings, wm)
-        if merged is not None:  # the rows of the X given to fit
-            for name in ("support_", "off_bound_", "on_bound_"):
-                setattr(self, name, merged.rows[getattr(self, name)])
+        restore_rows(self, merged, ("support_", "off_bound_", "on_bound_"))
         keep_support_case_ids(self, case_ids)
         self._smo_slope = float(obj.slope)
         return self

@@ -44,7 +44,7 @@ from ..inference.evidence_trig import predictive_moments, trig_class_probability
 from ..inference.objective_trig import EVIDENCE_MB, TrigObjective, solve_dual
 from ..tables import EncodedTable
 from ._common import BAYES_CONSTRAINTS, SearchRun, ard_groups, table_groups
-from .merge import merge_fit_inputs
+from .merge import merge_fit_inputs, restore_rows
 from .multiclass import (COUPLINGS, FitJob, binary_problems, class_probabilities,
                          decision_values, fit_binaries, fit_shared, retrain_starts)
 from .search_hooks import TrigSearch
@@ -541,8 +541,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         run = self._run_search(self._trig_search(X), Data(Xs, yb, weights), X.shape[1], init,
                                retrain, callback)
         self._set_run_fitted(run, run.final, Xs, case_ids)
-        if merged is not None:  # the rows of the X given to fit
-            self.support_ = merged.rows[self.support_]
+        restore_rows(self, merged, ("support_",))
 
     def _trig_search(self, X):
         """The search hooks of a binary fit on ``X`` (SMO limit: ``max_iter``

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Merged", "merge_duplicates", "merge_dual", "merge_fit_inputs"]
+__all__ = ["Merged", "merge_duplicates", "merge_dual", "merge_fit_inputs", "restore_rows"]
 
 
 class Merged(NamedTuple):
@@ -118,3 +118,13 @@ def _merged_start(start, merged, n):
     if start is not None and per_case(start.dual):
         return start._replace(dual=merge_dual(start.dual, merged))
     return start
+
+
+def restore_rows(estimator, merged, names):
+    """Point the fitted index attributes ``names`` of ``estimator`` (indices
+    of merged cases) at rows of the ``X`` given to ``fit``: the first case of
+    each group. Nothing to do when ``merged`` is None (no case repeated)."""
+    if merged is None:
+        return
+    for name in names:
+        setattr(estimator, name, merged.rows[getattr(estimator, name)])
