@@ -34,8 +34,8 @@ import numpy as np
 from scipy.linalg.blas import dsymv
 
 from .._util.threads import blas_threads
-from .evidence_lowrank import (N_PROBES, PREDICT_TOL_RATIO, BlockEvidence, LowRankPredictor,
-                               factorize)
+from .evidence_lowrank import (AUTO_FACTOR_FIRST, FACTOR_OR_DENSE, N_PROBES,
+                               PREDICT_TOL_RATIO, BlockEvidence, LowRankPredictor, factorize)
 from .linalg import chol_with_jitter, inverse_lower, stable_cholesky
 
 __all__ = ["DenseBlock", "LowRankBlock", "make_block", "block_threads", "empty_prediction", "SCALED_BLAS_BLOCK",
@@ -159,11 +159,21 @@ class LowRankBlock:
     jitter = 0.0
     L = None
 
-    def __init__(self, cov, X, idx, sl, lam, tol, max_rank, n_probes=N_PROBES):
+    def __init__(self, cov, X, idx, sl, lam, tol, max_rank, n_probes=N_PROBES,
+                 first_rank=None):
         self.cov, self.idx, self.sl, self.lam, self.tol = cov, idx, sl, lam, tol
         self.XM = np.ascontiguousarray(X[idx])
-        self.E = BlockEvidence(cov, self.XM, sl, tol, max_rank, n_probes)
+        self.E = BlockEvidence(cov, self.XM, sl, tol, max_rank, n_probes, first_rank)
         self.logdet, self.error, self.rank = self.E.logdet, self.E.error, self.E.rank
+
+    @classmethod
+    def if_exact(cls, cov, X, idx, sl, lam, tol, max_rank):
+        """The block from a factor of at most ``max_rank`` columns, staged from
+        :data:`~bsvm_scale.inference.evidence_lowrank.AUTO_FACTOR_FIRST`, when
+        it meets ``tol`` without a stochastic correction; else None."""
+        block = cls(cov, X, idx, sl, lam, tol, max_rank, n_probes=0,
+                    first_rank=min(AUTO_FACTOR_FIRST, max_rank))
+        return block if block.E.error <= 2.0 * float(tol) else None
 
     def prepare_gradient(self, keep_factor):
         """Nothing to form: the factor answers every product."""
@@ -196,11 +206,17 @@ class LowRankBlock:
 
 def make_block(method, cov, X, idx, lam, *, tol=None, max_rank=None, n_probes=N_PROBES,
                form="scaled", ratio=None, w=None, S=None):
-    """The block of ``method`` (``"dense"`` or ``"matrix_free"``, from
+    """The block of ``method`` (``"dense"``, ``"matrix_free"`` or
+    :data:`~bsvm_scale.inference.evidence_lowrank.FACTOR_OR_DENSE`, from
     :meth:`~bsvm_scale.inference.evidence_lowrank.EvidenceSettings.plan`) over the
     cases ``idx`` with curvatures ``lam`` (``S``: the dense block ``Sigma_M``
     when the caller has it)."""
     sl = np.sqrt(lam)
+    if method == FACTOR_OR_DENSE:
+        block = LowRankBlock.if_exact(cov, X, idx, sl, lam, tol, max_rank)
+        if block is not None:
+            return block
+        method = "dense"
     if method == "dense":
         return DenseBlock(cov, X, idx, sl, form, ratio, w, S)
     return LowRankBlock(cov, X, idx, sl, lam, tol, max_rank, n_probes)

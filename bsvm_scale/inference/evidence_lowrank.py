@@ -69,7 +69,7 @@ from .._compiled import lowrank as _lk
 
 __all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "staged_factor", "growing_factor",
            "growth_plan", "growth_cap", "BlockEvidence", "Correction", "factorize",
-           "max_rank_for", "plan_block", "EvidenceSettings", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
+           "max_rank_for", "plan_block", "EvidenceSettings", "FACTOR_OR_DENSE", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
 DEFAULT_TOL = 0.01
@@ -477,10 +477,12 @@ class BlockEvidence:
     cg_iter : int
     """
 
-    def __init__(self, cov, XM, sl, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES):
+    def __init__(self, cov, XM, sl, tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
+                 first_rank=None):
         self.cov = cov
         self.XM = np.ascontiguousarray(XM, dtype=np.float64)
-        self.F = factorize(cov, self.XM, sl, tol, max_rank, first_rank=MAX_RANK)
+        first = MAX_RANK if first_rank is None else first_rank
+        self.F = factorize(cov, self.XM, sl, tol, max_rank, first_rank=first)
         self.rank = self.F.rank
         self.corr = None
         self.logdet = self.F.logdet
@@ -522,6 +524,19 @@ METHODS = ("auto", "dense", "matrix_free")
 #: "auto" factorises the block densely up to this many cases (below it the
 #: dense Cholesky is both exact and faster than a factor of nearly full rank)
 AUTO_DENSE_MAX = 5000
+#: ... but above this many it first tries a factor of at most
+#: ``AUTO_FACTOR_RATIO m`` columns without stochastic correction (route
+#: :data:`FACTOR_OR_DENSE`): a smooth kernel's block often meets the tolerance
+#: at a small fraction of full rank, and the factor costs ``O(m r^2)`` against
+#: the dense ``O(m^3)``; where the decay of its residual trace says the
+#: tolerance is out of reach, it stops after :data:`AUTO_FACTOR_FIRST` columns
+#: and the block is factorised densely (docs/design/matrix_free_evidence.md,
+#: "Dense or factor below 5,000 cases")
+AUTO_FACTOR_MIN = 2000
+AUTO_FACTOR_RATIO = 0.2
+AUTO_FACTOR_FIRST = 256
+#: the plan's name for that route
+FACTOR_OR_DENSE = "factor_or_dense"
 #: smallest useful rank of a matrix-free factor
 MIN_RANK = 16
 #: rank of the evidence factor's first stages: building it costs O(m r^2),
@@ -594,7 +609,11 @@ def plan_block(method, m, budget_mb, dense_arrays=1):
 
     Returns
     -------
-    (method, max_rank) : ("dense", None) or ("matrix_free", int)
+    (method, max_rank) : ("dense", None), ("matrix_free", int) or (FACTOR_OR_DENSE, int)
+        :data:`FACTOR_OR_DENSE` (``"auto"`` between :data:`AUTO_FACTOR_MIN`
+        and :data:`AUTO_DENSE_MAX` cases): a factor of at most ``max_rank``
+        columns if it meets the tolerance alone, else the dense block
+        (:func:`bsvm_scale.inference.blocks.make_block`).
 
     Raises
     ------
@@ -604,6 +623,8 @@ def plan_block(method, m, budget_mb, dense_arrays=1):
     """
     budget = float(budget_mb) * 2**20
     dense_bytes = 8.0 * dense_arrays * m * m
+    if method == "auto" and AUTO_FACTOR_MIN < m <= AUTO_DENSE_MAX and dense_bytes <= budget:
+        return FACTOR_OR_DENSE, min(int(AUTO_FACTOR_RATIO * m), max_rank_for(m, budget))
     if method == "dense" or (method == "auto" and m <= AUTO_DENSE_MAX and dense_bytes <= budget):
         if dense_bytes > budget:
             raise EvidenceBudgetError(

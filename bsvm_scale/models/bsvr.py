@@ -178,9 +178,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on
         what it leaves out, and a preconditioned stochastic Lanczos correction
         with fixed probes when the rank budget stops it first
-        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"`` is dense up to
-        5,000 off-bound cases (when it fits ``evidence_mb``), matrix-free
-        beyond. ``evidence_method_`` and ``evidence_error_`` say what the fit used.
+        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"``: dense up to 2,000
+        off-bound cases, up to 5,000 a factor of ``<= m / 5`` columns where it meets
+        ``evidence_tol`` alone (else dense), matrix-free beyond.
+        ``evidence_method_`` and ``evidence_error_`` say what the fit used.
     evidence_tol : float, default=0.01
         Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
     evidence_mb : float, default=1024

@@ -121,8 +121,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``"matrix_free"`` uses a pivoted-Cholesky factor with a bound on what
         it leaves out, and a preconditioned stochastic Lanczos correction
         with fixed probes when the rank budget stops it first
-        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"`` is dense up to 5,000
-        SVs (when it fits ``evidence_mb``), matrix-free beyond.
+        (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"``: dense up to 2,000
+        SVs, up to 5,000 a factor of ``<= m / 5`` columns where it meets
+        ``evidence_tol`` alone (else dense), matrix-free beyond.
         ``evidence_method_`` and ``evidence_error_`` say what the fit used.
     evidence_tol : float, default=0.01
         Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
