@@ -167,7 +167,7 @@ class LowRankBlock:
         self.logdet, self.error, self.rank = self.E.logdet, self.E.error, self.E.rank
 
     @classmethod
-    def if_exact(cls, cov, X, idx, sl, lam, tol, max_rank):
+    def if_within_tol(cls, cov, X, idx, sl, lam, tol, max_rank):
         """The block from a factor of at most ``max_rank`` columns, staged from
         :data:`~bsvm_scale.inference.evidence_lowrank.AUTO_FACTOR_FIRST`, when
         it meets ``tol`` without a stochastic correction; else None."""
@@ -213,7 +213,7 @@ def make_block(method, cov, X, idx, lam, *, tol=None, max_rank=None, n_probes=N_
     when the caller has it)."""
     sl = np.sqrt(lam)
     if method == FACTOR_OR_DENSE:
-        block = LowRankBlock.if_exact(cov, X, idx, sl, lam, tol, max_rank)
+        block = LowRankBlock.if_within_tol(cov, X, idx, sl, lam, tol, max_rank)
         if block is not None:
             return block
         method = "dense"

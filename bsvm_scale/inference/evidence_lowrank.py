@@ -69,7 +69,8 @@ from .._compiled import lowrank as _lk
 
 __all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "staged_factor", "growing_factor",
            "growth_plan", "growth_cap", "BlockEvidence", "Correction", "factorize",
-           "max_rank_for", "plan_block", "EvidenceSettings", "FACTOR_OR_DENSE", "check_method", "EvidenceBudgetError", "DEFAULT_TOL"]
+           "max_rank_for", "plan_block", "EvidenceSettings", "FACTOR_OR_DENSE", "check_method",
+           "EvidenceBudgetError", "DEFAULT_TOL"]
 
 #: default bound (nats) on the error of -ln evidence left by the factor
 DEFAULT_TOL = 0.01
@@ -531,7 +532,7 @@ AUTO_DENSE_MAX = 5000
 #: the dense ``O(m^3)``; where the decay of its residual trace says the
 #: tolerance is out of reach, it stops after :data:`AUTO_FACTOR_FIRST` columns
 #: and the block is factorised densely (docs/design/matrix_free_evidence.md,
-#: "Dense or factor below 5,000 cases")
+#: "Dense or factor from 2,000 to 5,000 cases")
 AUTO_FACTOR_MIN = 2000
 AUTO_FACTOR_RATIO = 0.2
 AUTO_FACTOR_FIRST = 256
