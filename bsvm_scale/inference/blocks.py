@@ -173,7 +173,7 @@ class LowRankBlock:
         it meets ``tol`` without a stochastic correction; else None."""
         block = cls(cov, X, idx, sl, lam, tol, max_rank, n_probes=0,
                     first_rank=min(AUTO_FACTOR_FIRST, max_rank))
-        return block if block.E.error <= 2.0 * float(tol) else None
+        return block if block.E.within_tol else None
 
     def prepare_gradient(self, keep_factor):
         """Nothing to form: the factor answers every product."""

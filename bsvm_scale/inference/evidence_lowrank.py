@@ -490,7 +490,9 @@ class BlockEvidence:
         self.error = self.F.bound
         self.probes = 0
         self.cg_iter = 0
-        if self.F.bound > 2.0 * float(tol) and n_probes > 0:
+        #: the factor alone meets the tolerance (no stochastic correction needed)
+        self.within_tol = self.F.bound <= 2.0 * float(tol)
+        if not self.within_tol and n_probes > 0:
             self.corr = Correction(cov, self.XM, self.F, n_probes)
             self.logdet += self.corr.logdet
             self.error = self.corr.logdet_se

@@ -203,9 +203,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         point (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and
         ``epsilon`` are per-case noise parameters and ``kappa``, ``kappa_b``
         describe the function, so the subsample optimum is close to the full
-        one and the expensive full-data evaluations drop to a handful. ``None`` turns this off
-        (every start is then optimised on the full data).
-
+        one and the expensive full-data evaluations drop to a handful.
+        ``None`` turns this off (every start is then optimised on the full
+        data).
     warm_start_from : estimator, str or path, optional
         An earlier fit of this class (or its model file, which keeps the new
         model file small) whose optimum starts a retraining: one start from
