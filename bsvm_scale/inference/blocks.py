@@ -35,7 +35,7 @@ from scipy.linalg.blas import dsymv
 
 from .._util.threads import blas_threads
 from .evidence_lowrank import (AUTO_FACTOR_FIRST, FACTOR_OR_DENSE, N_PROBES,
-                               PREDICT_TOL_RATIO, BlockEvidence, LowRankPredictor, factorize)
+                               PREDICT_TOL_RATIO, BlockEvidence, LowRankPredictor)
 from .linalg import chol_with_jitter, inverse_lower, stable_cholesky
 
 __all__ = ["DenseBlock", "LowRankBlock", "make_block", "block_threads", "empty_prediction", "SCALED_BLAS_BLOCK",
@@ -199,9 +199,11 @@ class LowRankBlock:
         return self.E.info()
 
     def for_prediction(self, predict_rank):
-        """The low-rank predictor, to ``PREDICT_TOL_RATIO`` of the evidence tolerance."""
-        return {"predictor": factorize(self.cov, self.XM, self.sl, self.tol * PREDICT_TOL_RATIO,
-                                       predict_rank).predictor()}
+        """The low-rank predictor, to ``PREDICT_TOL_RATIO`` of the evidence
+        tolerance: the evidence factor continued (its columns are the first
+        ones of the predictor's)."""
+        F = self.E.F.extended(self.cov, self.XM, 2.0 * self.tol * PREDICT_TOL_RATIO, predict_rank)
+        return {"predictor": F.predictor()}
 
 
 def make_block(method, cov, X, idx, lam, *, tol=None, max_rank=None, n_probes=N_PROBES,

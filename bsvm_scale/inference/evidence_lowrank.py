@@ -98,14 +98,17 @@ def _right_solve(L, Y, trans="T"):
     return out.T
 
 
-def pivoted_factor(cov, X, sl, tol, max_rank=None):
+def pivoted_factor(cov, X, sl, tol, max_rank=None, start=None):
     """Greedy pivoted Cholesky factor of ``diag(sl) Sigma diag(sl)`` over the
     rows of ``X``: ``(G, pivots, resid)`` with ``G`` of shape ``(m, rank)``
     (C-ordered), stopped once ``tr E = sum(resid) <= tol``, at ``max_rank``
-    columns, or when the largest residual is at rounding level."""
+    columns, or when the largest residual is at rounding level. ``start``:
+    the ``(G, pivots, resid)`` of a factor of the same matrix to continue
+    (:func:`staged_factor`)."""
     m = X.shape[0]
     r_max = m if max_rank is None else int(min(m, max(1, max_rank)))
-    G, piv, resid = staged_factor(cov, X, sl, r_max, r_max, lambda rank, resid: None, tol)
+    G, piv, resid = staged_factor(cov, X, sl, r_max, r_max, lambda rank, resid: None, tol,
+                                  start)
     return np.ascontiguousarray(G), piv, resid
 
 
@@ -115,7 +118,7 @@ def rounding_floor(cov, sl):
     return 1e-13 * float(np.max(sl) ** 2) * (cov.kappa0 + cov.kappa_b) if sl.size else 0.0
 
 
-def staged_factor(cov, X, sl, width, first, next_stop, tol=0.0):
+def staged_factor(cov, X, sl, width, first, next_stop, tol=0.0, start=None):
     """Pivoted-Cholesky factor over the rows of ``X`` made in stages: up to
     ``first`` columns, then, after every stage that used its whole budget,
     up to ``next_stop(rank, resid)`` columns (None: stop), never past
@@ -123,7 +126,11 @@ def staged_factor(cov, X, sl, width, first, next_stop, tol=0.0):
     level. Returns ``(G, piv, resid)`` with ``G`` a view of the first
     ``rank`` columns of one array ``width`` wide (rows not copied; untouched
     columns are never written). The columns are those of
-    :func:`pivoted_factor` with the budget the last stage had."""
+    :func:`pivoted_factor` with the budget the last stage had.
+
+    ``start``: ``(G0, piv0, resid0)``, the first columns of this factor (at
+    most ``width``), its pivots and residual diagonal; the factor continues
+    from them instead of from column 0."""
     m = X.shape[0]
     width = int(min(m, width))
     G = np.zeros((m, width))
@@ -131,7 +138,7 @@ def staged_factor(cov, X, sl, width, first, next_stop, tol=0.0):
     resid = np.empty(m)
     resid[:] = sl * sl * (cov.kappa0 + cov.kappa_b)
     kern, floor = cov.kernel(X), rounding_floor(cov, sl)
-    rank, stop = 0, int(min(width, first))
+    rank, stop = 0 if start is None else _seed(G, piv, resid, start), int(min(width, first))
     while stop is not None and stop > rank:
         rank = _lk.pivoted_cholesky_from(kern, sl, G, rank, stop, piv, resid, float(tol), floor)
         if rank < stop:
@@ -139,6 +146,20 @@ def staged_factor(cov, X, sl, width, first, next_stop, tol=0.0):
         stop = next_stop(rank, resid)
         stop = None if stop is None else int(min(width, stop))
     return G[:, :rank], piv[:rank].copy(), resid
+
+
+def _seed(G, piv, resid, start):
+    """Copy a factor's first columns ``start = (G0, piv0, resid0)`` into the
+    arrays of :func:`staged_factor`; returns their number."""
+    G0, piv0, resid0 = start
+    r = G0.shape[1]
+    if r > G.shape[1]:
+        raise ValueError(f"start: the factor to continue has {r} columns, more than the "
+                         f"{G.shape[1]} allowed; pass a larger max_rank.")
+    G[:, :r] = G0
+    piv[:r] = piv0
+    resid[:] = resid0
+    return r
 
 
 def growing_factor(cov, X, sl, budgets, keep_going):
@@ -199,17 +220,19 @@ class LowRankFactor:
         ``tr E``: ``ln|B| - ln|P|`` lies in ``[0, bound]``.
     """
 
-    def __init__(self, cov, XM, sl, tol=2 * DEFAULT_TOL, max_rank=None, first_rank=None):
+    def __init__(self, cov, XM, sl, tol=2 * DEFAULT_TOL, max_rank=None, first_rank=None,
+                 start=None):
         XM = np.ascontiguousarray(XM, dtype=np.float64)
         self.sl = np.ascontiguousarray(sl, dtype=np.float64)
-        if first_rank is None or max_rank is None or first_rank >= max_rank:
-            G, piv, resid = pivoted_factor(cov, XM, self.sl, tol, max_rank)
+        if start is not None or first_rank is None or max_rank is None or first_rank >= max_rank:
+            G, piv, resid = pivoted_factor(cov, XM, self.sl, tol, max_rank, start)
         else:  # beyond first_rank only where the trace's decay says tol is near
             G, piv, resid = staged_factor(cov, XM, self.sl, max_rank, max(1, first_rank // 2),
                                           growth_plan(tol, first_rank, max_rank), tol)
             G = np.ascontiguousarray(G)
         self.rank = G.shape[1]
         self.pivots = piv
+        self.resid = resid
         self.bound = float(resid.sum())
         self.X_S = np.ascontiguousarray(XM[self.pivots])
         self.sl_S = self.sl[self.pivots].copy()
@@ -274,6 +297,17 @@ class LowRankFactor:
     def predictor(self):
         """The O(r^2) part of the factor that prediction needs."""
         return LowRankPredictor(self.X_S, self.sl_S, self.L_S, self.L_C)
+
+    def extended(self, cov, XM, tol, max_rank=None):
+        """This factor continued to ``tr E <= tol`` (or ``max_rank``
+        columns) on the same block ``XM`` at the same ``cov``: its columns
+        ``G = R L_C^T`` and pivots are kept, so only the new columns are
+        computed. Up to rounding in the kept columns, the factor
+        :func:`pivoted_factor` would make from scratch."""
+        if max_rank is not None and self.rank > max_rank:
+            return LowRankFactor(cov, XM, self.sl, tol, max_rank)
+        G = self.R @ self.L_C.T
+        return LowRankFactor(cov, XM, self.sl, tol, max_rank, start=(G, self.pivots, self.resid))
 
 
 class LowRankPredictor:

@@ -65,7 +65,7 @@ from scipy.linalg import solve_triangular
 
 from . import losses
 from .blocks import SHIFTED_BLAS_BLOCK, block_threads, make_block
-from .evidence_lowrank import PREDICT_TOL_RATIO, EvidenceSettings, factorize
+from .evidence_lowrank import EvidenceSettings
 from .linalg import inverse_lower, stable_cholesky  # noqa: F401 -- part of this module's API
 
 __all__ = ["EvidenceResult", "stable_cholesky", "inverse_lower", "silf_evidence"]
@@ -219,15 +219,13 @@ def _assemble_grad(X, nu, cov, C, epsilon, beta, support, resid, loss, tr_BS, g_
     return np.concatenate(([g_lnC, g_lneps], g_cov))
 
 
-def prediction_factor(X, ev, cov, C, epsilon, beta, settings, sample_weight=None):
+def prediction_factor(ev, settings):
     """The :class:`~bsvm_scale.inference.evidence_lowrank.LowRankPredictor` of a
-    matrix-free evaluation ``ev`` (with the case weights ``sample_weight`` of
-    the fit, if any), computed to ``PREDICT_TOL_RATIO`` of the evidence
-    tolerance."""
-    m = ev.off_bound.size
-    sl = np.sqrt(_block_curvature(C, epsilon, beta, ev.off_bound, sample_weight))
-    return factorize(cov, X[ev.off_bound], sl, settings.tol * PREDICT_TOL_RATIO,
-                     settings.predict_rank(m)).predictor()
+    matrix-free evaluation ``ev`` (its block holds the fit's case weights, if
+    any), computed to ``PREDICT_TOL_RATIO`` of the evidence tolerance
+    (``settings.tol``) by continuing the evaluation's own factor
+    (:meth:`~bsvm_scale.inference.blocks.LowRankBlock.for_prediction`)."""
+    return ev.block.for_prediction(settings.predict_rank(ev.off_bound.size))["predictor"]
 
 
 def predictive_variance_chunk(cov, Xtest, Xoff, L):

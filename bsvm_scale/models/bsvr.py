@@ -592,7 +592,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         for name in ("cholesky_", "predictor_"):  # from an earlier fit
             self.__dict__.pop(name, None)
         if ev.method == "matrix_free":
-            p = prediction_factor(X, ev, cov, C, eps, beta, settings, sample_weight)
+            p = prediction_factor(ev, settings)
             self.predictor_ = p.as_dict()
         else:
             self.cholesky_ = ev.L

@@ -47,8 +47,10 @@ COARSE_OPTIONS = {"stall_atol": 0.0, "promise_atol": 0.0, "slope_rounds": 0}
 #: like a retraining at a point known to be good, and each of its evaluations
 #: costs ``n / m`` of a subsample one: it ends, as a retraining does, once 2
 #: evaluations in a row have not improved on the best point, with no slope
-#: trial (docs/design/trust_region_search.md, "Coarse-to-fine phases")
-FINE_OPTIONS = dict(RETRAIN_OPTIONS)
+#: trial, where an improvement is a gain of more than 1 nat (a Bayes factor
+#: below e is "not worth more than a bare mention", Kass & Raftery 1995;
+#: docs/design/trust_region_search.md, "Coarse-to-fine phases")
+FINE_OPTIONS = {**RETRAIN_OPTIONS, "stall_atol": 1.0}
 
 
 def search_options(phase=None, user=None):

@@ -96,6 +96,26 @@ def test_a_growing_factor_is_the_factor_with_the_budget_of_its_last_stage():
     np.testing.assert_array_equal(G, pivoted_factor(cov, X, sl, 0.0, 7)[0])  # one stage
 
 
+def test_an_extended_factor_is_the_factor_made_to_the_tighter_tolerance():
+    """The prediction factor continues the evidence factor: same pivots, the
+    same triangles and predictive variance as a factor made from scratch to
+    the tighter tolerance (up to rounding in the kept columns ``R L_C^T``)."""
+    X, cov, sl = _block(seed=7, m=300, d=3, ard=True)
+    first = factorize(cov, X, sl, tol=1e-1)
+    fresh = factorize(cov, X, sl, tol=1e-5)
+    ext = first.extended(cov, X, 2e-5)
+    assert 0 < first.rank < ext.rank
+    np.testing.assert_array_equal(ext.pivots, fresh.pivots)
+    assert ext.bound == pytest.approx(fresh.bound, rel=1e-8)
+    np.testing.assert_allclose(ext.L_C, fresh.L_C, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(ext.L_S, fresh.L_S, rtol=1e-9, atol=1e-9)
+    Xt = np.random.default_rng(8).normal(size=(50, 3))
+    np.testing.assert_allclose(ext.predictor().variance(cov, Xt),
+                               fresh.predictor().variance(cov, Xt), rtol=1e-9, atol=1e-12)
+    capped = first.extended(cov, X, 2e-5, max_rank=first.rank - 1)  # below its own rank
+    np.testing.assert_array_equal(capped.pivots, fresh.pivots[:first.rank - 1])
+
+
 def test_the_evidence_factor_grows_past_its_first_stages_only_where_the_bound_is_near(
         monkeypatch):
     """Past ``first_rank`` the factor goes on only when the residual trace's

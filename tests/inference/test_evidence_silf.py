@@ -136,9 +136,9 @@ def test_unit_weights_give_the_unweighted_evidence_bit_for_bit(method):
     for w in (None, np.ones(150)):
         p = _problem(X, y, w, method, tol=1e-6)
         value, grad, _ = p(theta)
-        C, eps, cov, ev = p.last.detail.C, p.last.detail.epsilon, p.last.detail.covariance, p.last.detail.evidence
+        ev = p.last.detail.evidence
         extra = ev.L if method == "dense" else \
-            prediction_factor(X, ev, cov, C, eps, 0.3, p.evidence, w).L_C
+            prediction_factor(ev, p.evidence).L_C
         out.append((value, grad, extra))
     assert out[0][0] == out[1][0]
     np.testing.assert_array_equal(out[0][1], out[1][1])

@@ -152,7 +152,9 @@ REFERENCE = {
     'fit_fixed_matrix_free': (
         '-0x1.7fd876c45021ep+5',
         '2cc273338e046f18fa65b53a',
-        'd4980a66c39de2dbbdcffd9c',  # predictions: fixed column blocks (inference.linalg)
+        # predictions: fixed column blocks (inference.linalg), then the prediction
+        # factor continuing the evidence factor (its first columns R L_C^T: rounding)
+        'f7ccddc68eae3b5bb2b28731',
     ),
     'fit_ovr': ('fc54141c09b9b8dd6946cfe4', '82e0e3c323dd8e194e4f9c2e'),
     'smo_loop': (
