@@ -200,7 +200,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         dual warm start predicted from the subsample solution and a trust
         radius of :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`,
         ending once 2 evaluations in a row have not improved on its best
-        point (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and
+        point by more than 1 nat (:data:`bsvm_scale.optimization.starts.FINE_OPTIONS`). ``C`` and
         ``epsilon`` are per-case noise parameters and ``kappa``, ``kappa_b``
         describe the function, so the subsample optimum is close to the full
         one and the expensive full-data evaluations drop to a handful.

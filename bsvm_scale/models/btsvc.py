@@ -142,9 +142,9 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         subsample optimum, with the SMO warm-started from the subsample's dual
         solution and a trust radius of :data:`~bsvm_scale.optimization.starts.FINE_MAX_STEP`,
         ending once 2 evaluations in a row have not improved on its best point
-        (:data:`~bsvm_scale.optimization.starts.FINE_OPTIONS`). The subsample optimum is
-        usually close to the full one, so the costly full-data evaluations (an
-        SMO solve over ``n`` cases and an ``m x m`` evidence block) are few.
+        by more than 1 nat (:data:`~bsvm_scale.optimization.starts.FINE_OPTIONS`). The
+        subsample optimum is usually close to the full one, so the costly full-data
+        evaluations (an SMO solve over ``n`` cases and an ``m x m`` evidence block) are few.
         ``None`` always optimises every start on the full data.
     optimizer_options : dict, optional
         Options of the evidence search

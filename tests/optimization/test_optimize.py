@@ -233,6 +233,22 @@ def test_promise_stalls_lets_the_promise_end_a_start_only_after_that_many_stalls
         assert res.n_eval == 6 and "stall_atol=0.1" in res.message
 
 
+def test_the_full_data_phase_counts_only_gains_above_one_nat():
+    """``FINE_OPTIONS``: a shallow quartic whose whole gain is 0.8 nat ends after
+    its first evaluation and 2 more, each gaining less than 1 nat; a retraining's
+    options (a gain counts above 0.1 nat) go on."""
+    from bsvm_scale.optimization.starts import FINE_OPTIONS, RETRAIN_OPTIONS, search_options
+
+    def shallow(theta, a=0.4):
+        return a * float(np.sum((theta - 1.0) ** 4)), 4 * a * (theta - 1.0) ** 3, {}
+
+    box = [(-3.0, 3.0)] * 2
+    fine = run_start(shallow, np.zeros(2), box, search_options(FINE_OPTIONS), max_step=0.5)
+    assert fine.n_eval == 3 and "stall_atol=1 " in fine.message and fine.success
+    retrain = run_start(shallow, np.zeros(2), box, search_options(RETRAIN_OPTIONS), max_step=0.5)
+    assert retrain.n_eval > 3 and retrain.fun < fine.fun
+
+
 def test_options_are_validated_by_name():
     with pytest.raises(ValueError, match=r"\['maxls'\] are not known"):
         Options.parse({"maxls": 20})
