@@ -207,6 +207,21 @@ def _rounds(cache, dual, tol, max_iter, shrink):
 EVIDENCE_MB = 1024.0
 
 
+def _best_point(state):
+    """The best point of a :meth:`TrigObjective.get_state` dict; its ``f``
+    (and the final evaluation made from it) only where the state kept it."""
+    info = {"smo_iter": int(state["best_smo_iter"]),
+            "smo_start": "factor" if bool(state.get("best_from_factor", False)) else "smo"}
+    f = None
+    if "best_f" in state:
+        f = np.asarray(state["best_f"], dtype=np.float64).copy()
+        info.update(smo_start=str(state["best_start"]),
+                    smo_violation=float(state["best_violation"]),
+                    map_bound=float(state["best_map_bound"]))
+    return BestPoint(float(state["best_value"]), np.asarray(state["best_theta"], dtype=float).copy(),
+                     np.asarray(state["best_alpha"], dtype=np.float64).copy(), f, info)
+
+
 class TrigObjective:
     """``theta -> (-ln evidence, gradient, info)`` for :func:`run_start`.
 
@@ -282,14 +297,35 @@ class TrigObjective:
         return self.evaluate(theta).as_tuple()
 
     def final(self, theta):
-        """The evaluation a fitted model is made from: at the best point's own
-        dual solution when ``theta`` is the best point (:meth:`restore`),
-        without gradient, keeping the factor of the SV block."""
-        self.restore(theta)
-        ev = self.evaluate(theta, need_grad=False, keep_factor=True)
+        """The evaluation a fitted model is made from, without gradient,
+        keeping the factor of the SV block. At the best point it is made from
+        the best evaluation's own MAP solution: its ``alpha`` and ``f`` as
+        kept (no SMO pass), or, from a checkpoint of older code that kept no
+        ``f``, re-solved from its ``alpha`` (:meth:`restore`)."""
+        theta = np.asarray(theta, dtype=float)
+        ev = self._at_best(theta)
+        if ev is None:
+            self.restore(theta)
+            ev = self.evaluate(theta, need_grad=False, keep_factor=True)
         if from_factor(ev.info):  # f from the factor: one exact check
             ev.info["map_check"] = sample_check(ev.detail, self.X, self.y * ev.dual, ev.f)
         return ev
+
+    def _at_best(self, theta):
+        """The final evaluation from the best point's kept solution when
+        ``theta`` is the best point and its ``f`` is kept, else None. The
+        evidence is a function of ``alpha`` and ``f``, so this is the best
+        evaluation's value; a re-solve could stop elsewhere within ``tol``."""
+        best = self.best
+        if best is None or best.f is None or not np.array_equal(best.theta, theta):
+            return None
+        self.alpha = best.dual.copy()
+        kept = best.info
+        sol = {"alpha": best.dual, "f": best.f, "n_iter": 0,
+               "max_violation": kept["smo_violation"], "map_bound": kept["map_bound"],
+               "start": kept["smo_start"] if from_factor(kept) else "restored"}
+        cov = GaussianCovariance.from_theta(theta, self.ard, self.groups)
+        return self._with_evidence(theta, cov, sol, 0.0, False, True)
 
     def evaluate(self, theta, need_grad=True, keep_factor=False):
         """The :class:`~bsvm_scale.optimization.objective.Evaluation` at
@@ -299,7 +335,11 @@ class TrigObjective:
         evaluation (``keep_factor``) it is an error."""
         t0 = time.perf_counter()
         cov, sol = self.solve(theta)
-        t_map = time.perf_counter() - t0
+        return self._with_evidence(theta, cov, sol, time.perf_counter() - t0, need_grad,
+                                   keep_factor)
+
+    def _with_evidence(self, theta, cov, sol, t_map, need_grad, keep_factor):
+        """:meth:`evaluate` after the MAP solve ``sol`` (``t_map`` seconds)."""
         m = int(np.count_nonzero(sol["alpha"] > 0.0))
         try:
             method, max_rank = self.evidence.plan(m)
@@ -332,8 +372,10 @@ class TrigObjective:
         info["map_bound"] = sol.get("map_bound", 0.0)
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
-                                  info={"smo_iter": int(sol["n_iter"]),
-                                        "smo_start": sol["start"]})
+                                  np.array(sol["f"], dtype=np.float64),
+                                  {"smo_iter": int(sol["n_iter"]), "smo_start": sol["start"],
+                                   "smo_violation": float(sol["max_violation"]),
+                                   "map_bound": float(sol.get("map_bound", 0.0))})
         return Evaluation(np.array(theta, dtype=float), value, grad, info, sol["alpha"],
                           sol["f"], cov)
 
@@ -351,6 +393,10 @@ class TrigObjective:
                          best_alpha=self.best.dual.copy(),
                          best_smo_iter=self.best.info["smo_iter"],
                          best_from_factor=from_factor(self.best.info))
+            if self.best.f is not None:
+                state.update(best_f=self.best.f.copy(), best_start=self.best.info["smo_start"],
+                             best_violation=self.best.info["smo_violation"],
+                             best_map_bound=self.best.info["map_bound"])
         return state
 
     def set_state(self, state):
@@ -367,12 +413,7 @@ class TrigObjective:
         self.lowrank_ok = bool(state.get("lowrank_ok", True))
         self.best = None
         if "best_value" in state:
-            self.best = BestPoint(float(state["best_value"]),
-                                  np.asarray(state["best_theta"], dtype=float).copy(),
-                                  np.asarray(state["best_alpha"], dtype=np.float64).copy(),
-                                  info={"smo_iter": int(state["best_smo_iter"]),
-                                        "smo_start": "factor" if bool(
-                                            state.get("best_from_factor", False)) else "smo"})
+            self.best = _best_point(state)
 
     def restart(self, warm=None):
         """Begin another optimiser run from the :class:`~bsvm_scale.optimization.objective.Warm`

@@ -239,6 +239,46 @@ def test_objective_uses_the_start_and_restore_pins_the_solution(monkeypatch, rou
     assert resumed.restore(theta) is not None and resumed(theta)[0] == v1
 
 
+@pytest.mark.parametrize("method", ["dense", "matrix_free"])
+def test_the_final_evaluation_at_the_best_point_makes_no_solve(monkeypatch, method):
+    """``final`` at the best point takes the best evaluation's own ``alpha``
+    and ``f``: no SMO pass, the best evaluation's value, and bit for bit the
+    same from a checkpoint's state; a state without ``f`` (older code)
+    re-solves from the best ``alpha``."""
+    from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
+
+    X, y = _c2(600, seed=6)
+    theta = np.log([10.0, 0.5, 100.0])
+
+    def fresh():
+        return TrigObjective(X, y, False, evidence=EvidenceSettings(method=method))
+
+    obj = fresh()
+    values = [obj(theta)[0], obj(theta + 0.2)[0], obj(theta - 0.2)[0]]
+    best, state = obj.best, obj.get_state()
+    assert best.value == min(values)
+    solve = obj.solve
+    monkeypatch.setattr(obj, "solve", lambda *a: pytest.fail("final made a MAP solve"))
+    ev = obj.final(best.theta)
+    assert ev.value == best.value and ev.info["smo_iter"] == 0
+    key = "chol" if method == "dense" else "predictor"
+    assert key in ev.info
+    resumed = fresh()
+    resumed.set_state(state)
+    monkeypatch.setattr(resumed, "solve", lambda *a: pytest.fail("final made a MAP solve"))
+    again = resumed.final(best.theta)
+    assert again.value == ev.value
+    np.testing.assert_array_equal(again.dual, ev.dual)
+    if method == "matrix_free":
+        np.testing.assert_array_equal(again.info["predictor"].L_C, ev.info["predictor"].L_C)
+    old = fresh()  # a checkpoint of code that kept no f
+    old.set_state({k: v for k, v in state.items()
+                   if k not in ("best_f", "best_start", "best_violation", "best_map_bound")})
+    calls = []
+    monkeypatch.setattr(old, "solve", lambda *a: calls.append(1) or solve.__func__(old, *a))
+    assert old.final(best.theta).value == pytest.approx(ev.value, abs=1e-6) and calls
+
+
 @pytest.mark.parametrize("model", ["svc", "svc_weighted", "svr"])
 def test_fits_with_low_rank_starts_resume_exactly(monkeypatch, model):
     from bsvm_scale import BayesianSVC, BayesianSVR
