@@ -107,7 +107,8 @@ def trig_slack_terms(xi):
 
 def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False,
                      method="dense", tol=DEFAULT_TOL, max_rank=None, n_probes=N_PROBES,
-                     predict_rank=None, weights=None, dcov=None):
+                     predict_rank=None, weights=None, dcov=None, block=None,
+                     return_block=False):
     """Negative log evidence (5.35) and gradient (5.36)/(5.37).
 
     Parameters
@@ -138,6 +139,12 @@ def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False
         Computes the gradient's ``(v + u)^T dSigma_p v`` through a factor of
         ``Sigma`` (:mod:`bsvm_scale.inference.map_factor`) instead of over
         every pair of SVs.
+    block : LowRankBlock, optional
+        The matrix-free block an earlier evaluation made at these ``cov``,
+        ``alpha`` and ``f`` (it is a function of them), used as it is.
+    return_block : bool, default=False
+        Also return the SV block (:mod:`bsvm_scale.inference.blocks`; None
+        without SVs) as a fourth value.
 
     Returns
     -------
@@ -158,29 +165,32 @@ def neg_log_evidence(cov, X, y, alpha, f=None, need_grad=True, keep_factor=False
         info.update(method=method, error=0.0, rank=0)
         if keep_factor:
             info.update(support=idx, dual_coef=np.zeros(0), **empty_prediction(method, X.shape[1]))
-        return 0.0, (np.zeros(cov.theta.size) if need_grad else None), info
-    with _blas_limit(m):
-        return _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol,
-                         max_rank, n_probes, max_rank if predict_rank is None else predict_rank,
-                         info, dcov)
+        out = 0.0, (np.zeros(cov.theta.size) if need_grad else None), info, None
+    else:
+        with _blas_limit(m):
+            out = _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol,
+                            max_rank, n_probes,
+                            max_rank if predict_rank is None else predict_rank, info, dcov, block)
+    return out if return_block else out[:3]
 
 
 def _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol, max_rank,
-              n_probes, predict_rank, info, dcov=None):
+              n_probes, predict_rank, info, dcov=None, block=None):
     """:func:`neg_log_evidence` on the SVs ``idx`` (weights ``c``)."""
     v = y[idx] * alpha[idx]
-    S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method)
+    S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method if block is None else "matrix_free")
     loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
-    block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank, n_probes=n_probes,
-                       S=S)
+    if block is None:
+        block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank,
+                           n_probes=n_probes, S=S)
     info.update(block.info(), jitter=block.jitter)
     value = 0.5 * float(v @ fM) + float(loss.sum()) + 0.5 * block.logdet
     if keep_factor:
         info.update(support=idx, dual_coef=v, **block.for_prediction(predict_rank))
     if not need_grad:
-        return value, None, info
+        return value, None, info, block
     return value, _gradient(cov if dcov is None else dcov, X, idx, v, lam, c, block,
-                            keep_factor), info
+                            keep_factor), info, block
 
 
 def _sv_function(cov, X, y, alpha, idx, v, f, method):

@@ -253,6 +253,7 @@ class TrigObjective:
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
         self.dcov = None  # FactorCovariance of the last solve when it came from the factor
         self._refactor = False  # restore(): the best point came from the factor, make it again
+        self._best_block = None  # the best evaluation's matrix-free SV block (memory: one factor)
 
     def start(self, cov):
         """The SMO start at new hyperparameters, ``(alpha0, how, low_rank)``:
@@ -323,7 +324,8 @@ class TrigObjective:
         kept = best.info
         sol = {"alpha": best.dual, "f": best.f, "n_iter": 0,
                "max_violation": kept["smo_violation"], "map_bound": kept["map_bound"],
-               "start": kept["smo_start"] if from_factor(kept) else "restored"}
+               "start": kept["smo_start"] if from_factor(kept) else "restored",
+               "block": self._best_block}
         cov = GaussianCovariance.from_theta(theta, self.ard, self.groups)
         return self._with_evidence(theta, cov, sol, 0.0, False, True)
 
@@ -357,10 +359,11 @@ class TrigObjective:
             # give their memory to the evidence arrays
             self.release()
         t1 = time.perf_counter()
-        value, grad, info = neg_log_evidence(
+        value, grad, info, block = neg_log_evidence(
             cov, self.X, self.y, sol["alpha"], sol["f"], need_grad=need_grad,
             keep_factor=keep_factor, method=method, tol=self.evidence.tol, max_rank=max_rank,
-            predict_rank=self.evidence.predict_rank(m), weights=self.w, dcov=self.dcov)
+            predict_rank=self.evidence.predict_rank(m), weights=self.w, dcov=self.dcov,
+            block=sol.get("block"), return_block=True)
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)
@@ -371,6 +374,9 @@ class TrigObjective:
         info["smo_start"] = sol["start"]
         info["map_bound"] = sol.get("map_bound", 0.0)
         if np.isfinite(value) and (self.best is None or value < self.best.value):
+            # a matrix-free block is kept with the best point: a final evaluation there
+            # needs only the prediction factor, which continues its factor
+            self._best_block = block if getattr(block, "method", "") == "matrix_free" else None
             self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
                                   np.array(sol["f"], dtype=np.float64),
                                   {"smo_iter": int(sol["n_iter"]), "smo_start": sol["start"],
@@ -412,6 +418,7 @@ class TrigObjective:
         self.n_smo_iter = int(state.get("n_smo_iter", 0))
         self.lowrank_ok = bool(state.get("lowrank_ok", True))
         self.best = None
+        self._best_block = None  # not in a state: made again from alpha and f when needed
         if "best_value" in state:
             self.best = _best_point(state)
 

@@ -245,6 +245,7 @@ def test_the_final_evaluation_at_the_best_point_makes_no_solve(monkeypatch, meth
     and ``f``: no SMO pass, the best evaluation's value, and bit for bit the
     same from a checkpoint's state; a state without ``f`` (older code)
     re-solves from the best ``alpha``."""
+    from bsvm_scale.inference import evidence_trig
     from bsvm_scale.inference.evidence_lowrank import EvidenceSettings
 
     X, y = _c2(600, seed=6)
@@ -259,11 +260,16 @@ def test_the_final_evaluation_at_the_best_point_makes_no_solve(monkeypatch, meth
     assert best.value == min(values)
     solve = obj.solve
     monkeypatch.setattr(obj, "solve", lambda *a: pytest.fail("final made a MAP solve"))
-    ev = obj.final(best.theta)
+    if method == "matrix_free":  # the best evaluation's block is used as it is
+        with monkeypatch.context() as mp:
+            mp.setattr(evidence_trig, "make_block", lambda *a, **k: pytest.fail("a new block"))
+            ev = obj.final(best.theta)
+    else:
+        ev = obj.final(best.theta)
     assert ev.value == best.value and ev.info["smo_iter"] == 0
     key = "chol" if method == "dense" else "predictor"
     assert key in ev.info
-    resumed = fresh()
+    resumed = fresh()  # no block in a state: made again from alpha and f
     resumed.set_state(state)
     monkeypatch.setattr(resumed, "solve", lambda *a: pytest.fail("final made a MAP solve"))
     again = resumed.final(best.theta)
