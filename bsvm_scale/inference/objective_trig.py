@@ -320,7 +320,7 @@ class TrigObjective:
         best = self.best
         if best is None or best.f is None or not np.array_equal(best.theta, theta):
             return None
-        self.alpha = best.dual.copy()
+        self.alpha, self.dcov = best.dual.copy(), None  # (dcov: the last solve's factor)
         kept = best.info
         sol = {"alpha": best.dual, "f": best.f, "n_iter": 0,
                "max_violation": kept["smo_violation"], "map_bound": kept["map_bound"],
