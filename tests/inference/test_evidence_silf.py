@@ -28,7 +28,6 @@ def test_inverse_lower_of_an_empty_block():
 
 # -- the evidence with case weights (module docstring of inference/evidence_silf) -------------
 from bsvm_scale.inference import losses  # noqa: E402
-from bsvm_scale.inference.covariance import GaussianCovariance  # noqa: E402
 from bsvm_scale.inference.evidence_lowrank import EvidenceSettings  # noqa: E402
 from bsvm_scale.inference.objective_silf import SilfObjective  # noqa: E402
 
