@@ -79,6 +79,7 @@ class SilfObjective:
         self.slope = 0.0
         self.nu_C = None  # the C of the box self.nu was solved in
         self.best = None  # BestPoint of the lowest value seen
+        self.best_evidence = None  # its matrix-free evidence result (block kept for prediction)
         self.pinned = False  # start the next solve from self.nu as it is
         self.lowrank_ok = True  # False once a factor was truncated: no more attempts
 
@@ -89,9 +90,9 @@ class SilfObjective:
         if warm is None:
             return
         if warm.dual is not None:
-            best = self.best
+            best, kept = self.best, self.best_evidence
             self.reset(warm.dual)
-            self.best = best
+            self.best, self.best_evidence = best, kept
         if warm.slope is not None:
             self.slope = float(warm.slope)
 
@@ -136,6 +137,7 @@ class SilfObjective:
         return nu0, how, low_rank
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",
+                  "best_evidence",
                   "map_bound")
 
     def get_state(self):
@@ -218,7 +220,8 @@ class SilfObjective:
         has value ``inf``)."""
         if self._repeat(theta, need_grad):  # the point just evaluated (the final evaluation)
             last = self.last
-            self._keep_best(last.value, last.dual, last.f, theta, last.info)
+            self._keep_best(last.value, last.dual, last.f, theta, last.info,
+                            getattr(last.detail, "evidence", None))
             return last
         C, eps, cov = self.unpack(theta)
         t0 = time.perf_counter()
@@ -253,14 +256,17 @@ class SilfObjective:
         self.last = Evaluation(np.array(theta, dtype=float), ev.value, ev.grad, info, nu.copy(),
                                f, SilfDetail(C, eps, cov, ev))
         if not need_grad or np.all(np.isfinite(ev.grad)):  # as run_start counts points
-            self._keep_best(ev.value, nu, f, theta, info)
+            self._keep_best(ev.value, nu, f, theta, info, ev)
         return self.last
 
-    def _keep_best(self, value, nu, f, theta, info):
-        """Remember the MAP solution at the lowest ``-ln evidence`` so far."""
+    def _keep_best(self, value, nu, f, theta, info, ev=None):
+        """Remember the MAP solution at the lowest ``-ln evidence`` so far, and
+        its evidence result when matrix-free (the final evaluation there
+        continues its factor for prediction instead of factoring the block again)."""
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             self.best = BestPoint(float(value), np.array(theta, dtype=float), nu.copy(),
                                   f.copy(), dict(info))
+            self.best_evidence = ev if getattr(ev, "method", "") == "matrix_free" else None
 
     def final(self, theta):
         """The evaluation at ``theta`` (as :attr:`last`, without gradient).
@@ -280,11 +286,14 @@ class SilfObjective:
         if best.f is not None and np.array_equal(best.theta, theta):
             nu, f, info = best.dual, best.f, best.info  # kept arrays are never changed in place
             C, eps, cov = self.unpack(theta)
-            ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, False, self.evidence,
-                               kappa0_grad=self.lead == 3, sample_weight=self.sample_weight)
+            ev = self.best_evidence  # the same function of (theta, nu, f), made by the search
+            if ev is None:
+                ev = silf_evidence(cov, self.X, self.y, nu, f, C, eps, self.beta, False,
+                                   self.evidence, kappa0_grad=self.lead == 3,
+                                   sample_weight=self.sample_weight)
             if from_factor(info):  # f from the factor: one exact check
                 info = {**info, "map_check": sample_check(cov, self.X, nu, f)}
-            self.last = Evaluation(theta.copy(), ev.value, ev.grad, info, nu, f,
+            self.last = Evaluation(theta.copy(), ev.value, None, info, nu, f,
                                    SilfDetail(C, eps, cov, ev))
             return self.last
         self.reset(best.dual)

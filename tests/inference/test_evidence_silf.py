@@ -163,3 +163,30 @@ def test_tied_ard_evidence_gradient_matches_finite_differences(method):
     assert untied(_theta(6.0, 0.1, np.array([1.1, 0.5, 0.8, 0.8, 0.8]), 20.0))[0] == \
         pytest.approx(p(theta)[0], rel=1e-10)
     _check_central_differences(p, theta)
+
+
+def test_the_final_evaluation_continues_the_best_evaluations_factor(monkeypatch):
+    """A matrix-free search keeps the evidence result of its best point: the
+    final evaluation there makes no new block, and gives bit for bit what a
+    checkpoint's state (which does not hold it) makes again from ``nu`` and ``f``."""
+    from bsvm_scale.inference import evidence_silf
+
+    X, y = _data(150, seed=15)
+    theta = _theta(6.0, 0.08, np.array([1.5, 0.6]), 12.0)
+    p = _problem(X, y, None, "matrix_free", tol=1e-6)
+    values = [p(theta)[0], p(theta + 0.1)[0], p(theta - 0.1)[0]]
+    best, state = p.best, p.get_state()
+    assert best.value == min(values) and p.best_evidence is not None
+    assert "best_evidence" not in state
+    with monkeypatch.context() as mp:
+        mp.setattr(evidence_silf, "make_block", lambda *a, **k: pytest.fail("a new block"))
+        kept = p.final(best.theta)
+    again = _problem(X, y, None, "matrix_free", tol=1e-6)
+    again.set_state(state)
+    made = again.final(best.theta)
+    assert kept.value == made.value == best.value and kept.grad is None
+    settings = p.evidence
+    a = evidence_silf.prediction_factor(kept.detail.evidence, settings)
+    b = evidence_silf.prediction_factor(made.detail.evidence, settings)
+    np.testing.assert_array_equal(a.L_C, b.L_C)
+    np.testing.assert_array_equal(a.X_S, b.X_S)
