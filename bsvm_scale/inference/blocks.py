@@ -38,7 +38,7 @@ from .evidence_lowrank import (AUTO_FACTOR_FIRST, FACTOR_OR_DENSE, N_PROBES,
                                PREDICT_TOL_RATIO, BlockEvidence, LowRankPredictor)
 from .linalg import chol_with_jitter, inverse_lower, stable_cholesky
 
-__all__ = ["DenseBlock", "LowRankBlock", "make_block", "block_threads", "empty_prediction", "SCALED_BLAS_BLOCK",
+__all__ = ["DenseBlock", "LowRankBlock", "make_block", "kept_for_final", "block_threads", "empty_prediction", "SCALED_BLAS_BLOCK",
            "SHIFTED_BLAS_BLOCK"]
 
 #: below these block sizes BLAS runs single-threaded (docs/design/threads_and_caches.md)
@@ -222,6 +222,13 @@ def make_block(method, cov, X, idx, lam, *, tol=None, max_rank=None, n_probes=N_
     if method == "dense":
         return DenseBlock(cov, X, idx, sl, form, ratio, w, S)
     return LowRankBlock(cov, X, idx, sl, lam, tol, max_rank, n_probes)
+
+
+def kept_for_final(block):
+    """``block`` when a final evaluation at the same point may use it again
+    (a matrix-free block: the gradient leaves its factor as it was; a dense
+    block's factor is overwritten by the gradient), else None."""
+    return block if isinstance(block, LowRankBlock) else None
 
 
 def empty_prediction(method, d):

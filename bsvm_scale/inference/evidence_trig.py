@@ -178,7 +178,7 @@ def _evaluate(cov, X, y, alpha, idx, c, f, need_grad, keep_factor, method, tol, 
               n_probes, predict_rank, info, dcov=None, block=None):
     """:func:`neg_log_evidence` on the SVs ``idx`` (weights ``c``)."""
     v = y[idx] * alpha[idx]
-    S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method if block is None else "matrix_free")
+    S, fM = _sv_function(cov, X, y, alpha, idx, v, f, method if block is None else block.method)
     loss, lam = _weighted_slack_terms(1.0 - y[idx] * fM, c)
     if block is None:
         block = make_block(method, cov, X, idx, lam, tol=tol, max_rank=max_rank,

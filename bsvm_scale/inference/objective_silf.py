@@ -19,6 +19,7 @@ import numpy as np
 
 from .._compiled.silf_start import quad_after_smo, start_dual_quad
 from .._compiled.smo_silf import silf_params, smo_silf
+from .blocks import kept_for_final
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
@@ -266,7 +267,7 @@ class SilfObjective:
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             self.best = BestPoint(float(value), np.array(theta, dtype=float), nu.copy(),
                                   f.copy(), dict(info))
-            self.best_evidence = ev if getattr(ev, "method", "") == "matrix_free" else None
+            self.best_evidence = ev if kept_for_final(getattr(ev, "block", None)) else None
 
     def final(self, theta):
         """The evaluation at ``theta`` (as :attr:`last`, without gradient).

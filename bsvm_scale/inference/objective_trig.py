@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from .._compiled.smo_trig import TrigDual, chunks_for, f_from_gradient, gradient_from_f, smo_loop
+from .blocks import kept_for_final
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_trig import SMALL_BLOCK, neg_log_evidence
@@ -324,10 +325,9 @@ class TrigObjective:
         kept = best.info
         sol = {"alpha": best.dual, "f": best.f, "n_iter": 0,
                "max_violation": kept["smo_violation"], "map_bound": kept["map_bound"],
-               "start": kept["smo_start"] if from_factor(kept) else "restored",
-               "block": self._best_block}
+               "start": kept["smo_start"] if from_factor(kept) else "restored"}
         cov = GaussianCovariance.from_theta(theta, self.ard, self.groups)
-        return self._with_evidence(theta, cov, sol, 0.0, False, True)
+        return self._with_evidence(theta, cov, sol, 0.0, False, True, self._best_block)
 
     def evaluate(self, theta, need_grad=True, keep_factor=False):
         """The :class:`~bsvm_scale.optimization.objective.Evaluation` at
@@ -340,8 +340,9 @@ class TrigObjective:
         return self._with_evidence(theta, cov, sol, time.perf_counter() - t0, need_grad,
                                    keep_factor)
 
-    def _with_evidence(self, theta, cov, sol, t_map, need_grad, keep_factor):
-        """:meth:`evaluate` after the MAP solve ``sol`` (``t_map`` seconds)."""
+    def _with_evidence(self, theta, cov, sol, t_map, need_grad, keep_factor, block=None):
+        """:meth:`evaluate` after the MAP solve ``sol`` (``t_map`` seconds);
+        ``block``: the SV block already made for it, if any."""
         m = int(np.count_nonzero(sol["alpha"] > 0.0))
         try:
             method, max_rank = self.evidence.plan(m)
@@ -363,7 +364,7 @@ class TrigObjective:
             cov, self.X, self.y, sol["alpha"], sol["f"], need_grad=need_grad,
             keep_factor=keep_factor, method=method, tol=self.evidence.tol, max_rank=max_rank,
             predict_rank=self.evidence.predict_rank(m), weights=self.w, dcov=self.dcov,
-            block=sol.get("block"), return_block=True)
+            block=block, return_block=True)
         info.setdefault("method", "dense")
         info.setdefault("error", 0.0)
         # wall time of the MAP solve and of the evidence (+ gradient)
@@ -376,7 +377,7 @@ class TrigObjective:
         if np.isfinite(value) and (self.best is None or value < self.best.value):
             # a matrix-free block is kept with the best point: a final evaluation there
             # needs only the prediction factor, which continues its factor
-            self._best_block = block if getattr(block, "method", "") == "matrix_free" else None
+            self._best_block = kept_for_final(block)
             self.best = BestPoint(float(value), np.array(theta, dtype=float), sol["alpha"].copy(),
                                   np.array(sol["f"], dtype=np.float64),
                                   {"smo_iter": int(sol["n_iter"]), "smo_start": sol["start"],
