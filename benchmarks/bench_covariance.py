@@ -64,7 +64,7 @@ def bench_row_speed(n, d, reps, numpy_reps, seed=0):
     X = np.ascontiguousarray(rng.normal(size=(n, d)))
     kappa0, kappa, kappa_b = 1.0, 1.0 / d, 0.1
     w = np.full(d, kappa)
-    kern = ck.Kernel(X, w, kappa0, kappa_b)
+    kern = ck.make_kernel(X, w, kappa0, kappa_b)
     out = np.empty(n)
 
     def numpy_row(i):

@@ -34,11 +34,15 @@ import numpy as np
 from numba import prange
 
 from . import jit
+from .fastexp import exp_into, exp_scalar
+
+#: entries per pass of :func:`_cov_from_sqdist` (its scratch stays in L1)
+_EXP_CHUNK = 512
 
 
 class Kernel(NamedTuple):
     """The Gaussian covariance (4.3)/(4.42) over a set of inputs, as the
-    compiled code takes it."""
+    compiled code takes it (build one with :func:`make_kernel`)."""
 
     #: (n, d) C-contiguous float64 inputs; rows ``Cov(X[i], .)`` are over these
     X: np.ndarray
@@ -48,6 +52,15 @@ class Kernel(NamedTuple):
     kappa0: float
     #: bias variance ``kappa_b`` (0 gives the covariance without its bias term)
     kappa_b: float
+    #: (d, n) C-contiguous copy of ``X.T``: a row's distances vectorise over it
+    Xt: np.ndarray
+
+
+def make_kernel(X, w, kappa0, kappa_b):
+    """:class:`Kernel` over contiguous float64 ``X`` (its transpose is copied once)."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    return Kernel(X, np.ascontiguousarray(w, dtype=np.float64), float(kappa0),
+                  float(kappa_b), np.ascontiguousarray(X.T))
 
 
 @jit(inline="always")
@@ -63,7 +76,7 @@ def _wsqdist(A, i, B, j, w):
 @jit(inline="always")
 def _cov(kern, A, a, B, b):
     """``Cov(A[a], B[b])`` under the weights and variances of ``kern``."""
-    return kern.kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b
+    return kern.kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b
 
 
 @jit(parallel=True)
@@ -75,10 +88,25 @@ def cov_row(kern, i, out):
 
 @jit()
 def cov_row_serial(kern, i, out):
-    """Serial version of :func:`cov_row` (used on small problems and in workers
-    restricted to one thread)."""
-    for j in range(kern.X.shape[0]):
-        out[j] = _cov(kern, kern.X, i, kern.X, j)
+    """Serial version of :func:`cov_row` (the same bits; the rows of the SMO's
+    cache): distances and exponentials vectorised over the row."""
+    _wsqdist_row(kern.X, i, kern.Xt, kern.w, out)
+    _cov_from_sqdist(out, kern.kappa0, kern.kappa_b)
+
+
+@jit(inline="always")
+def _cov_from_sqdist(acc, kappa0, kappa_b):
+    """``acc[b] <- kappa0 exp(-acc[b] / 2) + kappa_b`` (the same bits as
+    :func:`_cov` from the same distance), in chunks of :data:`_EXP_CHUNK`."""
+    scratch = np.empty(_EXP_CHUNK)
+    n = acc.shape[0]
+    for j0 in range(0, n, _EXP_CHUNK):
+        blk = acc[j0:min(j0 + _EXP_CHUNK, n)]
+        for j in range(blk.shape[0]):
+            blk[j] = -0.5 * blk[j]
+        exp_into(blk, scratch)
+        for j in range(blk.shape[0]):
+            blk[j] = kappa0 * blk[j] + kappa_b
 
 
 @jit()
@@ -105,13 +133,11 @@ def _wsqdist_row(A, a, Bt, w, acc):
 @jit(parallel=True)
 def cov_cross(kern, B, out):
     """Cross-covariance block ``out[a, b] = Cov(kern.X[a], B[b])``."""
-    A, w, kappa0, kappa_b = kern
+    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     Bt = np.ascontiguousarray(B.T)
     for a in prange(A.shape[0]):
-        acc = np.empty(B.shape[0])
-        _wsqdist_row(A, a, Bt, w, acc)
-        for b in range(B.shape[0]):
-            out[a, b] = kappa0 * np.exp(-0.5 * acc[b]) + kappa_b
+        _wsqdist_row(A, a, Bt, w, out[a])
+        _cov_from_sqdist(out[a], kappa0, kappa_b)
 
 
 @jit()
@@ -129,17 +155,16 @@ def cov_cross_matvec_block(kern, B, v, cols, add, block):
     mean over every support vector and the cross-covariance (with the bias
     ``add``) over the off-bound ones that the predictive variance (4.46) needs,
     each kernel value computed once."""
-    A, w, kappa0, kappa_b = kern
+    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     Bt = np.ascontiguousarray(B.T)
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
         acc = np.empty(B.shape[0])
         _wsqdist_row(A, a, Bt, w, acc)
+        _cov_from_sqdist(acc, kappa0, kappa_b)
         s = 0.0
         for b in range(B.shape[0]):
-            k = kappa0 * np.exp(-0.5 * acc[b]) + kappa_b
-            acc[b] = k
-            s += k * v[b]
+            s += acc[b] * v[b]
         out[a] = s
         for j in range(cols.shape[0]):
             block[a, j] = acc[cols[j]] + add
@@ -154,7 +179,7 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
     dCov(x_a, B[b])/d ln theta_p`` for ``ln kappa0`` and every ``ln w_l``
     (the ``ln kappa_b`` column is left to the caller). Each row sums over
     ``b`` in order."""
-    A, w, kappa0, kappa_b = kern
+    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     d = A.shape[1]
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
@@ -162,11 +187,11 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
         r = rows[a]
         if r < 0:
             for b in range(B.shape[0]):
-                s += (kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b) * v[b]
+                s += (kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b) * v[b]
         else:
             na = nu[a]
             for b in range(B.shape[0]):
-                kk = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w))
+                kk = kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w))
                 s += (kk + kappa_b) * v[b]
                 c = na * v[b] * kk
                 part[r, 0] += c
@@ -193,13 +218,13 @@ def dcov_rows(kern, rows, cols, v):
 @jit(parallel=True)
 def cov_subset(kern, idx):
     """Sub-matrix ``Sigma_M`` of the covariance over the points ``idx`` (m x m)."""
-    X, w, kappa0, kappa_b = kern
+    X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m = idx.shape[0]
     out = np.empty((m, m))
     for a in prange(m):
         ia = idx[a]
         for b in range(m):
-            out[a, b] = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, idx[b], w)) + kappa_b
+            out[a, b] = kappa0 * exp_scalar(-0.5 * _wsqdist(X, ia, X, idx[b], w)) + kappa_b
     return out
 
 
@@ -216,8 +241,8 @@ def _head_sum(v, k):
 def _add_dcov(kern, ia, ib, c, out, a):
     """``out[a, p] += c * dCov(x_ia, x_ib)/d ln theta_p`` for ``ln kappa0`` and
     every ``ln w_l`` (the ``ln kappa_b`` column is left to the caller)."""
-    X, w, kappa0, _ = kern
-    kk = kappa0 * np.exp(-0.5 * _wsqdist(X, ia, X, ib, w))
+    X, w, kappa0 = kern.X, kern.w, kern.kappa0
+    kk = kappa0 * exp_scalar(-0.5 * _wsqdist(X, ia, X, ib, w))
     out[a, 0] += c * kk
     for l in range(X.shape[1]):
         t = X[ia, l] - X[ib, l]
@@ -335,7 +360,7 @@ def bilinear_dcov(kern, idx, p, v):
     iteration so that every iteration has the same work. The evidence
     gradient of BTSVC (5.36) takes it with ``p = v + u``.
     """
-    X, w, kappa0, kappa_b = kern
+    X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m, d = idx.shape[0], X.shape[1]
     Xm = np.empty((m, d))
     for a in range(m):
@@ -360,8 +385,9 @@ def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
     part[a, 0] += p[a] * v[a] * kappa0  # distance 0
     _wsqdist_row(Xm, a, Xt[:, a + 1:], w, acc[a + 1:])
     pa, va, s = p[a], v[a], 0.0
+    _cov_from_sqdist(acc[a + 1:], kappa0, 0.0)
     for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
-        acc[b] = kappa0 * np.exp(-0.5 * acc[b]) * (pa * v[b] + p[b] * va)
+        acc[b] = acc[b] * (pa * v[b] + p[b] * va)
         s += acc[b]
     part[a, 0] += s
     for l in range(d):

@@ -28,6 +28,7 @@ from numba import prange
 
 from . import jit
 from .covariance import _wsqdist
+from .fastexp import exp_scalar
 
 
 @jit()
@@ -45,11 +46,11 @@ def _argmax_sum(resid):
 @jit(parallel=True)
 def _pivot_column(kern, sl, G, j, i, resid):
     """Column ``j`` of ``G`` for pivot ``i``; updates the residual diagonal."""
-    X, w, kappa0, kappa_b = kern
+    X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m = X.shape[0]
     sq = np.sqrt(resid[i])
     for a in prange(m):
-        s = (kappa0 * np.exp(-0.5 * _wsqdist(X, a, X, i, w)) + kappa_b) * sl[a] * sl[i]
+        s = (kappa0 * exp_scalar(-0.5 * _wsqdist(X, a, X, i, w)) + kappa_b) * sl[a] * sl[i]
         for l in range(j):
             s -= G[a, l] * G[i, l]
         g = s / sq
@@ -113,7 +114,7 @@ def dcov_contract(kern, B, W):
     ``W`` is ``|A| x |B|``; returns a vector of length ``d + 2`` laid out as
     ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
     """
-    A, w, kappa0, kappa_b = kern
+    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     na = A.shape[0]
     d = A.shape[1]
     part = np.zeros((na, d + 2))
@@ -124,7 +125,7 @@ def dcov_contract(kern, B, W):
             wsum += c
             if c == 0.0:
                 continue
-            kk = kappa0 * np.exp(-0.5 * _wsqdist(A, a, B, b, w)) * c
+            kk = kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w)) * c
             part[a, 0] += kk
             for l in range(d):
                 t = A[a, l] - B[b, l]

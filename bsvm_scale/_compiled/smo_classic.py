@@ -93,6 +93,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import jit
+from .fastexp import exp_scalar
 from .row_cache import get_row
 
 TAU = 1e-12          # curvature floor for non-positive-definite pairs
@@ -514,5 +515,5 @@ def decision_values(Xt, Xs, w, k0, kb, coef, b, out):
             for l in range(d):
                 z = Xt[a, l] - Xs[k, l]
                 q += w[l] * z * z
-            acc += coef[k] * k0 * np.exp(-0.5 * q)
+            acc += coef[k] * k0 * exp_scalar(-0.5 * q)
         out[a] = acc + b

@@ -197,7 +197,7 @@ class GaussianCovariance:
         a :class:`bsvm_scale._compiled.covariance.Kernel` of contiguous float64
         ``X`` and weights (:meth:`weights`)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
-        return _ck.Kernel(X, self.weights(X.shape[1]), self.kappa0, self.kappa_b)
+        return _ck.make_kernel(X, self.weights(X.shape[1]), self.kappa0, self.kappa_b)
 
     def row(self, X, i, out=None):
         """Row ``i`` of the covariance of ``X`` against all of ``X``."""

@@ -261,7 +261,7 @@ class LowRankFactor:
         W *= self.sl_S[None, :]
         V = np.ascontiguousarray(V * self.sl_S[:, None] * self.sl_S[None, :])
         g = _lk.dcov_contract(kern, self.X_S, W)
-        return g - _lk.dcov_contract(kern._replace(X=self.X_S), self.X_S, V)
+        return g - _lk.dcov_contract(cov.kernel(self.X_S), self.X_S, V)
 
     def dlogdet(self, cov, XM):
         """``d ln|P| / d ln theta_p`` with ``Lambda`` and the pivots fixed
@@ -389,7 +389,7 @@ def dcov_bilinear(cov, XM, U, V, chunk_bytes=64 * 2**20):
     for s in range(0, m, rows):
         e = min(m, s + rows)
         S = np.ascontiguousarray(U[s:e] @ V.T)
-        g += _lk.dcov_contract(kern._replace(X=kern.X[s:e]), kern.X, S)
+        g += _lk.dcov_contract(cov.kernel(kern.X[s:e]), kern.X, S)
     return g
 
 

@@ -23,7 +23,7 @@ import bsvm_scale._compiled as compiled
 
 _TRIG = """
 import numpy as np
-from kcopy.covariance import Kernel
+from kcopy.covariance import make_kernel
 from kcopy import row_cache, smo_trig
 rng = np.random.default_rng(0)
 X = rng.normal(size=(400, 2))
@@ -31,7 +31,7 @@ y = np.where(X[:, 0] + 0.5 * rng.normal(size=400) > 0, 1.0, -1.0)
 alpha, g = np.zeros(400), np.empty(400)
 dual = smo_trig.TrigDual(y, np.ones(400), alpha, g)
 smo_trig.gradient_from_f(dual, np.zeros(400))
-out = smo_trig.smo_loop(Kernel(X, np.ones(2), 2.0, 1.0), row_cache.allocate(400, 400),
+out = smo_trig.smo_loop(make_kernel(X, np.ones(2), 2.0, 1.0), row_cache.allocate(400, 400),
                         dual, 1e-8, 10 ** 6, 2)
 print(out[2], repr(float(alpha @ np.arange(400.0))),
       sum(smo_trig.smo_loop.stats.cache_hits.values()))
@@ -39,11 +39,11 @@ print(out[2], repr(float(alpha @ np.arange(400.0))),
 
 _GBAR = """
 import numpy as np
-from kcopy.covariance import Kernel
+from kcopy.covariance import make_kernel
 from kcopy import row_cache, silf_inner
 X = np.linspace(-1.0, 1.0, 20).reshape(10, 2)
 gbar = np.zeros(10)
-silf_inner.update_gbar(Kernel(X, np.ones(2), 1.0, 0.5), row_cache.allocate(10, 2), gbar,
+silf_inner.update_gbar(make_kernel(X, np.ones(2), 1.0, 0.5), row_cache.allocate(10, 2), gbar,
                        3, 0.0, 1.0, 1.0)
 print(repr(float(gbar.sum())), sum(silf_inner.update_gbar.stats.cache_hits.values()))
 """
@@ -117,9 +117,9 @@ def test_an_edit_in_another_module_is_not_loaded_stale(package_copy):
     assert hits == "0" and run(_GBAR) == [value, "1"]
     cov = root / "covariance.py"
     text = cov.read_text()
-    old = "np.exp(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b\n"
-    assert text.count(old) == 1  # _cov: the entries of cov_row and cov_row_serial
-    cov.write_text(text.replace(old, old.replace("+ kern.kappa_b", "+ 2.0 * kern.kappa_b")))
+    old = "blk[j] = kappa0 * blk[j] + kappa_b\n"
+    assert text.count(old) == 1  # _cov_from_sqdist: the entries of cov_row_serial's rows
+    cov.write_text(text.replace(old, old.replace("+ kappa_b", "+ 2.0 * kappa_b")))
     new_value, new_hits = run(_GBAR)
     assert new_hits == "0"
     assert float(new_value) == pytest.approx(float(value) + 10 * 0.5)

@@ -247,8 +247,9 @@ def test_buffer_memory_matches_allocation():
     assert cache.n_slots == int(8 * 2**20 // (8 * n))
     assert cache.nbytes == cache.n_slots * n * 8
     assert cache.nbytes <= 8 * 2**20
-    # the buffer plus O(n + n_slots) bookkeeping, nothing n x n
-    bookkeeping = 8 * (n + 3 * cache.n_slots + 6) + 64 * 1024
+    # the buffer plus O(n + n_slots) bookkeeping and the kernel's transposed
+    # copy of the inputs (n d), nothing n x n
+    bookkeeping = 8 * (n + 3 * cache.n_slots + 6) + 8 * X.size + 64 * 1024
     assert cache.nbytes <= grown <= cache.nbytes + bookkeeping
 
 

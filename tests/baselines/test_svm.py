@@ -60,9 +60,10 @@ def _summary(m, Xt):
 
 
 def test_unweighted_fits_unchanged():
-    """The numbers stored from the code before case weights (commit 765b418):
-    SMO iterations, support sets, dual coefficients, bias and decision values
-    must agree to the last bit (with and without shrinking; TSVC; the Gao et
+    """The numbers stored from the code before case weights (commit 765b418;
+    recorded again when the covariance's exponential became
+    ``bsvm_scale._compiled.fastexp``): SMO iterations, support sets, dual
+    coefficients, bias and decision values must agree to the last bit (with and without shrinking; TSVC; the Gao et
     al. evidence, C update and error bars)."""
     X, y = sinc_data(50, 31, noise=0.2)
     Xt = np.linspace(-9, 9, 5)[:, None]

@@ -41,7 +41,7 @@ def test_row_any_sample_matches_dense(n, d, ard, seed, data):
     w = ref_weights(k, d)
     for row_fn in (ck.cov_row, ck.cov_row_serial):
         out = np.full(n, np.nan)
-        row_fn(ck.Kernel(X, w, k0, kb), i, out)
+        row_fn(ck.make_kernel(X, w, k0, kb), i, out)
         np.testing.assert_allclose(out, ref, rtol=TOL, atol=TOL)
     cov = GaussianCovariance(k0, k, kb)
     np.testing.assert_allclose(cov.row(X, i), ref, rtol=TOL, atol=TOL)
@@ -60,8 +60,8 @@ def test_rows_parallel_and_serial_path_large_n(ard):
         ref = dense_cov(X[i:i + 1], X, k0, k, kb)[0]
         par = np.empty(n)
         ser = np.empty(n)
-        ck.cov_row(ck.Kernel(X, w, k0, kb), int(i), par)
-        ck.cov_row_serial(ck.Kernel(X, w, k0, kb), int(i), ser)
+        ck.cov_row(ck.make_kernel(X, w, k0, kb), int(i), par)
+        ck.cov_row_serial(ck.make_kernel(X, w, k0, kb), int(i), ser)
         np.testing.assert_allclose(par, ref, rtol=TOL, atol=TOL)
         np.testing.assert_allclose(ser, ref, rtol=TOL, atol=TOL)
         np.testing.assert_allclose(cache.row(i), ref, rtol=TOL, atol=TOL)
@@ -95,7 +95,7 @@ def test_cross_and_iter_cross_reassemble(ard):
     k0, k, kb = _params(ard, d, rng)
     ref = dense_cov(A, B, k0, k, kb)
     out = np.empty((53, 17))
-    ck.cov_cross(ck.Kernel(A, ref_weights(k, d), k0, kb), B, out)
+    ck.cov_cross(ck.make_kernel(A, ref_weights(k, d), k0, kb), B, out)
     np.testing.assert_allclose(out, ref, rtol=TOL, atol=TOL)
     cov = GaussianCovariance(k0, k, kb)
     np.testing.assert_allclose(cov.cross(A, B), ref, rtol=TOL, atol=TOL)
@@ -126,7 +126,7 @@ def test_cross_matvec(ard):
     v = rng.normal(size=47)
     k0, k, kb = _params(ard, d, rng)
     ref = dense_cov(A, B, k0, k, kb) @ v
-    got = ck.cov_cross_matvec(ck.Kernel(A, ref_weights(k, d), k0, kb), B, v)
+    got = ck.cov_cross_matvec(ck.make_kernel(A, ref_weights(k, d), k0, kb), B, v)
     np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-11)
     np.testing.assert_allclose(GaussianCovariance(k0, k, kb).cross_matvec(A, B, v), ref,
                                rtol=1e-11, atol=1e-11)
@@ -137,7 +137,7 @@ def test_subset(ard):
     X, (k0, k, kb), rng = _problem(80, 3, ard, 5)
     idx = rng.choice(80, size=23, replace=False)
     ref = dense_cov(X[idx], X[idx], k0, k, kb)
-    got = ck.cov_subset(ck.Kernel(X, ref_weights(k, 3), k0, kb), idx.astype(np.int64))
+    got = ck.cov_subset(ck.make_kernel(X, ref_weights(k, 3), k0, kb), idx.astype(np.int64))
     np.testing.assert_allclose(got, ref, rtol=TOL, atol=TOL)
     np.testing.assert_allclose(GaussianCovariance(k0, k, kb).subset(X, idx), ref,
                                rtol=TOL, atol=TOL)
@@ -178,7 +178,7 @@ def test_trace_grad(ard):
     got = cov.trace_grad(X, idx, A)
     assert got.shape == cov.theta.shape
     np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-13 * scale)
-    raw = ck.trace_dcov(ck.Kernel(X, ref_weights(k, X.shape[1]), k0, kb), idx, A)
+    raw = ck.trace_dcov(ck.make_kernel(X, ref_weights(k, X.shape[1]), k0, kb), idx, A)
     assert raw.shape == (X.shape[1] + 2,)
     if ard:
         np.testing.assert_allclose(raw, ref, rtol=1e-11, atol=1e-13 * scale)

@@ -6,8 +6,10 @@ the evidence (5.35)-(5.37) dense and matrix-free, the estimator). Without
 weights the iterates must stay exactly those of the code before that change.
 :data:`REFERENCE` holds fingerprints (SHA-256 of the arrays' bytes, exact
 ``float.hex`` of scalars) computed by :func:`fingerprints` with the code as it
-was before weights existed (commit 765b418); the test recomputes them with the
-current code and demands equality. The numbers are those of this project's
+was before weights existed (commit 765b418), and recorded again when the
+covariance's exponential became ``bsvm_scale._compiled.fastexp`` (kernel values
+within one ulp of libm's); the test recomputes them with the current code and
+demands equality. The numbers are those of this project's
 machine kind (x86-64, the pinned numpy / numba / BLAS); after a change of
 platform they are regenerated from that commit with
 ``PYTHONPATH=. python3 tests/models/test_btsvc_bitwise.py`` run at the root
@@ -117,61 +119,40 @@ def fingerprints():
 #: differ in rounding (values and SMO iterates unchanged; ln evidence of the fits
 #: within 1e-12 relative), and those entries are the new code's; so is the MAP
 #: function ``f`` of the cold ``solve_dual`` (the left-out cases' gradient is
-#: updated by the cases a round moved instead of rebuilt: same alpha, rounding)
-REFERENCE = {
-    'evidence_dense_False': (
-        '0x1.e2704f1e3a748p+5',
-        'abb27a88a0d7f4b0cf344eaf',
-        'f3e30e8eb84b57b90717a6d4',
-        97,
-    ),
-    'evidence_dense_True': (
-        '0x1.f4fcc58053eeep+5',
-        '1c36b1f8aa701130b9d310cd',
-        '4699c8f7408c2012c0bd7442',
-        94,
-    ),
-    'evidence_matrix_free': ('0x1.e26eda6c5185dp+5', '3df7857eac2e6d5fce50e15a', 77),
-    'fit_ard': ('e17e04c80d73f0ebe1ac166b', '-0x1.31dc8bc052bd0p+5', 360),
-    # the full-data phase ends after 2 evaluations without gain (FINE_OPTIONS):
-    # the same fit, fewer SMO iterations summed over the search
-    'fit_coarse': (
-        '3bdc95cf7e4397597f909c10',
-        '-0x1.30c7cba03ef0dp+5',
-        'f2142f7d421cd5e45dd389be',
-        352,
-    ),
-    'fit_fixed': (
-        '-0x1.7fe47c3d2f168p+5',
-        '553c1f7ad71d27d10ef72a96',
-        '3d61b0f65edd43bbaaafc84d',
-        '2778d1b088eb5d2f249b4800',
-        'fda3130aefed766799a577b3',
-        '21c1e6e5f36f67792d5eee7f',
-    ),
-    'fit_fixed_matrix_free': (
-        '-0x1.7fd876c45021ep+5',
-        '2cc273338e046f18fa65b53a',
-        # predictions: fixed column blocks (inference.linalg), then the prediction
-        # factor continuing the evidence factor (its first columns R L_C^T: rounding)
-        'f7ccddc68eae3b5bb2b28731',
-    ),
-    'fit_ovr': ('fc54141c09b9b8dd6946cfe4', '82e0e3c323dd8e194e4f9c2e'),
-    'smo_loop': (
-        '761d5a80a7a73bd2419e8bbf',
-        '9ac26def68214eb7d8abcbcd',
-        2244,
-        '0x1.460587293dec1p-27',
-        0,
-    ),
-    'solve_dual': (
-        ('50f68c4efd61994544b2aaf0', '14ccf307cb04b52d8712fca0', 2651, 152),
-        ('a01cde9e0248486b1b94ac4b', 'cda9b0182ce65e3ece789e8f', 779, 160),
-    ),
-    # re-recorded when a factor near exact at its budget came to grow to rounding level
-    # (map_lowrank.factor_with_residual: 127 columns instead of 64)
-    'trig_start': ('7279e2214922bbf76a4e876c', 'a357314f2065bdffb7b2d099', 127, 5),
-}
+#: updated by the cases a round moved instead of rebuilt: same alpha, rounding);
+#: all entries recorded again with the exponential of ``bsvm_scale._compiled.fastexp``
+REFERENCE = {'evidence_dense_False': ('0x1.e2704f1e3a742p+5',
+                                      'c07da27ea560be00b25009f3',
+                                      'db051ad9957e5f625206deef',
+                                      97),
+             'evidence_dense_True': ('0x1.f4fcc58053ee2p+5',
+                                     '98092fc2d363bcc9217bdde3',
+                                     'cd5e9c31c778ac98897fc666',
+                                     94),
+             'evidence_matrix_free': ('0x1.e26eda6c5184dp+5', '334057b789555420356eb68a', 77),
+             'fit_ard': ('75dfadae757dd5fabe4af476', '-0x1.31dc8bc052a96p+5', 360),
+             'fit_coarse': ('a32e1880fa958bc48e055e72',
+                            '-0x1.30c7cba03eefep+5',
+                            'f3ddf92356c65d81a703852d',
+                            352),
+             'fit_fixed': ('-0x1.7fe47c3d2f1e4p+5',
+                           '010d6a35623ae8491eea1ba4',
+                           '3d61b0f65edd43bbaaafc84d',
+                           '3d9e0b7956173a7d45746032',
+                           'e14f7b28a5a944c7e764f29c',
+                           'd9734c3c3e45e114d76dc96d'),
+             'fit_fixed_matrix_free': ('-0x1.7fd876c450210p+5',
+                                       '53ea9a98af890a73a3a6482f',
+                                       'b4cdc89717654565856f1a0c'),
+             'fit_ovr': ('0ab82ee977a3ec9e3b7f365f', '5fbe1fbb735767058aa4460b'),
+             'smo_loop': ('1c08a7514876a7bdd77cd1a9',
+                          '6027ae2fd05a85f4bcb86188',
+                          2244,
+                          '0x1.4604a571ef3bdp-27',
+                          0),
+             'solve_dual': (('579a2c10354b6bef05c3335e', '7f59a9b36f31c77e9e2ec59e', 2651, 152),
+                            ('68e9797a5df00ec5bd8975d2', '5c8ecb2e42841a5e9897cfbd', 779, 160)),
+             'trig_start': ('cd3b728326f2ff24e2531c28', '25778225a475110c693c4800', 127, 5)}
 
 
 def test_unweighted_iterates_are_those_before_weights():
