@@ -34,10 +34,10 @@ import numpy as np
 from numba import prange
 
 from . import jit
-from .fastexp import exp_into, exp_scalar
+from .fastexp import exp_neg
 
-#: entries per pass of :func:`_cov_from_sqdist` (its scratch stays in L1)
-_EXP_CHUNK = 512
+#: entries per parallel chunk of a row (:func:`cov_row`)
+_ROW_CHUNK = 4096
 
 
 class Kernel(NamedTuple):
@@ -74,39 +74,64 @@ def _wsqdist(A, i, B, j, w):
 
 
 @jit(inline="always")
-def _cov(kern, A, a, B, b):
-    """``Cov(A[a], B[b])`` under the weights and variances of ``kern``."""
-    return kern.kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, kern.w)) + kern.kappa_b
+def _cov_from_sqdist(acc, kappa0, kappa_b, j0, j1):
+    """``acc[b] <- kappa0 exp(-acc[b] / 2) + kappa_b`` for ``j0 <= b < j1``:
+    every covariance value of this module is made here, from
+    :func:`_wsqdist_row`'s distances (one loop the compiler vectorises;
+    :mod:`bsvm_scale._compiled.fastexp`)."""
+    for j in range(j0, j1):
+        acc[j] = kappa0 * exp_neg(-0.5 * acc[j]) + kappa_b
+
+
+@jit(inline="always")
+def _cov_row_part(kern, i, j0, j1, out):
+    """``out[j] = Cov(X[i], X[j])`` for ``j0 <= j < j1``."""
+    _wsqdist_row(kern.X, i, kern.Xt, kern.w, out, j0, j1)
+    _cov_from_sqdist(out, kern.kappa0, kern.kappa_b, j0, j1)
 
 
 @jit(parallel=True)
 def cov_row(kern, i, out):
-    """Row ``i`` of the covariance against all inputs of ``kern`` (into ``out``)."""
-    for j in prange(kern.X.shape[0]):
-        out[j] = _cov(kern, kern.X, i, kern.X, j)
+    """Row ``i`` of the covariance against all inputs of ``kern`` (into ``out``),
+    in parallel chunks (the same bits as :func:`cov_row_serial`)."""
+    n = kern.X.shape[0]
+    for c in prange((n + _ROW_CHUNK - 1) // _ROW_CHUNK):
+        _cov_row_part(kern, i, c * _ROW_CHUNK, min(n, (c + 1) * _ROW_CHUNK), out)
 
 
 @jit()
 def cov_row_serial(kern, i, out):
-    """Serial version of :func:`cov_row` (the same bits; the rows of the SMO's
-    cache): distances and exponentials vectorised over the row."""
-    _wsqdist_row(kern.X, i, kern.Xt, kern.w, out)
-    _cov_from_sqdist(out, kern.kappa0, kern.kappa_b)
+    """Serial version of :func:`cov_row` (the rows of the SMO's cache)."""
+    _cov_row_part(kern, i, 0, kern.X.shape[0], out)
 
 
 @jit(inline="always")
-def _cov_from_sqdist(acc, kappa0, kappa_b):
-    """``acc[b] <- kappa0 exp(-acc[b] / 2) + kappa_b`` (the same bits as
-    :func:`_cov` from the same distance), in chunks of :data:`_EXP_CHUNK`."""
-    scratch = np.empty(_EXP_CHUNK)
-    n = acc.shape[0]
-    for j0 in range(0, n, _EXP_CHUNK):
-        blk = acc[j0:min(j0 + _EXP_CHUNK, n)]
-        for j in range(blk.shape[0]):
-            blk[j] = -0.5 * blk[j]
-        exp_into(blk, scratch)
-        for j in range(blk.shape[0]):
-            blk[j] = kappa0 * blk[j] + kappa_b
+def _gather(X, idx):
+    """``X[idx]`` and its transpose, both C-contiguous."""
+    Xm = np.empty((idx.shape[0], X.shape[1]))
+    for a in range(idx.shape[0]):
+        Xm[a] = X[idx[a]]
+    return Xm, np.ascontiguousarray(Xm.T)
+
+
+@jit(inline="always")
+def _add_dcov_row(A, a, Bt, w, kappa0, coef, acc, part, r, j0, j1):
+    """``part[r, p] += sum_b coef[b] dCov(A[a], B[b])/d ln theta_p`` over the
+    columns ``j0 <= b < j1`` of ``Bt = B.T``, for ``ln kappa0`` and every ``ln
+    w_l`` (the ``ln kappa_b`` column is left to the caller); ``acc`` (as long as
+    ``coef``) is scratch. Each entry of ``part`` sums over ``b`` in order."""
+    _wsqdist_row(A, a, Bt, w, acc, j0, j1)
+    _cov_from_sqdist(acc, kappa0, 0.0, j0, j1)
+    s = part[r, 0]
+    for b in range(j0, j1):
+        s += coef[b] * acc[b]
+    part[r, 0] = s
+    for l in range(Bt.shape[0]):
+        x, wl, s = A[a, l], w[l], part[r, 1 + l]
+        for b in range(j0, j1):
+            t = x - Bt[l, b]
+            s -= 0.5 * wl * t * t * acc[b] * coef[b]
+        part[r, 1 + l] = s
 
 
 @jit()
@@ -116,16 +141,17 @@ def cov_diag(n, kappa0, kappa_b):
 
 
 @jit(inline="always")
-def _wsqdist_row(A, a, Bt, w, acc):
-    """``acc[b] = sum_l w_l (A[a,l] - B[b,l])^2`` for every ``b``, from ``Bt =
-    B.T`` (d x nb, C-contiguous): the same operations in the same order as
+def _wsqdist_row(A, a, Bt, w, acc, j0, j1):
+    """``acc[b] = sum_l w_l (A[a,l] - B[b,l])^2`` for ``j0 <= b < j1``, from
+    ``Bt = B.T`` (d x nb, C-contiguous): the same operations in the same order as
     :func:`_wsqdist` for each pair (so the same bits), with the inner loop
-    running over ``b`` so that it vectorises."""
-    for b in range(Bt.shape[1]):
+    running over ``b`` so that it vectorises (whole arrays and a range rather
+    than slices, which would hide the unit stride from the compiler)."""
+    for b in range(j0, j1):
         acc[b] = 0.0
     for l in range(Bt.shape[0]):
         x, wl = A[a, l], w[l]
-        for b in range(Bt.shape[1]):
+        for b in range(j0, j1):
             t = x - Bt[l, b]
             acc[b] += wl * t * t
 
@@ -136,8 +162,9 @@ def cov_cross(kern, B, out):
     A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     Bt = np.ascontiguousarray(B.T)
     for a in prange(A.shape[0]):
-        _wsqdist_row(A, a, Bt, w, out[a])
-        _cov_from_sqdist(out[a], kappa0, kappa_b)
+        row = out[a]
+        _wsqdist_row(A, a, Bt, w, row, 0, B.shape[0])
+        _cov_from_sqdist(row, kappa0, kappa_b, 0, B.shape[0])
 
 
 @jit()
@@ -160,8 +187,8 @@ def cov_cross_matvec_block(kern, B, v, cols, add, block):
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
         acc = np.empty(B.shape[0])
-        _wsqdist_row(A, a, Bt, w, acc)
-        _cov_from_sqdist(acc, kappa0, kappa_b)
+        _wsqdist_row(A, a, Bt, w, acc, 0, B.shape[0])
+        _cov_from_sqdist(acc, kappa0, kappa_b, 0, B.shape[0])
         s = 0.0
         for b in range(B.shape[0]):
             s += acc[b] * v[b]
@@ -180,26 +207,34 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
     (the ``ln kappa_b`` column is left to the caller). Each row sums over
     ``b`` in order."""
     A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
-    d = A.shape[1]
+    Bt = np.ascontiguousarray(B.T)
     out = np.empty(A.shape[0])
     for a in prange(A.shape[0]):
+        acc = np.empty(B.shape[0])
+        _wsqdist_row(A, a, Bt, w, acc, 0, B.shape[0])
+        _cov_from_sqdist(acc, kappa0, 0.0, 0, B.shape[0])
         s = 0.0
-        r = rows[a]
-        if r < 0:
-            for b in range(B.shape[0]):
-                s += (kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w)) + kappa_b) * v[b]
-        else:
-            na = nu[a]
-            for b in range(B.shape[0]):
-                kk = kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w))
-                s += (kk + kappa_b) * v[b]
-                c = na * v[b] * kk
-                part[r, 0] += c
-                for l in range(d):
-                    t = A[a, l] - B[b, l]
-                    part[r, 1 + l] -= 0.5 * w[l] * t * t * c
+        for b in range(B.shape[0]):
+            s += (acc[b] + kappa_b) * v[b]
         out[a] = s
+        if rows[a] >= 0:
+            _add_nu_dcov(A, a, Bt, w, nu[a] * v, acc, part, rows[a])
     return out
+
+
+@jit(inline="always")
+def _add_nu_dcov(A, a, Bt, w, c, kk, part, r):
+    """``part[r, 0] += sum_b c_b kk_b`` and ``part[r, 1 + l] -= sum_b 1/2 w_l
+    (A[a, l] - B[b, l])^2 c_b kk_b`` from the kernel values ``kk`` of row ``a``."""
+    for b in range(kk.shape[0]):
+        c[b] = c[b] * kk[b]
+        part[r, 0] += c[b]
+    for l in range(Bt.shape[0]):
+        x, wl, s = A[a, l], w[l], part[r, 1 + l]
+        for b in range(kk.shape[0]):
+            t = x - Bt[l, b]
+            s -= 0.5 * wl * t * t * c[b]
+        part[r, 1 + l] = s
 
 
 @jit(parallel=True)
@@ -207,24 +242,23 @@ def dcov_rows(kern, rows, cols, v):
     """``sum_b v[b] dCov(x_rows[a], x_cols[b])/d ln theta_p`` for every row
     ``a`` (``len(rows) x (d + 2)``; the ``ln kappa_b`` column is left 0)."""
     out = np.zeros((rows.shape[0], kern.X.shape[1] + 2))
+    Bt = _gather(kern.X, cols)[1]
     for a in prange(rows.shape[0]):
-        ia = rows[a]
-        for b in range(cols.shape[0]):
-            if v[b] != 0.0:
-                _add_dcov(kern, ia, cols[b], v[b], out, a)
+        acc = np.empty(cols.shape[0])
+        _add_dcov_row(kern.X, rows[a], Bt, kern.w, kern.kappa0, v, acc, out, a, 0, v.shape[0])
     return out
 
 
 @jit(parallel=True)
 def cov_subset(kern, idx):
     """Sub-matrix ``Sigma_M`` of the covariance over the points ``idx`` (m x m)."""
-    X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m = idx.shape[0]
+    Xt = _gather(kern.X, idx)[1]
     out = np.empty((m, m))
     for a in prange(m):
-        ia = idx[a]
-        for b in range(m):
-            out[a, b] = kappa0 * exp_scalar(-0.5 * _wsqdist(X, ia, X, idx[b], w)) + kappa_b
+        row = out[a]
+        _wsqdist_row(kern.X, idx[a], Xt, kern.w, row, 0, m)
+        _cov_from_sqdist(row, kern.kappa0, kern.kappa_b, 0, m)
     return out
 
 
@@ -237,18 +271,6 @@ def _head_sum(v, k):
     return total
 
 
-@jit(inline="always")
-def _add_dcov(kern, ia, ib, c, out, a):
-    """``out[a, p] += c * dCov(x_ia, x_ib)/d ln theta_p`` for ``ln kappa0`` and
-    every ``ln w_l`` (the ``ln kappa_b`` column is left to the caller)."""
-    X, w, kappa0 = kern.X, kern.w, kern.kappa0
-    kk = kappa0 * exp_scalar(-0.5 * _wsqdist(X, ia, X, ib, w))
-    out[a, 0] += c * kk
-    for l in range(X.shape[1]):
-        t = X[ia, l] - X[ib, l]
-        out[a, 1 + l] -= 0.5 * w[l] * t * t * kk * c
-
-
 @jit(parallel=True)
 def trace_dcov(kern, idx, A):
     """``trace(A dSigma_M/d ln theta)`` for every log hyperparameter.
@@ -257,32 +279,26 @@ def trace_dcov(kern, idx, A):
     ``trace(A dS)`` equals ``sum_ab A[a, b] dS[b, a]``. Returns an array of
     length ``d + 2`` laid out as ``[ln kappa0, ln w_1..ln w_d, ln kappa_b]``.
     """
-    kappa_b = kern.kappa_b
     m = idx.shape[0]
     d = kern.X.shape[1]
+    Xt = _gather(kern.X, idx)[1]
     part = np.zeros((m, d + 2))
     for a in prange(m):
-        ia = idx[a]
-        for b in range(m):
-            s_ab = A[a, b]
-            if s_ab == 0.0:
-                continue
-            _add_dcov(kern, ia, idx[b], s_ab, part, a)
-            part[a, d + 1] += s_ab * kappa_b
+        acc = np.empty(m)
+        _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, A[a], acc, part, a, 0, m)
+        part[a, d + 1] = kern.kappa_b * _head_sum(A[a], m)
     return part.sum(axis=0)
 
 
 @jit(inline="always")
-def _trace_dcov_row(kern, idx, A, a, part):
-    """Row ``a`` of :func:`trace_dcov_lower`: pairs ``(a, b)``, ``b <= a``."""
-    ia = idx[a]
-    d = kern.X.shape[1]
-    for b in range(a + 1):
-        s_ab = A[a, b] if b == a else 2.0 * A[a, b]
-        if s_ab == 0.0:
-            continue
-        _add_dcov(kern, ia, idx[b], s_ab, part, a)
-        part[a, d + 1] += s_ab * kern.kappa_b
+def _trace_dcov_row(kern, idx, Xt, A, a, coef, acc, part):
+    """Row ``a`` of :func:`trace_dcov_lower`: pairs ``(a, b)``, ``b <= a``
+    (``coef`` and ``acc`` scratch of at least ``a + 1`` entries)."""
+    for b in range(a):
+        coef[b] = 2.0 * A[a, b]
+    coef[a] = A[a, a]
+    _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, coef, acc, part, a, 0, a + 1)
+    part[a, -1] = kern.kappa_b * _head_sum(coef, a + 1)
 
 
 @jit(parallel=True)
@@ -296,12 +312,13 @@ def trace_dcov_lower(kern, idx, A):
     the triangular work is balanced.
     """
     m = idx.shape[0]
-    d = kern.X.shape[1]
-    part = np.zeros((m, d + 2))
+    Xt = _gather(kern.X, idx)[1]
+    part = np.zeros((m, kern.X.shape[1] + 2))
     for k in prange((m + 1) // 2):
-        _trace_dcov_row(kern, idx, A, k, part)
+        coef, acc = np.empty(m), np.empty(m)
+        _trace_dcov_row(kern, idx, Xt, A, k, coef, acc, part)
         if m - 1 - k != k:
-            _trace_dcov_row(kern, idx, A, m - 1 - k, part)
+            _trace_dcov_row(kern, idx, Xt, A, m - 1 - k, coef, acc, part)
     return part.sum(axis=0)
 
 
@@ -314,18 +331,16 @@ def quad_dcov(kern, idx, v):
     in :func:`trace_dcov`.
     """
     s = idx.shape[0]
+    Xt = _gather(kern.X, idx)[1]
     part = np.zeros((s, kern.X.shape[1] + 2))
     for a in prange(s):
-        ia = idx[a]
         va = v[a]
         if va == 0.0:
             continue
         part[a, 0] += va * va * kern.kappa0  # diagonal pair (distance 0)
-        for b in range(a + 1, s):
-            vb = v[b]
-            if vb == 0.0:
-                continue
-            _add_dcov(kern, ia, idx[b], 2.0 * va * vb, part, a)
+        k = s - a - 1  # the pairs (a, b > a), as slices (a range from a + 1 is slower)
+        _add_dcov_row(kern.X, idx[a], Xt[:, a + 1:], kern.w, kern.kappa0, 2.0 * va * v[a + 1:],
+                      np.empty(k), part, a, 0, k)
     out = part.sum(axis=0)
     vsum = _head_sum(v, s)
     out[-1] = kern.kappa_b * vsum * vsum
@@ -362,10 +377,7 @@ def bilinear_dcov(kern, idx, p, v):
     """
     X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m, d = idx.shape[0], X.shape[1]
-    Xm = np.empty((m, d))
-    for a in range(m):
-        Xm[a] = X[idx[a]]
-    Xt = np.ascontiguousarray(Xm.T)
+    Xm, Xt = _gather(X, idx)
     part = np.zeros((m, d + 2))
     for k in prange((m + 1) // 2):
         acc = np.empty(m)
@@ -383,9 +395,9 @@ def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
     pair ``(a, b)`` with ``b > a``, into ``part[a]``."""
     m, d = Xt.shape[1], Xt.shape[0]
     part[a, 0] += p[a] * v[a] * kappa0  # distance 0
-    _wsqdist_row(Xm, a, Xt[:, a + 1:], w, acc[a + 1:])
+    _wsqdist_row(Xm, a, Xt[:, a + 1:], w, acc[a + 1:], 0, m - a - 1)
+    _cov_from_sqdist(acc[a + 1:], kappa0, 0.0, 0, m - a - 1)
     pa, va, s = p[a], v[a], 0.0
-    _cov_from_sqdist(acc[a + 1:], kappa0, 0.0)
     for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
         acc[b] = acc[b] * (pa * v[b] + p[b] * va)
         s += acc[b]

@@ -4,7 +4,7 @@ Every covariance value (thesis eq. 4.3, ARD form 4.42) is ``kappa0 * exp(-q/2)
 + kappa_b``, and on inputs of a few dimensions the exponential is most of the
 cost of a covariance row. Numba lowers ``math.exp`` and ``np.exp`` to one libm
 call per element, which the loop vectoriser cannot widen (llvmlite ships
-without a vector math library). The functions here compute ``exp(x)`` for ``x
+without a vector math library). :func:`exp_into` computes ``exp(x)`` for ``x
 <= 0`` with arithmetic alone:
 
 1. range reduction ``x = k ln 2 + r``, ``|r| <= ln(2)/2``, with ``k`` rounded by
@@ -12,24 +12,25 @@ without a vector math library). The functions here compute ``exp(x)`` for ``x
    (Cody and Waite), so ``r`` is exact to rounding;
 2. ``exp(r)`` by its Taylor polynomial of degree 13 in Horner form (truncation
    below ``1e-17`` relative on ``|r| <= 0.347``);
-3. ``2^k`` built from the exponent bits of ``k`` (vector form) or by
-   ``ldexp`` (scalar form); both multiply exactly, so the two forms give the same
-   bits.
+3. ``2^k`` built from the exponent bits of ``k`` (two bit casts, no libm call),
+   multiplied in exactly.
 
 The result is within about one unit in the last place of the correctly rounded
-exponential (tests/_compiled/test_fastexp.py measures it against NumPy's).
+exponential (tests/_compiled/test_fastexp.py measures it against libm's).
 Arguments below ``-708`` (where ``exp`` leaves the normal range) give 0, NaN
-gives NaN.
-:func:`exp_into` works in place on an array and is the form for rows and
-blocks; :func:`exp_scalar` serves the pairwise loops, so that a covariance
-value has the same bits whichever loop computed it.
+gives NaN. The polynomial is a chain of dependent operations: inside a loop that
+the compiler cannot vectorise (a running sum in strict order) it is slower than
+libm's call, so callers compute a block of exponentials first
+(:func:`exp_into`) and reduce over the block afterwards.
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 from . import jit
 
@@ -42,12 +43,37 @@ _LOWEST = -708.0  # exp(-708) ~ 3.3e-308, just above the smallest normal number
 _C = tuple(1.0 / math.factorial(k) for k in range(14))
 
 
+@intrinsic
+def _bits_of(typingctx, x):
+    """The IEEE-754 bits of a float64, as an int64."""
+    if not isinstance(x, types.Float):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(64))
+
+    return types.int64(types.float64), codegen
+
+
+@intrinsic
+def _float_of(typingctx, x):
+    """The float64 whose IEEE-754 bits are the int64 ``x``."""
+    if not isinstance(x, types.Integer):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.DoubleType())
+
+    return types.float64(types.int64), codegen
+
+
 @jit(inline="always")
-def _reduced(x):
-    """``(exp(r), k + _SHIFT)`` for ``x = k ln 2 + r`` (``x >= _LOWEST``)."""
-    t = x * _LOG2E + _SHIFT
+def exp_neg(x):
+    """``exp(x)`` for ``x <= 0`` (one element; see the module docstring)."""
+    u = _LOWEST if x < _LOWEST else x
+    t = u * _LOG2E + _SHIFT
     k = t - _SHIFT
-    r = (x - k * _LN2_HI) - k * _LN2_LO
+    r = (u - k * _LN2_HI) - k * _LN2_LO
     p = _C[13]
     p = p * r + _C[12]
     p = p * r + _C[11]
@@ -62,31 +88,12 @@ def _reduced(x):
     p = p * r + _C[2]
     p = p * r + _C[1]
     p = p * r + _C[0]
-    return p, t
+    scale = _float_of((_bits_of(t) - _SHIFT_BITS + 1023) << 52)
+    return 0.0 if x < _LOWEST else p * scale
 
 
 @jit(inline="always")
-def exp_scalar(x):
-    """``exp(x)`` for ``x <= 0``: the same bits as :func:`exp_into`."""
-    if x < _LOWEST:
-        return 0.0
-    p, t = _reduced(x)
-    return math.ldexp(p, int(t - _SHIFT))
-
-
-@jit(inline="always")
-def exp_into(x, scratch):
-    """``x[j] <- exp(x[j])`` for every ``j`` (all ``x[j] <= 0``), in three
-    vectorisable passes; ``scratch`` is a float64 array of at least
-    ``len(x)`` entries (overwritten)."""
-    n = x.shape[0]
-    for j in range(n):
-        v = x[j]
-        p, t = _reduced(_LOWEST if v < _LOWEST else v)
-        x[j] = 0.0 if v < _LOWEST else p
-        scratch[j] = t
-    bits = scratch[:n].view(np.int64)
-    for j in range(n):
-        bits[j] = (bits[j] - _SHIFT_BITS + 1023) << 52
-    for j in range(n):
-        x[j] *= scratch[j]
+def exp_into(x):
+    """``x[j] <- exp(x[j])`` for every ``j`` (all ``x[j] <= 0``); the loop vectorises."""
+    for j in range(x.shape[0]):
+        x[j] = exp_neg(x[j])

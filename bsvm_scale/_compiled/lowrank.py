@@ -27,8 +27,7 @@ import numpy as np
 from numba import prange
 
 from . import jit
-from .covariance import _wsqdist
-from .fastexp import exp_scalar
+from .covariance import _ROW_CHUNK, _add_dcov_row, _cov_row_part, _head_sum
 
 
 @jit()
@@ -46,11 +45,13 @@ def _argmax_sum(resid):
 @jit(parallel=True)
 def _pivot_column(kern, sl, G, j, i, resid):
     """Column ``j`` of ``G`` for pivot ``i``; updates the residual diagonal."""
-    X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
-    m = X.shape[0]
+    m = kern.X.shape[0]
+    col = np.empty(m)  # the covariance column of the pivot (a row, by symmetry)
+    for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
+        _cov_row_part(kern, i, c * _ROW_CHUNK, min(m, (c + 1) * _ROW_CHUNK), col)
     sq = np.sqrt(resid[i])
     for a in prange(m):
-        s = (kappa0 * exp_scalar(-0.5 * _wsqdist(X, a, X, i, w)) + kappa_b) * sl[a] * sl[i]
+        s = col[a] * sl[a] * sl[i]
         for l in range(j):
             s -= G[a, l] * G[i, l]
         g = s / sq
@@ -114,21 +115,10 @@ def dcov_contract(kern, B, W):
     ``W`` is ``|A| x |B|``; returns a vector of length ``d + 2`` laid out as
     ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
     """
-    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
-    na = A.shape[0]
-    d = A.shape[1]
-    part = np.zeros((na, d + 2))
-    for a in prange(na):
-        wsum = 0.0
-        for b in range(B.shape[0]):
-            c = W[a, b]
-            wsum += c
-            if c == 0.0:
-                continue
-            kk = kappa0 * exp_scalar(-0.5 * _wsqdist(A, a, B, b, w)) * c
-            part[a, 0] += kk
-            for l in range(d):
-                t = A[a, l] - B[b, l]
-                part[a, 1 + l] -= 0.5 * w[l] * t * t * kk
-        part[a, d + 1] = kappa_b * wsum
+    A, nb = kern.X, B.shape[0]
+    Bt = np.ascontiguousarray(B.T)
+    part = np.zeros((A.shape[0], A.shape[1] + 2))
+    for a in prange(A.shape[0]):
+        _add_dcov_row(A, a, Bt, kern.w, kern.kappa0, W[a], np.empty(nb), part, a, 0, nb)
+        part[a, -1] = kern.kappa_b * _head_sum(W[a], nb)
     return part.sum(axis=0)

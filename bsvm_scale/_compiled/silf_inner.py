@@ -18,7 +18,7 @@ from numba.extending import overload
 
 from . import jit
 from .covariance import _wsqdist
-from .fastexp import exp_scalar
+from .fastexp import exp_neg
 from .row_cache import get_row, has_row, is_full
 
 
@@ -269,7 +269,7 @@ def fetch_row(kern, cache, i, act, scratch):
     X, w, kappa0 = kern.X, kern.w, kern.kappa0
     for a in range(act.shape[0]):
         k = act[a]
-        scratch[k] = kappa0 * exp_scalar(-0.5 * _wsqdist(X, i, X, k, w))
+        scratch[k] = kappa0 * exp_neg(-0.5 * _wsqdist(X, i, X, k, w))
     return scratch
 
 

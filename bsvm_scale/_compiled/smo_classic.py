@@ -93,7 +93,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import jit
-from .fastexp import exp_scalar
+from .covariance import _cov_from_sqdist, _wsqdist_row
 from .row_cache import get_row
 
 TAU = 1e-12          # curvature floor for non-positive-definite pairs
@@ -507,13 +507,12 @@ def decision_values(Xt, Xs, w, k0, kb, coef, b, out):
     """``out[a] = sum_k coef_k K(Xt[a], Xs[k]) + b`` with ``K = k0 exp(-1/2
     sum_l w_l d_l^2)`` (the ``kb`` offset of the cached covariance is not
     part of the classical kernel and is ignored)."""
-    d = Xt.shape[1]
+    Xst = np.ascontiguousarray(Xs.T)
+    kk = np.empty(Xs.shape[0])
     for a in range(Xt.shape[0]):
+        _wsqdist_row(Xt, a, Xst, w, kk, 0, Xs.shape[0])
+        _cov_from_sqdist(kk, k0, 0.0, 0, Xs.shape[0])
         acc = 0.0
         for k in range(Xs.shape[0]):
-            q = 0.0
-            for l in range(d):
-                z = Xt[a, l] - Xs[k, l]
-                q += w[l] * z * z
-            acc += coef[k] * k0 * exp_scalar(-0.5 * q)
+            acc += coef[k] * kk[k]
         out[a] = acc + b

@@ -117,7 +117,7 @@ def test_an_edit_in_another_module_is_not_loaded_stale(package_copy):
     assert hits == "0" and run(_GBAR) == [value, "1"]
     cov = root / "covariance.py"
     text = cov.read_text()
-    old = "blk[j] = kappa0 * blk[j] + kappa_b\n"
+    old = "acc[j] = kappa0 * exp_neg(-0.5 * acc[j]) + kappa_b\n"
     assert text.count(old) == 1  # _cov_from_sqdist: the entries of cov_row_serial's rows
     cov.write_text(text.replace(old, old.replace("+ kappa_b", "+ 2.0 * kappa_b")))
     new_value, new_hits = run(_GBAR)

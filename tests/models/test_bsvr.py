@@ -113,13 +113,13 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     optimiser can stall below the isotropic optimum (the evidence jumps where
     a case changes loss piece); with ``ard_init="isotropic"`` the start is
     also run from the isotropic optimum, and the better run is kept."""
-    X, y = _boston_subset(100, 3)
+    X, y = _boston_subset(150, 2)
     kw = dict(beta=0.3, starts=_R5_START, bounds=_R5_BOX)
     iso = BayesianSVR(**kw).fit(X, y)
     direct = BayesianSVR(ard=True, ard_init="start", **kw).fit(X, y)
     both = BayesianSVR(ard=True, ard_init="isotropic", **kw).fit(X, y)
     # the case this option exists for: the direct ARD run ends below the isotropic model
-    # (by 1.1 nats with the trust region here; by more than 5 with L-BFGS-B)
+    # (by 29 nats here; which subsets stall moves with the last bits of the kernel values)
     assert direct.log_evidence_ < iso.log_evidence_
     assert both.log_evidence_ >= max(iso.log_evidence_, direct.log_evidence_)
     # the best point is kept across the two runs: the model is the best evaluation
@@ -435,14 +435,14 @@ _BITS_BEFORE_WEIGHTS = {
         'digest': '0be94183c142c6e8e7ce628b8b345845'},
     'fixed_matrix_free': {'log_evidence': '-0x1.0ffaa00ac5680p+1', 'n_iter': 478,
         'digest': '1cae80a44e3b3832abac216f5c4731a3'},
-    'search': {'log_evidence': '0x1.f32eb96935ceep+4', 'n_iter': 527,
-        'digest': 'e3c241c374481836f78261d64d1755d8'},
-    'coarse_to_fine': {'log_evidence': '0x1.ea1fd81f02744p+6', 'n_iter': 490,
-        'digest': 'e7dc9b8aa22cd31c86e600fa39eb0dda'},
-    'ard_continuation': {'log_evidence': '-0x1.a0d98d2aabca8p+3', 'n_iter': 603,
-        'digest': '0426a9e8b5bc75d30d495270facf2cfb'},
-    'kappa0_evidence': {'log_evidence': '0x1.4a52d2ef137e0p+4', 'n_iter': 908,
-        'digest': '2289642408c41c023fb825c94740f460'},
+    'search': {'log_evidence': '0x1.f0dd08bc0e2d8p+4', 'n_iter': 563,
+        'digest': '18f8f25e79386e9d5a44fd6936de74aa'},
+    'coarse_to_fine': {'log_evidence': '0x1.ea21b2227bb76p+6', 'n_iter': 495,
+        'digest': '1b23f2c8d685602c862dfa07a80503f7'},
+    'ard_continuation': {'log_evidence': '-0x1.a0da7d44a6ed0p+3', 'n_iter': 631,
+        'digest': '76f38096d30cbc7c9d872637f7157207'},
+    'kappa0_evidence': {'log_evidence': '0x1.4a514be1b77d0p+4', 'n_iter': 842,
+        'digest': '2134363092967b5775d2ff4dcbcf2799'},
     'lowrank': {'how': 'factor17', 'n_iter': 0,
         'digest': 'c177281469578adf1dfec4b4ab313baa'},
 }
@@ -582,8 +582,11 @@ def test_weighted_fit_resumes_exactly(init_subsample):
     assert len(recs) > 3
     theta, ev = full.theta_.copy(), full.log_evidence_
     cut = len(recs) // 2
+    # the start the fit began from (a coarse-to-fine start's subsample phase is
+    # repeated from it, as a pipeline's resumed task does)
+    start = full.starts_[0].get("subsample", full.starts_[0])["theta0"]
     resumed = est.fit(X, y, sample_weight=w,
-                      init={"theta": full.starts_[0]["theta0"], "state": recs[cut - 1][1],
+                      init={"theta": start, "state": recs[cut - 1][1],
                             "evaluations": [r for r, _ in recs[:cut]]})
     np.testing.assert_array_equal(resumed.theta_, theta)
     assert resumed.log_evidence_ == ev
