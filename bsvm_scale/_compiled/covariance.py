@@ -122,15 +122,22 @@ def _add_dcov_row(A, a, Bt, w, kappa0, coef, acc, part, r, j0, j1):
     ``coef``) is scratch. Each entry of ``part`` sums over ``b`` in order."""
     _wsqdist_row(A, a, Bt, w, acc, j0, j1)
     _cov_from_sqdist(acc, kappa0, 0.0, j0, j1)
+    _add_dcov_from(A, a, Bt, w, coef, acc, part, r, j0, j1)
+
+
+@jit(inline="always")
+def _add_dcov_from(A, a, Bt, w, coef, kk, part, r, j0, j1):
+    """:func:`_add_dcov_row` from the values ``kk[b] = kappa0 exp(-d_ab / 2)``
+    of row ``a`` already computed."""
     s = part[r, 0]
     for b in range(j0, j1):
-        s += coef[b] * acc[b]
+        s += coef[b] * kk[b]
     part[r, 0] = s
     for l in range(Bt.shape[0]):
         x, wl, s = A[a, l], w[l], part[r, 1 + l]
         for b in range(j0, j1):
             t = x - Bt[l, b]
-            s -= 0.5 * wl * t * t * acc[b] * coef[b]
+            s -= 0.5 * wl * t * t * kk[b] * coef[b]
         part[r, 1 + l] = s
 
 
@@ -145,8 +152,8 @@ def _wsqdist_row(A, a, Bt, w, acc, j0, j1):
     """``acc[b] = sum_l w_l (A[a,l] - B[b,l])^2`` for ``j0 <= b < j1``, from
     ``Bt = B.T`` (d x nb, C-contiguous): the same operations in the same order as
     :func:`_wsqdist` for each pair (so the same bits), with the inner loop
-    running over ``b`` so that it vectorises (whole arrays and a range rather
-    than slices, which would hide the unit stride from the compiler)."""
+    running over ``b`` so that it vectorises. Callers pass a range from 0, or
+    slices where the range would start inside the row (measured faster there)."""
     for b in range(j0, j1):
         acc[b] = 0.0
     for l in range(Bt.shape[0]):
@@ -218,23 +225,8 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
             s += (acc[b] + kappa_b) * v[b]
         out[a] = s
         if rows[a] >= 0:
-            _add_nu_dcov(A, a, Bt, w, nu[a] * v, acc, part, rows[a])
+            _add_dcov_from(A, a, Bt, w, nu[a] * v, acc, part, rows[a], 0, B.shape[0])
     return out
-
-
-@jit(inline="always")
-def _add_nu_dcov(A, a, Bt, w, c, kk, part, r):
-    """``part[r, 0] += sum_b c_b kk_b`` and ``part[r, 1 + l] -= sum_b 1/2 w_l
-    (A[a, l] - B[b, l])^2 c_b kk_b`` from the kernel values ``kk`` of row ``a``."""
-    for b in range(kk.shape[0]):
-        c[b] = c[b] * kk[b]
-        part[r, 0] += c[b]
-    for l in range(Bt.shape[0]):
-        x, wl, s = A[a, l], w[l], part[r, 1 + l]
-        for b in range(kk.shape[0]):
-            t = x - Bt[l, b]
-            s -= 0.5 * wl * t * t * c[b]
-        part[r, 1 + l] = s
 
 
 @jit(parallel=True)

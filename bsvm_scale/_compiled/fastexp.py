@@ -75,19 +75,8 @@ def exp_neg(x):
     k = t - _SHIFT
     r = (u - k * _LN2_HI) - k * _LN2_LO
     p = _C[13]
-    p = p * r + _C[12]
-    p = p * r + _C[11]
-    p = p * r + _C[10]
-    p = p * r + _C[9]
-    p = p * r + _C[8]
-    p = p * r + _C[7]
-    p = p * r + _C[6]
-    p = p * r + _C[5]
-    p = p * r + _C[4]
-    p = p * r + _C[3]
-    p = p * r + _C[2]
-    p = p * r + _C[1]
-    p = p * r + _C[0]
+    for k in range(12, -1, -1):  # Horner; the compiler unrolls the fixed trip count
+        p = p * r + _C[k]
     scale = _float_of((_bits_of(t) - _SHIFT_BITS + 1023) << 52)
     return 0.0 if x < _LOWEST else p * scale
 
