@@ -92,7 +92,7 @@ def factor_with_residual(cov, X, max_rank=MAX_RANK):
     reaches ``max_rank`` is continued (budget doubled, up to
     :data:`ROUTE_MAX_RANK`): the factor at rounding level is what lets a
     solution skip the SMO (:mod:`bsvm_scale.inference.map_factor`). ``G`` may
-    be a view of a wider array (its rows are not copied)."""
+    be a view of a wider array."""
     n = X.shape[0]
     X = np.ascontiguousarray(X, dtype=np.float64)
     near = _near_trace(cov, n)
