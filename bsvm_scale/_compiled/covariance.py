@@ -106,12 +106,13 @@ def cov_row_serial(kern, i, out):
 
 
 @jit(inline="always")
-def _gather(X, idx):
-    """``X[idx]`` and its transpose, both C-contiguous."""
-    Xm = np.empty((idx.shape[0], X.shape[1]))
-    for a in range(idx.shape[0]):
-        Xm[a] = X[idx[a]]
-    return Xm, np.ascontiguousarray(Xm.T)
+def _gather_t(X, idx):
+    """``X[idx].T``, C-contiguous (d x len(idx))."""
+    Xt = np.empty((X.shape[1], idx.shape[0]))
+    for l in range(X.shape[1]):
+        for a in range(idx.shape[0]):
+            Xt[l, a] = X[idx[a], l]
+    return Xt
 
 
 @jit(inline="always")
@@ -234,7 +235,7 @@ def dcov_rows(kern, rows, cols, v):
     """``sum_b v[b] dCov(x_rows[a], x_cols[b])/d ln theta_p`` for every row
     ``a`` (``len(rows) x (d + 2)``; the ``ln kappa_b`` column is left 0)."""
     out = np.zeros((rows.shape[0], kern.X.shape[1] + 2))
-    Bt = _gather(kern.X, cols)[1]
+    Bt = _gather_t(kern.X, cols)
     for a in prange(rows.shape[0]):
         acc = np.empty(cols.shape[0])
         _add_dcov_row(kern.X, rows[a], Bt, kern.w, kern.kappa0, v, acc, out, a, 0, v.shape[0])
@@ -245,7 +246,7 @@ def dcov_rows(kern, rows, cols, v):
 def cov_subset(kern, idx):
     """Sub-matrix ``Sigma_M`` of the covariance over the points ``idx`` (m x m)."""
     m = idx.shape[0]
-    Xt = _gather(kern.X, idx)[1]
+    Xt = _gather_t(kern.X, idx)
     out = np.empty((m, m))
     for a in prange(m):
         row = out[a]
@@ -273,7 +274,7 @@ def trace_dcov(kern, idx, A):
     """
     m = idx.shape[0]
     d = kern.X.shape[1]
-    Xt = _gather(kern.X, idx)[1]
+    Xt = _gather_t(kern.X, idx)
     part = np.zeros((m, d + 2))
     for a in prange(m):
         acc = np.empty(m)
@@ -304,7 +305,7 @@ def trace_dcov_lower(kern, idx, A):
     the triangular work is balanced.
     """
     m = idx.shape[0]
-    Xt = _gather(kern.X, idx)[1]
+    Xt = _gather_t(kern.X, idx)
     part = np.zeros((m, kern.X.shape[1] + 2))
     for k in prange((m + 1) // 2):
         coef, acc = np.empty(m), np.empty(m)
@@ -323,7 +324,7 @@ def quad_dcov(kern, idx, v):
     in :func:`trace_dcov`.
     """
     s = idx.shape[0]
-    Xt = _gather(kern.X, idx)[1]
+    Xt = _gather_t(kern.X, idx)
     part = np.zeros((s, kern.X.shape[1] + 2))
     for a in prange(s):
         va = v[a]
@@ -369,25 +370,25 @@ def bilinear_dcov(kern, idx, p, v):
     """
     X, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
     m, d = idx.shape[0], X.shape[1]
-    Xm, Xt = _gather(X, idx)
+    Xt = _gather_t(X, idx)
     part = np.zeros((m, d + 2))
     for k in prange((m + 1) // 2):
         acc = np.empty(m)
-        _bilinear_row(Xm, Xt, w, kappa0, p, v, k, acc, part)
+        _bilinear_row(X, idx, Xt, w, kappa0, p, v, k, acc, part)
         if m - 1 - k != k:
-            _bilinear_row(Xm, Xt, w, kappa0, p, v, m - 1 - k, acc, part)
+            _bilinear_row(X, idx, Xt, w, kappa0, p, v, m - 1 - k, acc, part)
     out = part.sum(axis=0)
     out[-1] = kappa_b * _head_sum(p, m) * _head_sum(v, m)
     return out
 
 
 @jit(inline="always")
-def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
+def _bilinear_row(X, idx, Xt, w, kappa0, p, v, a, acc, part):
     """Row ``a``'s share of :func:`bilinear_dcov`: its diagonal pair and every
     pair ``(a, b)`` with ``b > a``, into ``part[a]``."""
     m, d = Xt.shape[1], Xt.shape[0]
     part[a, 0] += p[a] * v[a] * kappa0  # distance 0
-    _wsqdist_row(Xm, a, Xt[:, a + 1:], w, acc[a + 1:], 0, m - a - 1)
+    _wsqdist_row(X, idx[a], Xt[:, a + 1:], w, acc[a + 1:], 0, m - a - 1)
     _cov_from_sqdist(acc[a + 1:], kappa0, 0.0, 0, m - a - 1)
     pa, va, s = p[a], v[a], 0.0
     for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
@@ -395,7 +396,7 @@ def _bilinear_row(Xm, Xt, w, kappa0, p, v, a, acc, part):
         s += acc[b]
     part[a, 0] += s
     for l in range(d):
-        x, sl = Xm[a, l], 0.0
+        x, sl = X[idx[a], l], 0.0
         for b in range(a + 1, m):
             t = x - Xt[l, b]
             sl += t * t * acc[b]

@@ -9,7 +9,7 @@ the data when most cases end up as support vectors (as on overlapping
 classes).
 
 With a pivoted-Cholesky (Nystrom) factor ``Sigma ~= G G^T`` of rank ``r``
-(:func:`bsvm_scale.inference.evidence_lowrank.pivoted_factor`, the same greedy
+(:func:`bsvm_scale.inference.pivoted.pivoted_factor`, the same greedy
 factorisation the matrix-free evidence uses, here with unit weights) the
 primal becomes an ``r``-dimensional smooth problem in ``w`` (``f = G w``)::
 
@@ -39,7 +39,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
-from .evidence_lowrank import growing_factor, rounding_floor
+from .pivoted import growing_factor, rounding_floor
 from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "factor_with_residual", "newton", "trig_start",

@@ -83,43 +83,6 @@ def test_pivoted_cholesky_stops_at_tolerance():
     assert rank2 == rank and np.array_equal(G, G2)   # deterministic
 
 
-def test_a_growing_factor_is_the_factor_with_the_budget_of_its_last_stage():
-    from bsvm_scale.inference.evidence_lowrank import growing_factor, pivoted_factor
-
-    X, cov, sl = _block(m=120, d=2)
-    G, piv, resid = growing_factor(cov, X, sl, [7, 14, 28, 56], lambda r: True)
-    Gs, ps, rs = pivoted_factor(cov, X, sl, 0.0, 56)
-    np.testing.assert_array_equal(piv, ps)
-    np.testing.assert_array_equal(G, Gs)
-    np.testing.assert_array_equal(resid, rs)
-    G, piv, resid = growing_factor(cov, X, sl, [7, 14, 28, 56], lambda r: False)
-    np.testing.assert_array_equal(G, pivoted_factor(cov, X, sl, 0.0, 7)[0])  # one stage
-
-
-def test_a_factor_array_grows_with_its_rank_not_with_its_budget():
-    """The array behind a factor starts FIRST_CAPACITY columns wide and doubles
-    as it fills; the columns equal those of one pivoted-Cholesky call into an
-    array as wide as the budget."""
-    from bsvm_scale.inference import evidence_lowrank as el
-
-    X, cov, sl = _block(m=400, d=3)
-    for budget in (20, 150, 400):
-        G, piv, resid = el.pivoted_factor(cov, X, sl, 0.0, budget)
-        wide = np.zeros((400, budget))
-        rank, piv1, resid1 = lk.pivoted_cholesky(cov.kernel(X), sl, wide, 0.0,
-                                                 el.rounding_floor(cov, sl))
-        assert G.shape[1] == rank
-        np.testing.assert_array_equal(G, wide[:, :rank])
-        np.testing.assert_array_equal(piv, piv1[:rank])
-        np.testing.assert_array_equal(resid, resid1)
-        held = G.base.shape[1] if G.base is not None else G.shape[1]
-        assert held <= max(el.FIRST_CAPACITY, 2 * rank)  # not the budget's width
-    # a wide budget met early (the tolerance) holds FIRST_CAPACITY columns, not 400
-    G, _, resid = el.staged_factor(cov, X, sl, 400, 400, lambda rank, res: None, 0.05 * 400)
-    assert 0 < G.shape[1] < el.FIRST_CAPACITY and resid.sum() <= 0.05 * 400
-    assert G.base is not None and G.base.shape[1] == el.FIRST_CAPACITY
-
-
 def test_an_extended_factor_is_the_factor_made_to_the_tighter_tolerance():
     """The prediction factor continues the evidence factor: same pivots, the
     same triangles and predictive variance as a factor made from scratch to
