@@ -156,3 +156,17 @@ def get_row(kern, cache, i):
     cache.row_of[s] = i
     _push_front(s, cache)
     return row
+
+
+@jit()
+def rows_matvec(kern, cache, idx, coef):
+    """``sum_k coef[k] Sigma[idx[k], :]`` from cached rows (a miss computes
+    and caches the row); by symmetry the product ``Sigma[:, idx] coef``.
+    Serial, in the order of ``idx``."""
+    out = np.zeros(kern.X.shape[0])
+    for k in range(idx.shape[0]):
+        row = get_row(kern, cache, idx[k])
+        c = coef[k]
+        for j in range(out.shape[0]):
+            out[j] += c * row[j]
+    return out

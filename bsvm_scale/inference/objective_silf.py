@@ -17,14 +17,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._compiled.silf_start import quad_after_smo, start_dual_quad
-from .._compiled.smo_silf import silf_params, smo_silf
+from .._compiled.smo_silf import silf_params
 from .blocks import kept_for_final
 from .covariance import GaussianCovariance, RowCache
 from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
 from .map_factor import FactorCovariance, from_factor, sample_check, silf_route, start_with_factor
 from .map_lowrank import silf_start
+from .map_newton import smo_newton
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
 __all__ = ["SilfObjective", "SilfDetail"]
@@ -72,6 +72,7 @@ class SilfObjective:
         self.last = None
         self.quad = None  # nu^T dSigma~/d ln theta nu of the last solve (None: not known)
         self.map_bound = 0.0  # bound on |f - Sigma nu| of the last solve (0: exact f)
+        self.n_newton = 0  # Newton iterations of the last solve
         self.reset()
 
     def reset(self, nu=None):
@@ -139,7 +140,7 @@ class SilfObjective:
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",
                   "best_evidence",
-                  "map_bound")
+                  "map_bound", "n_newton")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -187,12 +188,13 @@ class SilfObjective:
         if route is not None:
             return self._take_route(route, low_rank, C, cov)
         self.map_bound = 0.0
-        dual, q0, nu0 = start_dual_quad(self.cache.kernel, self.y, nu, par)
-        slope, n_iter, vmax = smo_silf(self.cache.kernel, self.cache.state, dual, par,
-                                       self.tol, self.max_iter, self.slope)
-        # nu^T dSigma~ nu of the gradient (4.39)-(4.41), from the start pass's kernel values
-        self.quad = quad_after_smo(self.cache.kernel, q0, nu0, dual.nu)
-        self.slope = float(slope)
+        # SMO, and Newton's method where the SMO crawls (map_newton); nu^T dSigma~ nu
+        # of the gradient (4.39)-(4.41) from the start pass's kernel values
+        res = smo_newton(self.cache, self.y, nu, par, eps, self.beta, self.tol, self.max_iter,
+                         self.slope)
+        dual, n_iter, vmax, self.quad = res.dual, res.n_iter, res.violation, res.quad
+        self.n_newton = res.n_newton
+        self.slope = res.slope
         self.nu_C = C
         nu = dual.nu
         bias = cov.kappa_b * float(nu.sum())
@@ -208,6 +210,7 @@ class SilfObjective:
         fc = FactorCovariance(cov, self.X, low_rank.G, low_rank.resid)
         self.quad = fc.bilinear_full(np.arange(nu.shape[0]), nu, nu)
         self.map_bound = route.bound
+        self.n_newton = 0
         self.nu, self.nu_C = nu, C
         return (nu, route.f, cov.kappa_b * float(nu.sum()), 0, route.violation,
                 f"factor{low_rank.rank}")
@@ -250,6 +253,7 @@ class SilfObjective:
                 "n_I2": int(np.count_nonzero((nu <= -box) & (nu != 0))),
                 "n_I3": int(np.count_nonzero((nu >= box) & (nu != 0))),
                 "smo_iter": n_iter, "smo_violation": vmax, "smo_start": how,
+                "newton_iter": self.n_newton,
                 "map_bound": self.map_bound,
                 "jitter": ev.jitter, "bias": bias,
                 # wall time of the MAP solve and of the evidence (+ gradient)
