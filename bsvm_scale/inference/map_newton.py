@@ -294,7 +294,10 @@ class MapSolve(NamedTuple):
 def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope):
     """Solve (4.25) from ``nu``: the SMO (:func:`~bsvm_scale._compiled.smo_silf.smo_silf`)
     for up to :data:`NEWTON_AFTER` ``n`` iterations; if it has not met the
-    stopping rule (4.33) by then, :func:`silf_newton` from its iterate, and
+    stopping rule (4.33) by then and the row cache holds every row (so that
+    a Newton iteration's products over the support read cached rows instead
+    of computing ``n`` kernel values per support vector), :func:`silf_newton`
+    from its iterate, and
     the SMO again from the Newton solution, whose exact start pass measures
     the violation (it has nothing left to do when Newton reached the
     optimum; it goes on from the SMO's own iterate when Newton gave up).
@@ -305,7 +308,8 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope):
     """
     kern, n = cache.kernel, y.shape[0]
     dual, q0, nu0 = start_dual_quad(kern, y, nu, par)
-    budget = min(max_iter, NEWTON_AFTER * n)
+    # without every row in the cache the SMO alone solves, as before
+    budget = min(max_iter, NEWTON_AFTER * n) if cache.n_slots >= n else max_iter
     slope, n_iter, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
     n_newton = 0
     if vmax > tol and n_iter < max_iter:
