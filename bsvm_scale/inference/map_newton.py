@@ -71,10 +71,13 @@ from .._util.threads import blas_threads
 from .losses import silf_grad
 
 __all__ = ["MapSolve", "NewtonResult", "Products", "products", "silf_newton", "smo_newton",
-           "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER"]
+           "NEWTON_AFTER", "NEWTON_AFTER_STIFF", "MAX_ZONE", "MAX_ITER"]
 
 #: SMO iterations, in multiples of ``n``, before Newton takes over
 NEWTON_AFTER = 10
+#: ... when the previous solve of the same search needed Newton (the stiff
+#: problems come in runs: the search moves the hyperparameters a little)
+NEWTON_AFTER_STIFF = 2
 #: largest quadratic zone whose system is factorised (``|Z|^3 / 3`` flops)
 MAX_ZONE = 3000
 #: a line-search step within this of 1 counts as the full Newton step
@@ -291,9 +294,9 @@ class MapSolve(NamedTuple):
     n_newton: int      #: Newton iterations (0: the SMO alone)
 
 
-def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope):
+def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, after=None):
     """Solve (4.25) from ``nu``: the SMO (:func:`~bsvm_scale._compiled.smo_silf.smo_silf`)
-    for up to :data:`NEWTON_AFTER` ``n`` iterations; if it has not met the
+    for up to ``after`` ``n`` iterations (None: :data:`NEWTON_AFTER`); if it has not met the
     stopping rule (4.33) by then and the row cache holds every row (so that
     a Newton iteration's products over the support read cached rows instead
     of computing ``n`` kernel values per support vector), :func:`silf_newton`
@@ -309,7 +312,8 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope):
     kern, n = cache.kernel, y.shape[0]
     dual, q0, nu0 = start_dual_quad(kern, y, nu, par)
     # without every row in the cache the SMO alone solves, as before
-    budget = min(max_iter, NEWTON_AFTER * n) if cache.n_slots >= n else max_iter
+    after = NEWTON_AFTER if after is None else after
+    budget = min(max_iter, int(after * n)) if cache.n_slots >= n else max_iter
     slope, n_iter, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
     n_newton = 0
     if vmax > tol and n_iter < max_iter:

@@ -24,7 +24,7 @@ from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
 from .map_factor import FactorCovariance, from_factor, sample_check, silf_route, start_with_factor
 from .map_lowrank import silf_start
-from .map_newton import smo_newton
+from .map_newton import NEWTON_AFTER, NEWTON_AFTER_STIFF, smo_newton
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
 __all__ = ["SilfObjective", "SilfDetail"]
@@ -72,7 +72,7 @@ class SilfObjective:
         self.last = None
         self.quad = None  # nu^T dSigma~/d ln theta nu of the last solve (None: not known)
         self.map_bound = 0.0  # bound on |f - Sigma nu| of the last solve (0: exact f)
-        self.n_newton = 0  # Newton iterations of the last solve
+        self.n_newton = 0  # Newton iterations of the last solve (state: the next hand-over)
         self.reset()
 
     def reset(self, nu=None):
@@ -140,7 +140,7 @@ class SilfObjective:
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",
                   "best_evidence",
-                  "map_bound", "n_newton")
+                  "map_bound")
 
     def get_state(self):
         """Warm-start state (SMO vector ``nu``, outer secant slope, best point,
@@ -191,7 +191,7 @@ class SilfObjective:
         # SMO, and Newton's method where the SMO crawls (map_newton); nu^T dSigma~ nu
         # of the gradient (4.39)-(4.41) from the start pass's kernel values
         res = smo_newton(self.cache, self.y, nu, par, eps, self.beta, self.tol, self.max_iter,
-                         self.slope)
+                         self.slope, NEWTON_AFTER_STIFF if self.n_newton else NEWTON_AFTER)
         dual, n_iter, vmax, self.quad = res.dual, res.n_iter, res.violation, res.quad
         self.n_newton = res.n_newton
         self.slope = res.slope

@@ -158,3 +158,27 @@ def test_products_against_the_dense_covariance(cache_mb):
     assert np.array_equal(prod.full(np.array([], dtype=np.int64), np.array([])), np.zeros(120))
     out = rows_matvec(cache.kernel, cache.state, idx, coef)
     np.testing.assert_allclose(out, (S - kb)[:, idx] @ coef, rtol=1e-12, atol=1e-12)
+
+
+def _objective_at(monkeypatch, after, X, y, theta):
+    from bsvm_scale.inference import objective_silf
+    from bsvm_scale.inference.objective_silf import SilfObjective
+
+    monkeypatch.setattr(objective_silf, "NEWTON_AFTER", after)
+    monkeypatch.setattr(objective_silf, "NEWTON_AFTER_STIFF", after)
+    P = SilfObjective(X, y, None, 0.1, False, 1e-8, 64.0, 10**8)
+    return P, P.evaluate(theta)
+
+
+def test_the_evidence_and_its_gradient_do_not_depend_on_the_solver(monkeypatch):
+    """At a stiff point of an inferred-kappa0 search the evaluation through
+    Newton equals the SMO's (value and every gradient entry, (4.38)-(4.41)),
+    and the hand-over rule of the next solve is part of the search state."""
+    X, y = _stiff(300, seed=17)
+    theta = np.array([np.log(2.0), np.log(0.2), np.log(3e3), np.log(0.03), np.log(1.0)])
+    _, smo = _objective_at(monkeypatch, 10**6, X, y, theta)
+    P, newton = _objective_at(monkeypatch, 1, X, y, theta)
+    assert smo.info["newton_iter"] == 0 and newton.info["newton_iter"] > 0
+    assert newton.value == pytest.approx(smo.value, rel=1e-8, abs=1e-8)
+    np.testing.assert_allclose(newton.grad, smo.grad, rtol=1e-6, atol=1e-6)
+    assert P.get_state()["n_newton"] == newton.info["newton_iter"]
