@@ -138,7 +138,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     tol : float, default=1e-3
         SMO tolerance ``tau`` of the stopping rule (4.33).
     cache_mb : float, default=256
-        Memory budget of the kernel-row cache in MiB.
+        Memory budget of the kernel-row cache in MiB; when it holds every
+        row, MAP solves the SMO has not finished after ``10 n`` steps go on
+        by Newton's method (:mod:`bsvm_scale.inference.map_newton`).
     random_state : int, Generator or None
         Seed for extra random starts.
     optimize : bool, default=True
