@@ -170,3 +170,16 @@ def rows_matvec(kern, cache, idx, coef):
         for j in range(out.shape[0]):
             out[j] += c * row[j]
     return out
+
+
+@jit()
+def rows_block(kern, cache, idx):
+    """``Sigma[idx][:, idx]`` gathered from cached rows (a miss computes and
+    caches the row)."""
+    m = idx.shape[0]
+    out = np.empty((m, m))
+    for a in range(m):
+        row = get_row(kern, cache, idx[a])
+        for b in range(m):
+            out[a, b] = row[idx[b]]
+    return out

@@ -64,7 +64,7 @@ import numpy as np
 from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
 from .._compiled.covariance import cov_cross_matvec, cov_subset
-from .._compiled.row_cache import rows_matvec
+from .._compiled.row_cache import rows_block, rows_matvec
 from .._compiled.silf_start import quad_after_smo, start_dual_quad
 from .._compiled.smo_silf import SilfDual, smo_silf
 from .._util.threads import blas_threads
@@ -121,7 +121,10 @@ def products(kern, kappa_b, cache=None):
         return out + kappa_b * float(coef.sum())
 
     def block(idx):
-        return cov_subset(kern, np.ascontiguousarray(idx)) + kappa_b
+        idx = np.ascontiguousarray(idx)
+        if use_cache:
+            return rows_block(kern, cache.state, idx) + kappa_b
+        return cov_subset(kern, idx) + kappa_b
 
     return Products(full, block)
 

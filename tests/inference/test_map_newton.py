@@ -6,7 +6,7 @@ scales) where the SMO needs thousands of pair steps."""
 import numpy as np
 import pytest
 
-from bsvm_scale._compiled.row_cache import rows_matvec
+from bsvm_scale._compiled.row_cache import rows_block, rows_matvec
 from bsvm_scale._compiled.silf_start import start_dual
 from bsvm_scale._compiled.smo_silf import silf_params, smo_silf
 from bsvm_scale.inference import map_newton
@@ -158,6 +158,8 @@ def test_products_against_the_dense_covariance(cache_mb):
     assert np.array_equal(prod.full(np.array([], dtype=np.int64), np.array([])), np.zeros(120))
     out = rows_matvec(cache.kernel, cache.state, idx, coef)
     np.testing.assert_allclose(out, (S - kb)[:, idx] @ coef, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(rows_block(cache.kernel, cache.state, idx),
+                               (S - kb)[np.ix_(idx, idx)], rtol=1e-12)
 
 
 def _objective_at(monkeypatch, after, X, y, theta):
