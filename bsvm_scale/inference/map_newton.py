@@ -299,14 +299,14 @@ class MapSolve(NamedTuple):
 
 def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, after=None):
     """Solve (4.25) from ``nu``: the SMO (:func:`~bsvm_scale._compiled.smo_silf.smo_silf`)
-    for up to ``after`` ``n`` iterations (None: :data:`NEWTON_AFTER`); if it has not met the
-    stopping rule (4.33) by then and the row cache holds every row (so that
-    a Newton iteration's products over the support read cached rows instead
-    of computing ``n`` kernel values per support vector), :func:`silf_newton`
-    from its iterate, and
-    the SMO again from the Newton solution, whose exact start pass measures
-    the violation (it has nothing left to do when Newton reached the
-    optimum; it goes on from the SMO's own iterate when Newton gave up).
+    for up to ``after`` ``n`` iterations (None: :data:`NEWTON_AFTER`); if it
+    has not met the stopping rule (4.33) by then and the row cache holds
+    every row (so that a Newton iteration's products over the support read
+    cached rows instead of computing ``n`` kernel values per support vector),
+    :func:`silf_newton` from its iterate, and the SMO again from the Newton
+    solution, whose exact start pass measures the violation (it has nothing
+    left to do when Newton reached the optimum; it goes on from the SMO's own
+    iterate when Newton gave up).
 
     ``cache``: the :class:`~bsvm_scale.inference.covariance.RowCache` holding
     the covariance without its bias term; ``par``: the
