@@ -129,10 +129,13 @@ def products(kern, kappa_b, cache=None):
     return Products(full, block)
 
 
-def _zone(r, eps, beta, box):
-    """The cases in the closed quadratic zones of (2.28) with a positive box."""
+def _pieces(y, f, box, eps, beta):
+    """``(v, Z)`` at ``f``: ``v = C SILF'(y - f)`` (2.29) and the cases in the
+    closed quadratic zones of (2.28) with a positive box."""
+    r = y - f
     d = np.abs(r)
-    return np.flatnonzero((d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps) & (box > 0.0))
+    Z = np.flatnonzero((d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps) & (box > 0.0))
+    return box * silf_grad(r, eps, beta), Z
 
 
 def _newton_step(prod, a, f, v, Z, dadd):
@@ -149,15 +152,22 @@ def _newton_step(prod, a, f, v, Z, dadd):
     S_ZZ = prod.block(Z)
     # (Sigma_ZZ + D_Z) a+_Z = D_Z v_Z + f_Z - Sigma_ZN v_N, with
     # Sigma_ZN v_N = f_Z - Sigma_ZZ a_Z + (Sigma[:, off] (v - a)_off)_Z
-    rhs = dadd[Z] * v[Z] + S_ZZ @ a[Z] - moved[Z]
-    S_ZZ[np.diag_indices_from(S_ZZ)] += dadd[Z]
-    try:
-        new_Z = cho_solve(cho_factor(S_ZZ, lower=True, check_finite=False), rhs,
-                          check_finite=False)
-    except LinAlgError:
+    new_Z = _solve_shifted(S_ZZ, dadd[Z], dadd[Z] * v[Z] + S_ZZ @ a[Z] - moved[Z])
+    if new_Z is None:
         return None
     da[Z] = new_Z - a[Z]
     return da, moved + prod.full(Z, da[Z])
+
+
+def _solve_shifted(S, d, rhs):
+    """``(S + diag(d))^-1 rhs`` by a Cholesky factor (``S`` is overwritten), or
+    None when the matrix is not positive definite."""
+    S[np.diag_indices_from(S)] += d
+    try:
+        return cho_solve(cho_factor(S, lower=True, check_finite=False), rhs,
+                         check_finite=False)
+    except LinAlgError:
+        return None
 
 
 def _line_search(a, f, da, df, y, box, eps, beta):
@@ -223,9 +233,8 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
     S = np.flatnonzero(a)
     f = prod.full(S, a[S])
     a, f = _partition_step(prod, a, f, y, box, dadd, eps, beta)
+    v, Z = _pieces(y, f, box, eps, beta)
     for it in range(max_iter):
-        v = box * silf_grad(y - f, eps, beta)
-        Z = _zone(y - f, eps, beta, box)
         if Z.size > MAX_ZONE:
             return None
         step = _newton_step(prod, a, f, v, Z, dadd)
@@ -241,12 +250,15 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
             a_Z = a[Z] + da[Z]
             a, f = v.copy(), f + df
             a[Z] = a_Z
-            if _same_zones(a, f, y, Z, box, eps, beta):
+            v_new, Z_new = _pieces(y, f, box, eps, beta)
+            if _same_zones(a, v_new, Z, Z_new):
                 return NewtonResult(np.clip(a, -box, box), it + 1)
             if t == 0.0:
                 return None
+            v, Z = v_new, Z_new
         else:
             a, f = a + t * da, f + t * df
+            v, Z = _pieces(y, f, box, eps, beta)
     return None
 
 
@@ -261,11 +273,9 @@ def _partition_step(prod, a, f, y, box, dadd, eps, beta):
     if F.size == 0 or F.size > MAX_ZONE:
         return a, f
     S_FF = prod.block(F)
-    rhs = y[F] - (1.0 - beta) * eps * np.sign(a[F]) - (f[F] - S_FF @ a[F])
-    S_FF[np.diag_indices_from(S_FF)] += dadd[F]
-    try:
-        x = cho_solve(cho_factor(S_FF, lower=True, check_finite=False), rhs, check_finite=False)
-    except LinAlgError:
+    x = _solve_shifted(S_FF, dadd[F],
+                       y[F] - (1.0 - beta) * eps * np.sign(a[F]) - (f[F] - S_FF @ a[F]))
+    if x is None:
         return a, f
     da = np.zeros_like(a)
     da[F] = np.clip(x, -box[F], box[F]) - a[F]
@@ -274,16 +284,16 @@ def _partition_step(prod, a, f, y, box, dadd, eps, beta):
     return a + t * da, f + t * df
 
 
-def _same_zones(a, f, y, Z, box, eps, beta):
+def _same_zones(a, v_new, Z, Z_new):
     """True when a full step left every case in its zone: the quadratic zone
-    is ``Z`` again and every other case sits at its value ``C_i SILF'`` (0 or
-    ``+-C_i``), so ``a`` is the fixed point ``C SILF'(y - Sigma a)`` (on ``Z``
-    to rounding)."""
-    if not np.array_equal(_zone(y - f, eps, beta, box), Z):
+    is ``Z`` again and every other case sits at its value ``v_new = C_i
+    SILF'`` (0 or ``+-C_i``), so ``a`` is the fixed point ``C SILF'(y - Sigma
+    a)`` (on ``Z`` to rounding)."""
+    if not np.array_equal(Z_new, Z):
         return False
     off = np.ones(a.shape[0], dtype=bool)
     off[Z] = False
-    return bool(np.array_equal(a[off], (box * silf_grad(y - f, eps, beta))[off]))
+    return bool(np.array_equal(a[off], v_new[off]))
 
 
 class MapSolve(NamedTuple):
@@ -297,9 +307,10 @@ class MapSolve(NamedTuple):
     n_newton: int      #: Newton iterations (0: the SMO alone)
 
 
-def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, after=None):
+def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, stiff=False):
     """Solve (4.25) from ``nu``: the SMO (:func:`~bsvm_scale._compiled.smo_silf.smo_silf`)
-    for up to ``after`` ``n`` iterations (None: :data:`NEWTON_AFTER`); if it
+    for up to :data:`NEWTON_AFTER` ``n`` iterations (:data:`NEWTON_AFTER_STIFF`
+    ``n`` when ``stiff``: the previous solve of the search needed Newton); if it
     has not met the stopping rule (4.33) by then and the row cache holds
     every row (so that a Newton iteration's products over the support read
     cached rows instead of computing ``n`` kernel values per support vector),
@@ -315,7 +326,7 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, after=None):
     kern, n = cache.kernel, y.shape[0]
     dual, q0, nu0 = start_dual_quad(kern, y, nu, par)
     # without every row in the cache the SMO alone solves, as before
-    after = NEWTON_AFTER if after is None else after
+    after = NEWTON_AFTER_STIFF if stiff else NEWTON_AFTER
     budget = min(max_iter, int(after * n)) if cache.n_slots >= n else max_iter
     slope, n_iter, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
     n_newton = 0

@@ -24,7 +24,7 @@ from .evidence_lowrank import EvidenceBudgetError, EvidenceSettings
 from .evidence_silf import silf_evidence
 from .map_factor import FactorCovariance, from_factor, sample_check, silf_route, start_with_factor
 from .map_lowrank import silf_start
-from .map_newton import NEWTON_AFTER, NEWTON_AFTER_STIFF, smo_newton
+from .map_newton import smo_newton
 from ..optimization.objective import BestPoint, Evaluation, Warm
 
 __all__ = ["SilfObjective", "SilfDetail"]
@@ -191,7 +191,7 @@ class SilfObjective:
         # SMO, and Newton's method where the SMO crawls (map_newton); nu^T dSigma~ nu
         # of the gradient (4.39)-(4.41) from the start pass's kernel values
         res = smo_newton(self.cache, self.y, nu, par, eps, self.beta, self.tol, self.max_iter,
-                         self.slope, NEWTON_AFTER_STIFF if self.n_newton else NEWTON_AFTER)
+                         self.slope, stiff=self.n_newton > 0)
         dual, n_iter, vmax, self.quad = res.dual, res.n_iter, res.violation, res.quad
         self.n_newton = res.n_newton
         self.slope = res.slope

@@ -163,11 +163,10 @@ def test_products_against_the_dense_covariance(cache_mb):
 
 
 def _objective_at(monkeypatch, after, X, y, theta):
-    from bsvm_scale.inference import objective_silf
     from bsvm_scale.inference.objective_silf import SilfObjective
 
-    monkeypatch.setattr(objective_silf, "NEWTON_AFTER", after)
-    monkeypatch.setattr(objective_silf, "NEWTON_AFTER_STIFF", after)
+    monkeypatch.setattr(map_newton, "NEWTON_AFTER", after)
+    monkeypatch.setattr(map_newton, "NEWTON_AFTER_STIFF", after)
     P = SilfObjective(X, y, None, 0.1, False, 1e-8, 64.0, 10**8)
     return P, P.evaluate(theta)
 
