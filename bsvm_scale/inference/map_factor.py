@@ -82,13 +82,13 @@ class _KeptStart:
         return self.last
 
 
-def start_with_factor(make, warm, cold, pinned, enabled):
+def start_with_factor(make, warm, cold, pinned, enabled, retry_near=True):
     """:func:`bsvm_scale.inference.map_lowrank.next_start` that also returns the
     :class:`~bsvm_scale.inference.map_lowrank.LowRankStart` it used (None when
     the start is not the low-rank one), whose factor a route can certify:
     ``(dual0, how, enabled, low_rank)``."""
     kept = _KeptStart(make)
-    dual0, how, enabled = next_start(kept, warm, cold, pinned, enabled)
+    dual0, how, enabled = next_start(kept, warm, cold, pinned, enabled, retry_near)
     return dual0, how, enabled, (kept.last if how.startswith("lowrank") else None)
 
 

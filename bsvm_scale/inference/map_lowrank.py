@@ -298,17 +298,21 @@ def choose_start(low_rank, warm, cold):
     return st.dual, f"lowrank{st.rank}", True
 
 
-def next_start(low_rank, warm, cold, pinned, enabled):
+def next_start(low_rank, warm, cold, pinned, enabled, retry_near=True):
     """The start policy both objectives share: ``(dual0, how, enabled)``.
 
     ``pinned``: the previous solution was restored (re-evaluating the best
     point must reproduce it), so it is the start. ``enabled`` False: a factor
     was truncated before, no more are tried. Otherwise :func:`choose_start`,
-    and the returned ``enabled`` turns False after a truncated factor.
+    and the returned ``enabled`` turns False after a truncated factor, and
+    after a near-exact one that was still not exact at :data:`ROUTE_MAX_RANK`
+    columns unless ``retry_near`` (the caller has no other way through stiff
+    problems; BSVR with every row in the row cache has Newton's method,
+    :mod:`bsvm_scale.inference.map_newton`).
     """
     if pinned:
         return warm, "restored", enabled
     if not enabled:
         return warm, "zero" if cold else "warm", enabled
     dual0, how, exact = choose_start(low_rank, warm, cold)
-    return dual0, how, exact is not False
+    return dual0, how, bool(exact) or (exact is None and retry_near)

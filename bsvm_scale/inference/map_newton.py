@@ -43,17 +43,21 @@ for the zones read from ``f``: ``f = Sigma a`` moves far in the stiff
 directions when ``Sigma`` changes. The dual's own partition of that point
 (free, at a bound, at zero) is a better guess, and the first step solves the
 stationarity of (4.25) on its free cases with the others held
-(:func:`_partition_step`), again with the exact line search.
+(:func:`_partition_step`), again with the exact line search. Free cases that
+this solve pushes past their bound or through zero are held at that end and
+the rest solved again (:func:`_held_solve`): clipping them afterwards would
+move ``f`` by ``Sigma`` times the clipped amounts, which in the stiff
+directions throws most cases out of the pieces the step assumed, and Newton
+then crawls back zone by zone (on Friedman #1 with ``kappa0`` inferred, 12
+iterations a solve in the median instead of 2).
 
 Use. :func:`smo_newton` runs the SMO first and hands over to Newton only
-after :data:`NEWTON_AFTER` ``n`` pair steps; the SMO then measures the
-Newton solution's violation of (4.33) exactly and removes what is left.
-Each Newton iteration costs ``O(n (|Z| + m) d)`` kernel values (``m`` the
-cases whose ``a`` moves; rows come from the row cache when it holds the
-whole matrix) and ``O(|Z|^3)`` for the factor. On the recorded solves of a
-Friedman #1 fit with ``kappa0`` inferred (2,000 cases, ARD) Newton took
-7-25 iterations from the SMO's iterate where the SMO alone took
-20,000-1,000,000 pair steps (``docs/design/kappa0.md``).
+after :data:`NEWTON_AFTER` ``n`` pair steps; once a solve of a search needed
+Newton, the next ones begin with it (the stiff problems come in runs). The
+SMO then measures the Newton solution's violation of (4.33) exactly and
+removes what is left. Each Newton iteration costs ``O(n (|Z| + m) d)``
+kernel values (``m`` the cases whose ``a`` moves; rows come from the row
+cache when it holds the whole matrix) and ``O(|Z|^3)`` for the factor.
 """
 
 from __future__ import annotations
@@ -71,19 +75,20 @@ from .._util.threads import blas_threads
 from .losses import silf_grad
 
 __all__ = ["MapSolve", "NewtonResult", "Products", "products", "silf_newton", "smo_newton",
-           "NEWTON_AFTER", "NEWTON_AFTER_STIFF", "MAX_ZONE", "MAX_ITER"]
+           "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER", "HOLD_ROUNDS"]
 
-#: SMO iterations, in multiples of ``n``, before Newton takes over
+#: SMO iterations, in multiples of ``n``, before Newton takes over (none when
+#: the previous solve of the same search needed Newton)
 NEWTON_AFTER = 10
-#: ... when the previous solve of the same search needed Newton (the stiff
-#: problems come in runs: the search moves the hyperparameters a little)
-NEWTON_AFTER_STIFF = 2
 #: largest quadratic zone whose system is factorised (``|Z|^3 / 3`` flops)
 MAX_ZONE = 3000
 #: a line-search step within this of 1 counts as the full Newton step
 FULL_STEP = 1e-3
 #: Newton iterations before giving up (the SMO then goes on from its own point)
 MAX_ITER = 60
+#: solves of one Newton step's system, each holding the cases the last one
+#: pushed out of their piece (:func:`_held_solve`)
+HOLD_ROUNDS = 8
 
 
 class NewtonResult(NamedTuple):
@@ -157,6 +162,38 @@ def _newton_step(prod, a, f, v, Z, dadd):
         return None
     da[Z] = new_Z - a[Z]
     return da, moved + prod.full(Z, da[Z])
+
+
+def _held_solve(S, dadd, rhs, s, box):
+    """The new values ``x`` of free cases: ``(S + diag(dadd)) x = rhs``, except
+    that a case the solve pushes out of its interval ``s_j [0, C_j]`` is held
+    at the end it crossed (``s_j C_j`` past the bound, 0 past zero) and the
+    others are solved again with its value moved to the right-hand side, for
+    up to :data:`HOLD_ROUNDS` solves; None when a system is not positive
+    definite.
+
+    A solve that assumes every case stays free and is then clipped to the
+    box moves ``f = Sigma a`` by ``Sigma`` times the clipped amounts, which
+    the large eigenvalues of a stiff ``Sigma`` turn into a jump that leaves
+    most cases in the wrong piece: holding first keeps ``f`` consistent
+    with the pieces the step assumes."""
+    x = np.zeros(rhs.shape[0])
+    free = np.ones(rhs.shape[0], dtype=bool)
+    for _ in range(HOLD_ROUNDS):
+        K, H = np.flatnonzero(free), np.flatnonzero(~free)
+        if K.size == 0:
+            break
+        sol = _solve_shifted(S[np.ix_(K, K)], dadd[K], rhs[K] - S[np.ix_(K, H)] @ x[H])
+        if sol is None:
+            return None
+        x[K] = sol
+        over, flip = np.abs(sol) > box[K], sol * s[K] < 0.0
+        if not (over.any() or flip.any()):
+            break
+        x[K[over]] = s[K[over]] * box[K[over]]
+        x[K[flip]] = 0.0
+        free[K[over | flip]] = False
+    return x
 
 
 def _solve_shifted(S, d, rhs):
@@ -273,12 +310,13 @@ def _partition_step(prod, a, f, y, box, dadd, eps, beta):
     if F.size == 0 or F.size > MAX_ZONE:
         return a, f
     S_FF = prod.block(F)
-    x = _solve_shifted(S_FF, dadd[F],
-                       y[F] - (1.0 - beta) * eps * np.sign(a[F]) - (f[F] - S_FF @ a[F]))
+    s = np.sign(a[F])
+    x = _held_solve(S_FF, dadd[F], y[F] - (1.0 - beta) * eps * s - (f[F] - S_FF @ a[F]), s,
+                    box[F])
     if x is None:
         return a, f
     da = np.zeros_like(a)
-    da[F] = np.clip(x, -box[F], box[F]) - a[F]
+    da[F] = x - a[F]
     df = prod.full(F, da[F])
     t = _line_search(a, f, da, df, y, box, eps, beta)
     return a + t * da, f + t * df
@@ -309,36 +347,43 @@ class MapSolve(NamedTuple):
 
 def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, stiff=False):
     """Solve (4.25) from ``nu``: the SMO (:func:`~bsvm_scale._compiled.smo_silf.smo_silf`)
-    for up to :data:`NEWTON_AFTER` ``n`` iterations (:data:`NEWTON_AFTER_STIFF`
-    ``n`` when ``stiff``: the previous solve of the search needed Newton); if it
-    has not met the stopping rule (4.33) by then and the row cache holds
-    every row (so that a Newton iteration's products over the support read
-    cached rows instead of computing ``n`` kernel values per support vector),
-    :func:`silf_newton` from its iterate, and the SMO again from the Newton
-    solution, whose exact start pass measures the violation (it has nothing
-    left to do when Newton reached the optimum; it goes on from the SMO's own
-    iterate when Newton gave up).
+    for up to :data:`NEWTON_AFTER` ``n`` iterations; if it has not met the
+    stopping rule (4.33) by then and the row cache holds every row (so that a
+    Newton iteration's products over the support read cached rows instead of
+    computing ``n`` kernel values per support vector), :func:`silf_newton` from
+    its iterate, and the SMO again from the Newton solution, whose exact start
+    pass measures the violation (it has nothing left to do when Newton reached
+    the optimum; it goes on from the SMO's own iterate when Newton gave up).
+    With ``stiff`` (the previous solve of the search needed Newton: the stiff
+    problems come in runs, as the search moves the hyperparameters a little)
+    Newton begins at ``nu`` itself, without the SMO's first pass and steps.
 
     ``cache``: the :class:`~bsvm_scale.inference.covariance.RowCache` holding
     the covariance without its bias term; ``par``: the
     :class:`~bsvm_scale._compiled.smo_silf.SilfParams` of the problem.
     """
     kern, n = cache.kernel, y.shape[0]
-    dual, q0, nu0 = start_dual_quad(kern, y, nu, par)
     # without every row in the cache the SMO alone solves, as before
-    after = NEWTON_AFTER_STIFF if stiff else NEWTON_AFTER
-    budget = min(max_iter, int(after * n)) if cache.n_slots >= n else max_iter
-    slope, n_iter, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
-    n_newton = 0
-    if vmax > tol and n_iter < max_iter:
-        with blas_threads(True):  # the same bits on any number of threads
-            res = silf_newton(products(kern, par.kappa_b, cache), y, dual.nu, par.box,
-                              par.dadd, eps, beta)
-        if res is not None:
-            n_newton = res.n_iter
-        # the SMO's contract: g = Q~ nu - y on entry (one exact pass)
-        dual, q0, nu0 = start_dual_quad(kern, y, dual.nu if res is None else res.nu, par)
-        slope, more, vmax = smo_silf(kern, cache.state, dual, par, tol, max_iter - n_iter, slope)
-        n_iter += more
-    quad = quad_after_smo(kern, q0, nu0, dual.nu)
-    return MapSolve(dual, float(slope), int(n_iter), float(vmax), quad, n_newton)
+    newton = cache.n_slots >= n
+    start, n_iter = nu, 0
+    if not (stiff and newton):
+        dual, q0, nu0 = start_dual_quad(kern, y, nu, par)
+        budget = min(max_iter, int(NEWTON_AFTER * n)) if newton else max_iter
+        slope, n_iter, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
+        if not (newton and vmax > tol and n_iter < max_iter):
+            return _solved(kern, dual, q0, nu0, slope, n_iter, vmax, 0)
+        start = dual.nu
+    with blas_threads(True):  # the same bits on any number of threads
+        res = silf_newton(products(kern, par.kappa_b, cache), y, start, par.box, par.dadd, eps,
+                          beta)
+    # the SMO's contract: g = Q~ nu - y on entry (one exact pass)
+    dual, q0, nu0 = start_dual_quad(kern, y, start if res is None else res.nu, par)
+    slope, more, vmax = smo_silf(kern, cache.state, dual, par, tol, max_iter - n_iter, slope)
+    return _solved(kern, dual, q0, nu0, slope, n_iter + more, vmax,
+                   0 if res is None else res.n_iter)
+
+
+def _solved(kern, dual, q0, nu0, slope, n_iter, vmax, n_newton):
+    """The :class:`MapSolve`, with ``nu^T dSigma~ nu`` from the last start pass."""
+    return MapSolve(dual, float(slope), int(n_iter), float(vmax),
+                    quad_after_smo(kern, q0, nu0, dual.nu), n_newton)

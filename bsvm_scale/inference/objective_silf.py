@@ -131,11 +131,13 @@ class SilfObjective:
         (``low_rank``, its :class:`~bsvm_scale.inference.map_lowrank.LowRankStart`)
         when its factor is exact, else the previous one in the new box
         (:func:`bsvm_scale.inference.map_lowrank.choose_start`; no more attempts after
-        a truncated factor)."""
+        a truncated factor, nor after a near-exact one where the row cache holds every
+        row and Newton's method takes the stiff problems)."""
         nu0, how, self.lowrank_ok, low_rank = start_with_factor(
             lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
                                      self.sample_weight),
-            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok)
+            self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok,
+            retry_near=self.cache.n_slots < self.X.shape[0])
         return nu0, how, low_rank
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",

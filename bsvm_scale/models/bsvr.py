@@ -263,7 +263,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     support_vectors_ : ndarray
         Standardised inputs of the SVs.
     n_iter_ : int
-        SMO iterations of the final solve.
+        Iterations of the final MAP solve: SMO pair steps plus Newton steps.
     evidence_method_ : str
         ``"dense"`` or ``"matrix_free"`` at the fitted hyperparameters.
     evidence_error_ : float
@@ -601,7 +601,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.evidence_method_ = ev.method
         self.evidence_error_ = float(ev.error)
         self.jitter_ = float(ev.jitter)
-        self.n_iter_ = int(info["smo_iter"])
+        self.n_iter_ = int(info["smo_iter"]) + int(info.get("newton_iter", 0))
         self.fit_info_ = dict(info)
         self.__dict__.pop("ard_groups_", None)
         if self._groups is not None:  # tied ARD on a table

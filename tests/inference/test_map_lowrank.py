@@ -192,6 +192,8 @@ def test_a_near_exact_factor_is_not_a_start_but_is_tried_again(monkeypatch):
     warm = np.ones(4)
     assert choose_start(near, warm, False) == (warm, "warm", None)
     assert next_start(near, warm, False, False, True) == (warm, "warm", True)
+    # ... unless the caller has Newton's method for stiff problems
+    assert next_start(near, warm, False, False, True, retry_near=False) == (warm, "warm", False)
     X, y = _c2(400, seed=3)
     cov = GaussianCovariance(3.0, 2.0, 10.0)
     monkeypatch.setattr(map_lowrank, "ROUTE_MAX_RANK", 8)
@@ -200,6 +202,24 @@ def test_a_near_exact_factor_is_not_a_start_but_is_tried_again(monkeypatch):
     assert st is not None and not st.exact and st.dual is None and st.rank == 8
     monkeypatch.setattr(map_lowrank, "NEAR_TOL", 0.0)
     assert trig_start(cov, X, y, max_rank=4, require_exact=True) is None
+
+
+def test_bsvr_stops_trying_near_exact_factors_where_newton_can_solve(monkeypatch):
+    """With every row in its row cache BSVR's objective has Newton's method for
+    the stiff problems, so a near-exact factor that is not exact ends the
+    attempts as a truncated one does; with a smaller cache it is tried again."""
+    monkeypatch.setattr(map_lowrank, "LOWRANK_MIN_N", 100)
+    monkeypatch.setattr(map_lowrank, "NEAR_TOL", 1.0)  # every factor near exact ...
+    monkeypatch.setattr(map_lowrank, "ROUTE_MAX_RANK", 8)  # ... and not exact at 8 columns
+    rng = np.random.default_rng(5)
+    X = rng.uniform(-2, 2, (300, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(300)
+    theta = np.log([1.0, 0.1, 0.5, 10.0])
+    for cache_mb, retried in ((64.0, False), (0.2, True)):
+        obj = SilfObjective(X, y, None, 0.3, False, 1e-3, cache_mb, 10**6)
+        assert (obj.cache.n_slots >= 300) is not retried
+        obj(theta)
+        assert obj.lowrank_ok is retried
 
 
 def test_objective_stops_trying_after_a_truncated_factor(monkeypatch):

@@ -166,7 +166,6 @@ def _objective_at(monkeypatch, after, X, y, theta):
     from bsvm_scale.inference.objective_silf import SilfObjective
 
     monkeypatch.setattr(map_newton, "NEWTON_AFTER", after)
-    monkeypatch.setattr(map_newton, "NEWTON_AFTER_STIFF", after)
     P = SilfObjective(X, y, None, 0.1, False, 1e-8, 64.0, 10**8)
     return P, P.evaluate(theta)
 
@@ -205,3 +204,75 @@ def test_an_inferred_kappa0_fit_through_newton_resumes_exactly():
                                   "evaluations": [r for r, _ in recs[:cut]]})
     np.testing.assert_array_equal(resumed.theta_, full.theta_)
     assert resumed.log_evidence_ == full.log_evidence_
+
+
+def test_a_held_solve_keeps_every_case_in_its_interval():
+    """_held_solve against the plain solve it refines: cases the plain solve
+    pushes past their bound or through zero are held at that end, and the
+    others solve the system with the held values on the right-hand side."""
+    rng = np.random.default_rng(21)
+    A = rng.standard_normal((30, 30))
+    S = A @ A.T + 1e-3 * np.eye(30)
+    dadd = np.full(30, 0.5)
+    s = np.where(rng.random(30) < 0.5, -1.0, 1.0)
+    box = np.full(30, 1.5)
+    rhs = 3.0 * rng.standard_normal(30)
+    plain = np.linalg.solve(S + np.diag(dadd), rhs)
+    assert np.any(np.abs(plain) > box) and np.any(plain * s < 0)  # something to hold
+    x = map_newton._held_solve(S.copy(), dadd, rhs, s, box)
+    held = (x == 0.0) | (np.abs(x) == box)
+    K, H = np.flatnonzero(~held), np.flatnonzero(held)
+    assert H.size > 0 and K.size > 0
+    assert np.all(x[K] * s[K] > 0) and np.all(np.abs(x[K]) < box[K])
+    assert np.all((x[H] == 0.0) | (x[H] == s[H] * box[H]))
+    lhs = (S + np.diag(dadd))[np.ix_(K, K)] @ x[K]
+    np.testing.assert_allclose(lhs, rhs[K] - S[np.ix_(K, H)] @ x[H], rtol=1e-10, atol=1e-10)
+    # nothing to hold: the plain solve
+    s_all, big = np.sign(plain), np.full(30, 1e3)
+    np.testing.assert_allclose(map_newton._held_solve(S.copy(), dadd, rhs, s_all, big), plain,
+                               rtol=1e-12)
+
+
+def _warm_problem():
+    """A stiff problem solved at one kappa, and the same data at a kappa 10 %
+    larger: the warm start of the next solve in a search."""
+    X, y = _stiff(400, seed=23)
+    kappa0, kb, C, eps, beta = 1e4, 1.0, 2.0, 0.2, 0.1
+    cache, par = _setup(X, y, kappa0, 0.02, kb, C, eps, beta)
+    nu_prev, _, _ = _smo(cache, y, par, 1e-8)
+    cache2, _ = _setup(X, y, kappa0, 0.022, kb, C, eps, beta)
+    return X, y, (kappa0, 0.022, kb, C, eps, beta), cache2, par, nu_prev
+
+
+def test_holding_cases_in_the_first_step_saves_newton_iterations(monkeypatch):
+    """From the previous solution at new hyperparameters, a first step whose
+    clipped cases move f by the large eigenvalues of Sigma leaves Newton to
+    crawl zone by zone; holding them first lands next to the optimum."""
+    X, y, hyp, cache, par, nu_prev = _warm_problem()
+    kappa0, kappa, kb, C, eps, beta = hyp
+    prod = products(cache.kernel, kb, cache)
+    held = silf_newton(prod, y, nu_prev, par.box, par.dadd, eps, beta)
+    monkeypatch.setattr(map_newton, "HOLD_ROUNDS", 1)
+    clipped = silf_newton(prod, y, nu_prev, par.box, par.dadd, eps, beta)
+    assert held is not None and clipped is not None
+    assert held.n_iter < clipped.n_iter
+    for res in (held, clipped):
+        vmax, _ = _violation(res.nu, X, y, kappa0, kappa, kb, C, eps, beta, np.ones(y.size))
+        assert vmax <= 1e-7
+
+
+def test_a_stiff_solve_goes_straight_to_newton():
+    """After a solve that needed Newton, the next begins with Newton at its
+    warm start (no SMO pass before it); the answer meets (4.33) and is the
+    SMO's. Without every row in the cache the SMO solves alone."""
+    X, y, hyp, cache, par, nu_prev = _warm_problem()
+    kappa0, kappa, kb, C, eps, beta = hyp
+    out = smo_newton(cache, y, nu_prev.copy(), par, eps, beta, 1e-6, 10**8, 0.0, stiff=True)
+    assert out.n_newton >= 1 and out.violation <= 1e-6
+    cache_smo, _ = _setup(X, y, kappa0, kappa, kb, C, eps, beta)
+    nu_smo, n_smo, _ = _smo(cache_smo, y, par, 1e-6, nu_prev)
+    assert out.n_iter < n_smo / 20
+    np.testing.assert_allclose(out.dual.nu, nu_smo, atol=1e-3)
+    small, _ = _setup(X, y, kappa0, kappa, kb, C, eps, beta, cache_mb=0.2)
+    alone = smo_newton(small, y, nu_prev.copy(), par, eps, beta, 1e-6, 10**8, 0.0, stiff=True)
+    assert alone.n_newton == 0 and alone.violation <= 1e-6
