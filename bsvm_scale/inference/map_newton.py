@@ -86,7 +86,7 @@ MAX_ZONE = 3000
 FULL_STEP = 1e-3
 #: Newton iterations before giving up (the SMO then goes on from its own point)
 MAX_ITER = 60
-#: solves of one Newton step's system, each holding the cases the last one
+#: solves of the first step's system, each holding the cases the last one
 #: pushed out of their piece (:func:`_held_solve`)
 HOLD_ROUNDS = 8
 
