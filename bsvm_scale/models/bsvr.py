@@ -121,16 +121,16 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         the isotropic model (one ``kappa``, the geometric mean of the start's
         ``kappa_l``) is fitted first from every start with every option of this
         estimator, and the ARD search runs from its best optimum (every
-        ``kappa_l`` equal to its ``kappa``, dual warm start from its solution,
-        trust radius :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`). The
-        ARD model contains the isotropic one and the search keeps its best
-        point, so the ARD evidence is at least the isotropic optimum's.
+        ``kappa_l`` equal to its ``kappa``, dual warm start from its solution, its
+        model Hessian lifted, :func:`bsvm_scale.optimization.starts.ard_hessian`,
+        trust radius ``FINE_MAX_STEP``). The ARD model contains the isotropic one
+        and the search keeps its best point, so the ARD evidence is at least the
+        isotropic optimum's.
         ``"isotropic"``: the same, plus an ARD run from every start itself; the
         best run is kept (the same guarantee, about twice the evaluations).
         ``"start"``: only the runs from the starts (no such guarantee: the
-        evidence (4.38) jumps where a case crosses between the loss's quadratic
-        and linear pieces, and where the search ends depends on where it
-        began).
+        evidence (4.38) jumps where a case crosses between the loss's pieces,
+        and where the search ends depends on where it began).
     n_starts : int, optional
         Number of optimiser starts (default: the two starts of the thesis
         protocol, or ``len(starts)``). Starts beyond the given/default ones

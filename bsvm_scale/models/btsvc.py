@@ -83,9 +83,10 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         ``"continuation"``: the isotropic model (one ``kappa``, the geometric
         mean of the start's ``kappa_l``) is fitted first from every start, and
         the ARD search runs from its best optimum (every ``kappa_l`` equal to
-        its ``kappa``, SMO warm start from its solution, trust radius
-        :data:`bsvm_scale.optimization.starts.FINE_MAX_STEP`), so that the ARD
-        evidence is at least the isotropic optimum's. ``"isotropic"``: the
+        its ``kappa``, SMO warm start from its solution, its model Hessian
+        lifted, :func:`bsvm_scale.optimization.starts.ard_hessian`, trust radius
+        ``FINE_MAX_STEP``), so that the ARD evidence is at least the isotropic
+        optimum's. ``"isotropic"``: the
         same, plus a run from every start (same guarantee, about twice the
         evaluations). ``"start"``: only the run from the start (no guarantee).
     n_starts : int, optional

@@ -18,7 +18,7 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.objective_silf import SilfObjective
 from ..inference.objective_trig import TrigObjective
 from ..optimization.objective import Warm
-from ..optimization.starts import search_options
+from ..optimization.starts import ard_hessian, search_options
 from ..optimization.summed import SummedObjective
 
 __all__ = ["SilfSearch", "TrigSearch", "SharedSearch"]
@@ -49,6 +49,10 @@ class _Hooks:
         """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
         k = self.lead
         return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
+
+    def ard_hessian(self, B):
+        """The isotropic model Hessian lifted to the ARD parameters (:func:`ard_hessian`)."""
+        return ard_hessian(B, self.lead, self.n_kappa)
 
 
 class SilfSearch(_Hooks):
@@ -190,6 +194,9 @@ class SharedSearch:
 
     def ard_theta(self, theta):
         return self.inner.ard_theta(theta)
+
+    def ard_hessian(self, B):
+        return self.inner.ard_hessian(B)
 
     def continuation_warm(self, final, data):
         """Each part's isotropic solution, end to end."""

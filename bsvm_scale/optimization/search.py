@@ -19,9 +19,11 @@ rest, the same for every model:
 3. **ARD continuation.** An ARD search begins with the isotropic model
    (one ``kappa``), searched by this same function from every start; the
    ARD run then begins at the best isotropic optimum with every ``kappa_l``
-   equal to its ``kappa`` and the isotropic MAP solution as its warm start,
-   so that the ARD evidence is at least the isotropic optimum's
-   (``ard_init``, :func:`~bsvm_scale.optimization.starts.ard_runs`).
+   equal to its ``kappa``, the isotropic MAP solution as its warm start and
+   the isotropic run's model Hessian lifted to the ARD parameters
+   (:func:`~bsvm_scale.optimization.starts.ard_hessian`), so that the ARD
+   evidence is at least the isotropic optimum's (``ard_init``,
+   :func:`~bsvm_scale.optimization.starts.ard_runs`).
 4. **Retraining** (``warm_start_from``): one run from the earlier optimum,
    warm-started from the earlier solution, beginning with the earlier
    search's model Hessian.
@@ -123,6 +125,9 @@ class SearchModel(Protocol):
 
     def isotropic_theta(self, theta) -> np.ndarray:
         """The isotropic start for the ARD start ``theta``."""
+
+    def ard_hessian(self, B) -> np.ndarray | None:
+        """The isotropic model Hessian ``B`` lifted to the ARD parameters."""
 
     def ard_theta(self, theta) -> np.ndarray:
         """The ARD point equal to the isotropic point ``theta``."""
@@ -246,8 +251,8 @@ def _plans(model, data, thetas, coarse):
     for theta0, runs_direct, iso in zip(thetas, direct, stage):
         runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
-            runs.append(Run(model.ard_theta(iso.theta),
-                            model.continuation_warm(iso.final, data), FINE_MAX_STEP))
+            runs.append(Run(model.ard_theta(iso.theta), model.continuation_warm(iso.final, data),
+                            FINE_MAX_STEP, model.ard_hessian(iso.result.hessian)))
         if runs:
             starts.append(_Start(runs, iso))
     return starts

@@ -22,7 +22,7 @@ from .records import start_record
 
 __all__ = ["evidence_weights", "best_start", "ARD_INIT", "DEFAULT_ARD_INIT", "check_ard_init",
            "isotropic_stage",
-           "coarse_starts", "best_isotropic", "ard_runs", "subsample_indices",
+           "coarse_starts", "best_isotropic", "ard_runs", "ard_hessian", "subsample_indices",
            "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "FINE_OPTIONS",
            "retrain_options",
            "search_options",
@@ -203,6 +203,31 @@ def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=N
              else [None] * len(thetas))
     direct = [refined or iso is None or mode != "continuation" for iso in stage]
     return direct, stage, best_isotropic(stage)
+
+
+def ard_hessian(B, lead, n_kappa):
+    """The isotropic model Hessian ``B`` lifted to the ARD parameters
+    (``[lead entries, ln kappa, ln kappa_b]`` to ``[lead entries, ln kappa_1..d,
+    ln kappa_b]``), or None without one.
+
+    With ``P`` the map that copies ``ln kappa`` into every ``ln kappa_l``
+    (:meth:`~bsvm_scale.optimization.search.SearchModel.ard_theta`), the ARD
+    evidence along ``P`` is the isotropic one, so ``P^T H P`` must be ``B``:
+    ``H = E B E^T + (B_kk / d) (I - 1 1^T / d)`` on the ``kappa`` block, ``E = P
+    (P^T P)^-1``, meets that exactly and gives each direction that tells the
+    inputs apart (orthogonal to ``P``) the isotropic curvature shared out per
+    input. Positive definite when ``B`` is."""
+    if B is None:
+        return None
+    B = np.asarray(B, dtype=float)
+    k, d = int(lead), int(n_kappa)
+    E = np.zeros((k + d + 1, B.shape[0]))
+    E[:k, :k] = np.eye(k)
+    E[k:k + d, k] = 1.0 / d
+    E[-1, -1] = 1.0
+    H = E @ B @ E.T
+    H[k:k + d, k:k + d] += B[k, k] / d * (np.eye(d) - 1.0 / d)
+    return 0.5 * (H + H.T)
 
 
 def subsample_indices(n, m, random_state):

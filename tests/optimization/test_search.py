@@ -14,7 +14,7 @@ import pytest
 
 from bsvm_scale.optimization.objective import BestPoint, Evaluation, Warm
 from bsvm_scale.optimization.search import Data, Resume, Retrain, search
-from bsvm_scale.optimization.starts import search_options
+from bsvm_scale.optimization.starts import ard_hessian, search_options
 
 
 class QuadObjective:
@@ -101,6 +101,9 @@ class QuadModel:
     def ard_theta(self, theta):
         return np.concatenate((theta[:1], np.full(self.d, theta[1]), theta[-1:]))
 
+    def ard_hessian(self, B):
+        return ard_hessian(B, 1, self.d)
+
     @staticmethod
     def continuation_warm(final, data):
         return Warm(final.dual)
@@ -181,6 +184,42 @@ def test_a_retraining_is_one_run_from_the_earlier_optimum_warm():
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_the_lifted_hessian_restricts_to_the_isotropic_one():
+    """P^T H P = B for the map P that copies ln kappa into every ln kappa_l;
+    the directions orthogonal to P get B_kk / d; H is positive definite."""
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(4, 4))
+    B = A @ A.T + 0.1 * np.eye(4)  # [ln C, ln eps, ln kappa, ln kappa_b]
+    H = ard_hessian(B, 2, 5)
+    P = np.zeros((8, 4))
+    P[:2, :2] = np.eye(2)
+    P[2:7, 2] = 1.0
+    P[7, 3] = 1.0
+    np.testing.assert_allclose(P.T @ H @ P, B, rtol=1e-12, atol=1e-12)
+    u = np.zeros(8)
+    u[2:7] = [1.0, -1.0, 0.0, 2.0, -2.0]  # tells the inputs apart: orthogonal to P
+    assert u @ H @ u == pytest.approx(B[2, 2] / 5 * (u @ u))
+    assert np.linalg.eigvalsh(H)[0] > 0 and np.array_equal(H, H.T)
+    assert ard_hessian(None, 2, 5) is None
+
+
+def test_the_ard_continuation_begins_with_the_lifted_isotropic_hessian(monkeypatch):
+    import bsvm_scale.optimization.search as S
+
+    plans, orig = [], S.run_plan
+
+    def spy(obj, runs, *args, **kw):
+        plans.append(list(runs))
+        return orig(obj, runs, *args, **kw)
+
+    monkeypatch.setattr(S, "run_plan", spy)
+    out = search(QuadModel(3), _data(), [np.zeros(5)])
+    (cont,) = plans[-1]
+    iso_hessian = out.records[0]["isotropic"]["hessian"]
+    assert iso_hessian is not None and cont.warm is not None
+    np.testing.assert_array_equal(cont.hessian, ard_hessian(iso_hessian, 1, 3))
+
+
 @pytest.mark.parametrize("est", ["bsvr", "btsvc"])
 def test_the_ard_continuation_begins_at_the_isotropic_solution(monkeypatch, est):
     """With the default ARD route the continuation is a start's first run; its
