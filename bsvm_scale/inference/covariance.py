@@ -336,6 +336,13 @@ class RowCache:
             self._kernel = covariance.kernel(self.X)
 
     @property
+    def holds_all(self):
+        """True when every row of the matrix fits in the cache at once (what
+        lets Newton's method read its products from cached rows,
+        :mod:`bsvm_scale.inference.map_newton`)."""
+        return self.n_slots >= self.X.shape[0]
+
+    @property
     def kernel(self):
         """The current covariance over the training inputs, for compiled code
         (a :class:`bsvm_scale._compiled.covariance.Kernel`)."""

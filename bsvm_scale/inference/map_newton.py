@@ -113,7 +113,7 @@ def products(kern, kappa_b, cache=None):
     hold every row (the rows the SMO computed before are reused), else
     computed (in parallel)."""
     n = kern.X.shape[0]
-    use_cache = cache is not None and cache.n_slots >= n
+    use_cache = cache is not None and cache.holds_all
 
     def full(idx, coef):
         if idx.size == 0:
@@ -364,7 +364,7 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, stiff=False):
     """
     kern, n = cache.kernel, y.shape[0]
     # without every row in the cache the SMO alone solves, as before
-    newton = cache.n_slots >= n
+    newton = cache.holds_all
     start, n_iter = nu, 0
     if not (stiff and newton):
         dual, q0, nu0 = start_dual_quad(kern, y, nu, par)

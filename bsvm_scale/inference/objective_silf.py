@@ -137,7 +137,7 @@ class SilfObjective:
             lambda r, ex: silf_start(cov, self.X, self.y, C, eps, self.beta, r, ex,
                                      self.sample_weight),
             self._warm_start(C), not np.any(self.nu), self.pinned, self.lowrank_ok,
-            retry_near=self.cache.n_slots < self.X.shape[0])
+            retry_near=not self.cache.holds_all)
         return nu0, how, low_rank
 
     _NOT_STATE = ("X", "y", "sample_weight", "cache", "last", "evidence", "pinned", "quad",

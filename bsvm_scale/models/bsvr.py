@@ -601,7 +601,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         self.evidence_method_ = ev.method
         self.evidence_error_ = float(ev.error)
         self.jitter_ = float(ev.jitter)
-        self.n_iter_ = int(info["smo_iter"]) + int(info.get("newton_iter", 0))
+        self.n_iter_ = int(info["smo_iter"]) + int(info["newton_iter"])
         self.fit_info_ = dict(info)
         self.__dict__.pop("ard_groups_", None)
         if self._groups is not None:  # tied ARD on a table
