@@ -165,3 +165,89 @@ def test_every_start_of_a_threaded_fit_runs_numba_on_one_thread():
     finally:
         threads._on_one_numba_thread = orig
     assert len(seen) == 3 and set(seen) == {1}
+
+
+# --------------------------------------------------------------------------
+# map_then_best: a follow-up on the best result, begun ahead
+# --------------------------------------------------------------------------
+WAIT = 30.0  # seconds an event may take before the test fails (a hang, not a timing)
+
+
+def _best_value(results):
+    """Index of the largest result so far (None where none has ended)."""
+    done = [k for k, r in enumerate(results) if r is not None]
+    return max(done, key=lambda k: results[k]) if done else None
+
+
+@pytest.mark.parametrize("n_jobs", [None, 1, 2])
+def test_map_then_best_follows_the_best_result(n_jobs):
+    calls = []
+
+    def then(k, result, cancel):
+        calls.append((k, result))
+        return 10 * result
+
+    results, follow = threads.map_then_best(lambda v: v, [3, 7, 5], _best_value, then, n_jobs)
+    assert results == [3, 7, 5] and follow == 70
+    assert calls == [(1, 7)]
+
+
+def test_map_then_best_without_a_best_result_has_no_follow_up():
+    results, follow = threads.map_then_best(lambda v: None, [1, 2], _best_value,
+                                            lambda *a: pytest.fail("no follow-up"), 2)
+    assert results == [None, None] and follow is None
+
+
+def test_the_follow_up_begins_while_a_slower_task_still_runs():
+    """Task 0 ends first and is the best: its follow-up starts while task 1
+    still runs (task 1 waits for that start), and it is kept."""
+    started, calls = threading.Event(), []
+
+    def task(v):
+        if v == 1:  # the slower task, the worse result
+            assert started.wait(WAIT), "the follow-up did not begin ahead"
+        return 10 - v
+
+    def then(k, result, cancel):
+        calls.append(k)
+        started.set()
+        return (k, result, numba.get_num_threads(), _blas_threads(),
+                threading.current_thread() is threading.main_thread())
+
+    results, follow = threads.map_then_best(task, [0, 1], _best_value, then, 2)
+    assert results == [10, 9] and calls == [0]
+    k, result, n_numba, blas, main = follow
+    assert (k, result, n_numba, set(blas), main) == (0, 10, 1, {1}, False)
+
+
+def test_a_follow_up_begun_ahead_is_cancelled_when_a_later_result_is_better():
+    started = threading.Event()
+    seen = []
+
+    def task(v):
+        if v == 1:  # ends after task 0 has begun its follow-up, with the better result
+            assert started.wait(WAIT), "the follow-up did not begin ahead"
+        return v
+
+    def then(k, result, cancel):
+        seen.append(k)
+        if k == 0:
+            started.set()
+            assert cancel.wait(WAIT), "the follow-up begun ahead was not cancelled"
+            raise threads.Cancelled
+        return (k, result, numba.get_num_threads(), _blas_threads(),
+                threading.current_thread() is threading.main_thread())
+
+    results, follow = threads.map_then_best(task, [0, 1], _best_value, then, 2)
+    assert results == [0, 1] and seen == [0, 1]
+    k, result, n_numba, blas, main = follow
+    # the follow-up on the best result runs as the one begun ahead would have
+    assert (k, result, n_numba, set(blas), main) == (1, 1, 1, {1}, False)
+
+
+def test_an_exception_of_the_kept_follow_up_propagates():
+    def then(k, result, cancel):
+        raise FloatingPointError("follow-up")
+
+    with pytest.raises(FloatingPointError, match="follow-up"):
+        threads.map_then_best(lambda v: v, [1, 2], _best_value, then, 2)
