@@ -15,16 +15,12 @@ kernels and BLAS on one thread) and ``n_jobs=k`` uses at most ``k`` cores.
 isotropic first stage of ARD, the subsample phase) on several threads of one
 process. The compiled solvers release the GIL (``nogil``), and so do NumPy's
 and SciPy's LAPACK calls, so the threads run in parallel.
-
-``map_then_best``: the same, followed by one task on the best result (the ARD
-continuation from the best isotropic optimum), begun ahead on a thread that
-would otherwise wait for the slower tasks.
 """
 
 from __future__ import annotations
 
 import threading
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 
@@ -33,8 +29,7 @@ import scipy.linalg  # noqa: F401 -- SciPy's BLAS is loaded before the one scan 
 from joblib import effective_n_jobs
 from threadpoolctl import ThreadpoolController
 
-__all__ = ["blas_threads", "fit_threads", "thread_map", "map_then_best", "Cancelled",
-           "numba_thread_safe"]
+__all__ = ["blas_threads", "fit_threads", "thread_map", "numba_thread_safe"]
 
 _CONTROLLER = None
 
@@ -152,67 +147,3 @@ def thread_map(fn, items, n_jobs=None):
         return [fn(item) for item in items]
     with blas_threads(True), ThreadPoolExecutor(workers) as pool:
         return list(pool.map(partial(_on_one_numba_thread, fn), items))
-
-
-class Cancelled(Exception):
-    """Raised by a follow-up task of :func:`map_then_best` whose ``cancel``
-    event was set: its result is no longer wanted."""
-
-
-def map_then_best(fn, items, best, then, n_jobs=None):
-    """``(results, follow)``: ``results = [fn(item) for item in items]`` and
-    ``follow = then(k, results[k], cancel)`` for ``k = best(results)`` (None,
-    and no follow-up, when ``best`` returns None).
-
-    ``best(results)`` takes the list with None where a task has not ended and
-    must choose the same index whatever the order the tasks ended in.
-    ``then`` must check the :class:`threading.Event` ``cancel`` now and then
-    and raise :class:`Cancelled` once it is set.
-
-    On several threads (as in :func:`thread_map`), the follow-up begins ahead:
-    as soon as a task ends while others still run, ``then`` starts on the best
-    result so far; it is cancelled when a task that ends later is better, and
-    kept when its task is the best of all. Whether it began ahead or not, it
-    runs on a worker thread (one numba thread, BLAS on one thread), so the
-    follow-up is the same computation, and gives the same bits, as on one
-    thread. An exception raised by ``fn`` or by the kept follow-up propagates.
-    """
-    items = list(items)
-    workers = min(effective_n_jobs(n_jobs), len(items))
-    if workers > 1 and not numba_thread_safe():
-        workers = 1
-    if workers <= 1:
-        results = [fn(item) for item in items]
-        k = best(results)
-        return results, None if k is None else then(k, results[k], threading.Event())
-    with blas_threads(True), ThreadPoolExecutor(workers) as pool:
-        def submit(task):  # a task without arguments, on a worker's one numba thread
-            return pool.submit(_on_one_numba_thread, lambda _: task(), None)
-
-        results, ahead = _map_ahead(submit, fn, items, best, then)
-        k = best(results)  # the follow-up begun ahead, if any, is on this one
-        if k is None:
-            return results, None
-        if ahead is None:
-            ahead = (k, submit(partial(then, k, results[k], threading.Event())))
-        return results, ahead[1].result()
-
-
-def _map_ahead(submit, fn, items, best, then):
-    """The tasks of :func:`map_then_best` on the pool, and ``(k, future,
-    cancel)`` of the follow-up begun ahead on the best result ``k`` so far
-    while other tasks still ran (None: none begun)."""
-    futures = {submit(partial(fn, item)): k for k, item in enumerate(items)}
-    results, pending, ahead = [None] * len(items), set(futures), None
-    while pending:
-        done, pending = wait(pending, return_when=FIRST_COMPLETED)
-        for future in done:
-            results[futures[future]] = future.result()
-        k = best(results)
-        if ahead is not None and ahead[0] != k:  # its Cancelled is never fetched
-            ahead[2].set()
-            ahead = None
-        if pending and k is not None and ahead is None:
-            cancel = threading.Event()
-            ahead = (k, submit(partial(then, k, results[k], cancel)), cancel)
-    return results, ahead

@@ -226,12 +226,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         cache of its own; one thread with a ``callback``), the isotropic
         first stage of an ARD search and the subsample phase of
         coarse-to-fine starts, each running BLAS and Numba's parallel kernels
-        on one thread; the ARD continuation begins, on one thread, once the
-        best isotropic search so far has ended; a single task (one start)
-        runs on up to ``n_jobs`` threads. -1 (the default): every core. 1 (or
-        None, scikit-learn's convention outside ``joblib.parallel_config``): a
-        one-core fit. The result is the same either way unless SV blocks are
-        large enough for multithreaded BLAS (:func:`~bsvm_scale._util.threads.thread_map`).
+        on one thread; a single task (one start) runs them on up to ``n_jobs``
+        threads. -1 (the default): every core. 1 (or None,
+        scikit-learn's convention outside a ``joblib.parallel_config``
+        context): a one-core fit, one task after the other. The result is
+        the same either way unless SV blocks are large enough for
+        multithreaded BLAS (:func:`bsvm_scale._util.threads.thread_map`).
 
     Attributes
     ----------

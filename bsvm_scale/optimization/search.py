@@ -23,11 +23,7 @@ rest, the same for every model:
    the isotropic run's model Hessian lifted to the ARD parameters
    (:func:`~bsvm_scale.optimization.starts.ard_hessian`), so that the ARD
    evidence is at least the isotropic optimum's (``ard_init``,
-   :func:`~bsvm_scale.optimization.starts.ard_runs`). Without checkpoints,
-   the continuation begins on a free thread as soon as the best isotropic
-   search so far has ended, and is cancelled if a slower one ends better
-   (:func:`~bsvm_scale._util.threads.map_then_best`); either way it runs as
-   on one thread, so the fit does not depend on which search ended first.
+   :func:`~bsvm_scale.optimization.starts.ard_runs`).
 4. **Retraining** (``warm_start_from``): one run from the earlier optimum,
    warm-started from the earlier solution, beginning with the earlier
    search's model Hessian.
@@ -48,7 +44,7 @@ from typing import NamedTuple, Protocol
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._util.threads import Cancelled, thread_map
+from .._util.threads import thread_map
 from .driver import StartResult, run_start
 from .objective import Evaluation, Objective, Warm
 from .records import start_record, unrefined_record
@@ -195,21 +191,16 @@ def search(model, data, thetas, resume=None, retrain=None, callback=None):
         starts = [_Start([Run(thetas[0], None, FINE_MAX_STEP, retrain.hessian)], None)]
         coarse, options = None, model.options(retrain_options(retrain.hessian))
     else:
-        coarse, options = _subsample_phase(model, data, thetas), model.options()
+        coarse = _subsample_phase(model, data, thetas)
+        starts, options = _plans(model, data, thetas, coarse), model.options()
     warm = [None if retrain is None else retrain.warm, None if coarse is None else coarse[2]]
 
-    def run_on(runs, k=0, cancel=None):
+    def run(k):
         obj = model.objective(data)
-        _prepare(obj, model, warm, resume, runs[0].warm)
-        return obj, _run_start(obj, model, k, runs, options, callback, resume, cancel)
+        _prepare(obj, model, warm, resume, starts[k].runs[0].warm)
+        return obj, _run_start(obj, model, k, starts[k].runs, options, callback, resume)
 
-    early = None
-    if retrain is None:
-        # without checkpoints the continuation may begin before every isotropic fit has ended
-        ahead = None if callback is not None or resume is not None else run_on
-        starts, early = _plans(model, data, thetas, coarse, ahead)
-    done = thread_map(lambda k: early[1] if early and early[0] == k else run_on(starts[k].runs, k),
-                      range(len(starts)), model.n_jobs if callback is None else None)
+    done = thread_map(run, range(len(starts)), model.n_jobs if callback is None else None)
     return _outcome(starts, done, coarse)
 
 
@@ -243,48 +234,28 @@ def _subsample_phase(model, data, thetas):
     return records, best, Warm(dual0, chosen.carry().slope)
 
 
-def _plans(model, data, thetas, coarse, ahead=None):
-    """``(starts, early)``: one :class:`_Start` per start point that runs (the
-    run from the point itself (coarse-to-fine: from the best subsample
-    optimum, within FINE_MAX_STEP, with the stop rule FINE_OPTIONS) and, for
-    the start whose isotropic first stage has the best optimum, the ARD
-    continuation from it), and ``(index, done)`` of a start already run.
-
-    ``ahead(runs, cancel=...)`` runs a start: given, a continuation that is
-    the only run of its start (``ard_init="continuation"`` without a
-    subsample phase) begins as soon as the best isotropic fit so far has
-    ended, on a thread that would otherwise wait for the slower fits
-    (:func:`~bsvm_scale._util.threads.map_then_best`)."""
+def _plans(model, data, thetas, coarse):
+    """One :class:`_Start` per start point that runs: the run from the point
+    itself (coarse-to-fine: from the best subsample optimum, within
+    FINE_MAX_STEP, with the stop rule FINE_OPTIONS) and, for the start whose
+    isotropic first stage has the best optimum, the ARD continuation from it."""
     max_step, origins, options = None, thetas, None
     if coarse is not None:
         records, best, _ = coarse
         thetas, origins = [records[best]["theta"]], [records[best]["theta0"]]
         max_step, options = FINE_MAX_STEP, model.options(FINE_OPTIONS)
-    def then(k, iso, cancel):
-        return ahead([_continuation(model, data, iso)], cancel=cancel)
-
-    if ahead is None or coarse is not None or model.ard_mode != "continuation":
-        then = None
-    direct, stage, best_iso, follow = ard_runs(
+    direct, stage, best_iso = ard_runs(
         lambda X, y, theta0: _isotropic_search(model, data, theta0), data.X, data.y, thetas,
-        origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs, then=then)
-    starts, early = [], None
+        origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs)
+    starts = []
     for theta0, runs_direct, iso in zip(thetas, direct, stage):
         runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
-            runs.append(_continuation(model, data, iso))
-            early = None if follow is None else (len(starts), follow)
+            runs.append(Run(model.ard_theta(iso.theta), model.continuation_warm(iso.final, data),
+                            FINE_MAX_STEP, model.ard_hessian(iso.result.hessian)))
         if runs:
             starts.append(_Start(runs, iso))
-    return starts, early
-
-
-def _continuation(model, data, iso):
-    """The ARD continuation's :class:`Run` from the isotropic search ``iso``:
-    its optimum with every ``kappa_l`` at its ``kappa``, its MAP solution and
-    its model Hessian lifted to the ARD parameters."""
-    return Run(model.ard_theta(iso.theta), model.continuation_warm(iso.final, data),
-               FINE_MAX_STEP, model.ard_hessian(iso.result.hessian))
+    return starts
 
 
 def _isotropic_search(model, data, theta0):
@@ -316,29 +287,16 @@ def _prepare(obj, model, warm, resume, first=None):
             obj.restart(later)
 
 
-def _run_start(obj, model, k, runs, options, callback, resume, cancel=None):
+def _run_start(obj, model, k, runs, options, callback, resume):
     """The runs of start ``k`` on its objective (:func:`run_plan`); within a
     trust radius (coarse-to-fine, retraining, the ARD continuation) the
-    first radius is FINE_FIRST_STEP. Once the event ``cancel`` is set, the
-    next evaluation ends the runs with :class:`~bsvm_scale._util.threads.Cancelled`."""
+    first radius is FINE_FIRST_STEP."""
     cb = None if callback is None else (lambda run, rec: callback(k, rec, obj.get_state()))
-    if cancel is not None:
-        cb = _cancellable(cancel)
     replay = None if resume is None else resume.evaluations
     results = run_plan(obj, runs, model.bounds, options, cb, replay,
                        precondition=model.precondition, first_step=FINE_FIRST_STEP)
     obj.release()  # one row cache alive at a time
     return results
-
-
-def _cancellable(cancel):
-    """A run callback that raises :class:`~bsvm_scale._util.threads.Cancelled`
-    once ``cancel`` is set (a continuation begun ahead whose isotropic fit
-    turned out not to be the best)."""
-    def check(run, record):
-        if cancel.is_set():
-            raise Cancelled("a better isotropic optimum ended later")
-    return check
 
 
 def _warn_limit(message, n_iter):

@@ -16,7 +16,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._util.base import resolve_rng
-from .._util.threads import map_then_best, thread_map
+from .._util.threads import thread_map
 from .driver import PIECEWISE_OPTIONS
 from .records import start_record
 
@@ -109,7 +109,7 @@ def check_ard_init(value):
     return value
 
 
-def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None, then=None):
+def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None):
     """The isotropic first stage of ARD searches (isotropic-to-ARD continuation).
 
     ``fit_isotropic(X, y, theta0)`` fits the isotropic model (one ``kappa``)
@@ -120,11 +120,6 @@ def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None, then=None):
     to ``n_jobs`` threads (:func:`bsvm_scale._util.threads.thread_map`).
     Returns one fitted model per start, or None where the fit failed (with a
     warning; that start then runs as given).
-
-    With ``then``, returns ``(stage, follow)``: ``follow = then(k, fitted,
-    cancel)`` for the best fit (:func:`best_isotropic`; None when every fit
-    failed), begun on a free thread as soon as the best fit so far has ended
-    (:func:`bsvm_scale._util.threads.map_then_best`).
     """
     def fit(theta0):
         try:
@@ -132,24 +127,14 @@ def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None, then=None):
         except (FloatingPointError, np.linalg.LinAlgError, ValueError) as exc:
             return exc
 
-    if then is None:
-        stage, follow = thread_map(fit, thetas, n_jobs), None
-    else:
-        stage, follow = map_then_best(fit, thetas, _best_fitted, then, n_jobs)
+    stage = thread_map(fit, thetas, n_jobs)
     for k, fitted in enumerate(stage):
         if isinstance(fitted, Exception):
             warnings.warn(f"the isotropic first stage of ARD start {k} failed ({fitted}); "
                           "that start runs from its starting point only.",
                           ConvergenceWarning, stacklevel=4)
             stage[k] = None
-    return stage if then is None else (stage, follow)
-
-
-def _best_fitted(stage):
-    """Index of the fit with the highest evidence in ``stage`` (None where a
-    fit has not ended or failed; the first of equals, as :func:`best_isotropic`)."""
-    ok = [k for k, m in enumerate(stage) if m is not None and not isinstance(m, Exception)]
-    return max(ok, key=lambda k: stage[k].log_evidence) if ok else None
+    return stage
 
 
 def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_jobs=None,
@@ -201,8 +186,7 @@ def best_isotropic(stage):
     return max(fitted, key=lambda m: m.log_evidence) if fitted else None
 
 
-def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=None,
-             then=None):
+def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=None):
     """Which optimiser runs an ARD search makes (``ard_init``), for BSVR and BTSVC.
 
     ``mode`` is ``"start"`` (also for isotropic models and retraining: no
@@ -210,22 +194,15 @@ def ard_runs(fit_isotropic, X, y, thetas, origins, mode, refined=False, n_jobs=N
     model is fitted from every ``origins[k]`` (:func:`isotropic_stage`);
     ``thetas[k]`` runs from itself unless ``mode="continuation"`` and its
     isotropic fit worked (a ``refined`` coarse-to-fine start, which begins at
-    its subsample optimum, always runs). Returns ``(direct, stage, best,
-    follow)``: a flag per start, the isotropic fits (None where none was made
-    or it failed), the best one, from which the single continuation runs
-    (:func:`best_isotropic`; None: no continuation), and ``then(k, best,
-    cancel)`` when ``then`` is given and there is an isotropic stage (the
-    continuation, begun while slower isotropic fits still run; else None).
+    its subsample optimum, always runs). Returns ``(direct, stage, best)``:
+    a flag per start, the isotropic fits (None where none was made or it
+    failed) and the best one, from which the single continuation runs
+    (:func:`best_isotropic`; None: no continuation).
     """
-    follow = None
-    if mode == "start":
-        stage = [None] * len(thetas)
-    elif then is None:
-        stage = isotropic_stage(fit_isotropic, X, y, origins, n_jobs)
-    else:
-        stage, follow = isotropic_stage(fit_isotropic, X, y, origins, n_jobs, then)
+    stage = (isotropic_stage(fit_isotropic, X, y, origins, n_jobs) if mode != "start"
+             else [None] * len(thetas))
     direct = [refined or iso is None or mode != "continuation" for iso in stage]
-    return direct, stage, best_isotropic(stage), follow
+    return direct, stage, best_isotropic(stage)
 
 
 def ard_hessian(B, lead, n_kappa):

@@ -485,9 +485,8 @@ def test_ard_runs_policy(mode, refined, direct):
     thetas = [np.array([1.0]), np.array([-1.0]), np.array([3.0])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        flags, stage, best, follow = ard_runs(_fit_isotropic, None, None, thetas, thetas, mode,
-                                              refined)
-    assert flags == direct and follow is None
+        flags, stage, best = ard_runs(_fit_isotropic, None, None, thetas, thetas, mode, refined)
+    assert flags == direct
     if mode == "start":
         assert stage == [None] * 3 and best is None
     else:
