@@ -211,10 +211,17 @@ def silf_grad(delta, epsilon, beta):
     """
     delta = _delta(delta)
     epsilon, beta = _shape_params(epsilon, beta)
-    d = np.abs(delta)
+    return _out(silf_grad_unchecked(delta, epsilon, beta))
+
+
+def silf_grad_unchecked(delta, epsilon, beta):
+    """:func:`silf_grad` of a float array ``delta`` without the checks of its
+    arguments, for solvers that validated ``epsilon`` and ``beta`` once and
+    call it in their inner loops (the Newton line search of
+    :mod:`bsvm_scale.inference.map_newton`); always an array."""
     a = (1.0 - beta) * epsilon
-    g = np.minimum(np.maximum(d - a, 0.0) / (2.0 * beta * epsilon), 1.0)
-    return _out(np.sign(delta) * g)
+    g = np.minimum(np.maximum(np.abs(delta) - a, 0.0) / (2.0 * beta * epsilon), 1.0)
+    return np.sign(delta) * g
 
 
 def silf_hess(delta, epsilon, beta):

@@ -72,7 +72,7 @@ from .._compiled.row_cache import rows_block, rows_matvec
 from .._compiled.silf_start import quad_after_smo, start_dual_quad
 from .._compiled.smo_silf import SilfDual, smo_silf
 from .._util.threads import blas_threads
-from .losses import silf_grad
+from .losses import silf_grad_unchecked
 
 __all__ = ["MapSolve", "NewtonResult", "Products", "products", "silf_newton", "smo_newton",
            "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER", "HOLD_ROUNDS"]
@@ -140,7 +140,7 @@ def _pieces(y, f, box, eps, beta):
     r = y - f
     d = np.abs(r)
     Z = np.flatnonzero((d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps) & (box > 0.0))
-    return box * silf_grad(r, eps, beta), Z
+    return box * silf_grad_unchecked(r, eps, beta), Z
 
 
 def _newton_step(prod, a, f, v, Z, dadd):
@@ -215,7 +215,8 @@ def _line_search(a, f, da, df, y, box, eps, beta):
     c0, c1 = float(da @ f), float(da @ df)
 
     def slope(t):
-        return c0 + t * c1 - float(np.sum(box * silf_grad(y - f - t * df, eps, beta) * df))
+        return c0 + t * c1 - float(np.sum(box * silf_grad_unchecked(y - f - t * df, eps, beta)
+                                          * df))
 
     lo, hi = 0.0, 1.0
     s_lo, s_hi = slope(lo), slope(hi)
@@ -263,7 +264,10 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
         is not positive definite, or ``max_iter`` steps do not reach the
         fixed point.
     """
-    n = y.shape[0]
+    n, eps, beta = y.shape[0], float(eps), float(beta)
+    if not (eps > 0.0 and 0.0 < beta <= 1.0):  # checked once for the inner loops
+        raise ValueError(f"silf_newton needs epsilon > 0 and 0 < beta <= 1; got epsilon={eps!r}, "
+                         f"beta={beta!r}.")
     box = np.broadcast_to(np.asarray(box, dtype=np.float64), (n,))
     dadd = np.broadcast_to(np.asarray(dadd, dtype=np.float64), (n,))
     a = np.clip(np.asarray(nu, dtype=np.float64), -box, box)

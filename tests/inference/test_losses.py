@@ -483,3 +483,13 @@ def test_bad_array_argument_names_offender():
         L.silf_normalizer(np.array([1.0, -2.0]), 0.5, 0.5)
     with pytest.raises(ValueError, match=r"beta must lie in \(0, 1\]"):
         L.silf_noise_variance(1.0, 0.5, np.array([0.5, 1.2]))
+
+
+@pytest.mark.parametrize("eps,beta", [(0.3, 0.1), (1.0, 1.0), (0.05, 0.5)])
+def test_silf_grad_unchecked_is_silf_grad_bit_for_bit(eps, beta):
+    """The solvers' inner loops use the unchecked derivative; it must be the
+    checked one, zone boundaries included."""
+    rng = np.random.default_rng(3)
+    edges = np.array([(1 - beta) * eps, (1 + beta) * eps, 0.0])
+    d = np.concatenate([rng.normal(scale=3 * eps, size=500), edges, -edges])
+    np.testing.assert_array_equal(L.silf_grad_unchecked(d, eps, beta), L.silf_grad(d, eps, beta))

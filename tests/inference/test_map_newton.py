@@ -276,3 +276,12 @@ def test_a_stiff_solve_goes_straight_to_newton():
     small, _ = _setup(X, y, kappa0, kappa, kb, C, eps, beta, cache_mb=0.2)
     alone = smo_newton(small, y, nu_prev.copy(), par, eps, beta, 1e-6, 10**8, 0.0, stiff=True)
     assert alone.n_newton == 0 and alone.violation <= 1e-6
+
+
+def test_silf_newton_checks_the_loss_shape_once():
+    """Checked at entry (the products are never reached), so that the inner
+    loops can use the unchecked derivative."""
+    with pytest.raises(ValueError, match="beta=1.5"):
+        silf_newton(None, np.zeros(3), np.zeros(3), 1.0, 0.1, 0.2, 1.5)
+    with pytest.raises(ValueError, match="epsilon=0.0"):
+        silf_newton(None, np.zeros(3), np.zeros(3), 1.0, 0.1, 0.0, 0.5)
