@@ -263,6 +263,12 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
         None when a quadratic zone exceeds :data:`MAX_ZONE` cases, its system
         is not positive definite, or ``max_iter`` steps do not reach the
         fixed point.
+
+    Raises
+    ------
+    ValueError
+        When ``eps <= 0`` or ``beta`` is outside ``(0, 1]`` (checked here once:
+        the line search then uses the unchecked derivative).
     """
     n, eps, beta = y.shape[0], float(eps), float(beta)
     if not (eps > 0.0 and 0.0 < beta <= 1.0):  # checked once for the inner loops
