@@ -75,7 +75,7 @@ from .._util.threads import blas_threads
 from .losses import silf_grad_unchecked
 
 __all__ = ["MapSolve", "NewtonResult", "Products", "products", "silf_newton", "smo_newton",
-           "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER", "HOLD_ROUNDS", "CRAWL_STEPS", "UNSTICK_SMO"]
+           "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER", "HOLD_ROUNDS"]
 
 #: SMO iterations, in multiples of ``n``, before Newton takes over (none when
 #: the previous solve of the same search needed Newton)
@@ -89,21 +89,13 @@ MAX_ITER = 60
 #: solves of the first step's system, each holding the cases the last one
 #: pushed out of their piece (:func:`_held_solve`)
 HOLD_ROUNDS = 8
-#: damped steps in a row (line-search step below 1/2) after which Newton begun
-#: at a warm start hands its iterate to the SMO (:func:`smo_newton`)
-CRAWL_STEPS = 4
-#: SMO iterations, in multiples of ``n``, that then move the cases between the
-#: loss's pieces before Newton finishes
-UNSTICK_SMO = 5
 
 
 class NewtonResult(NamedTuple):
-    """A Newton solution: the dual vector and the iterations it took;
-    ``solved`` False for the iterate of a solve that stopped crawling."""
+    """A Newton solution: the dual vector and the iterations it took."""
 
     nu: np.ndarray
     n_iter: int
-    solved: bool = True
 
 
 class Products(NamedTuple):
@@ -249,7 +241,7 @@ def _line_search(a, f, da, df, y, box, eps, beta):
     return t
 
 
-def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER, crawl=None):
+def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
     """Solve (4.25) by Newton's method from ``nu`` (module docstring).
 
     Parameters
@@ -264,9 +256,6 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER, crawl=None
     eps, beta : float
         The soft insensitive loss (2.28).
     max_iter : int
-    crawl : int, optional
-        Stop after this many damped steps in a row (line-search step below
-        1/2) with the iterate, ``solved=False``.
 
     Returns
     -------
@@ -292,7 +281,6 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER, crawl=None
     f = prod.full(S, a[S])
     a, f = _partition_step(prod, a, f, y, box, dadd, eps, beta)
     v, Z = _pieces(y, f, box, eps, beta)
-    damped = 0
     for it in range(max_iter):
         if Z.size > MAX_ZONE:
             return None
@@ -314,13 +302,10 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER, crawl=None
                 return NewtonResult(np.clip(a, -box, box), it + 1)
             if t == 0.0:
                 return None
-            v, Z, damped = v_new, Z_new, 0
+            v, Z = v_new, Z_new
         else:
             a, f = a + t * da, f + t * df
             v, Z = _pieces(y, f, box, eps, beta)
-            damped = damped + 1 if t < 0.5 else 0
-            if crawl is not None and damped >= crawl:
-                return NewtonResult(np.clip(a, -box, box), it + 1, False)
     return None
 
 
@@ -381,10 +366,7 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, stiff=False):
     the optimum; it goes on from the SMO's own iterate when Newton gave up).
     With ``stiff`` (the previous solve of the search needed Newton: the stiff
     problems come in runs, as the search moves the hyperparameters a little)
-    Newton begins at ``nu`` itself, without the SMO's first pass and steps;
-    after a large step of the search that start is far, and when Newton then
-    takes :data:`CRAWL_STEPS` damped steps in a row, the SMO goes on from its
-    iterate for :data:`UNSTICK_SMO` ``n`` steps and Newton finishes from there.
+    Newton begins at ``nu`` itself, without the SMO's first pass and steps.
 
     ``cache``: the :class:`~bsvm_scale.inference.covariance.RowCache` holding
     the covariance without its bias term; ``par``: the
@@ -401,31 +383,14 @@ def smo_newton(cache, y, nu, par, eps, beta, tol, max_iter, slope, stiff=False):
         if not (newton and vmax > tol and n_iter < max_iter):
             return _solved(kern, dual, q0, nu0, slope, n_iter, vmax, 0)
         start = dual.nu
-    prod = products(kern, par.kappa_b, cache)
-    res = _newton(prod, y, start, par, eps, beta, CRAWL_STEPS if stiff else None)
-    n_newton = 0 if res is None else res.n_iter
-    if res is not None and not res.solved:
-        # from a far warm start Newton crawls while most cases change piece: the SMO's
-        # pair steps move them for UNSTICK_SMO n steps, and Newton finishes
-        dual, q0, nu0 = start_dual_quad(kern, y, res.nu, par)
-        budget = min(int(UNSTICK_SMO * n), max_iter - n_iter)
-        slope, more, vmax = smo_silf(kern, cache.state, dual, par, tol, budget, slope)
-        n_iter += more
-        if vmax <= tol or n_iter >= max_iter:
-            return _solved(kern, dual, q0, nu0, slope, n_iter, vmax, n_newton)
-        start = dual.nu
-        res = _newton(prod, y, start, par, eps, beta, None)
-        n_newton += 0 if res is None else res.n_iter
+    with blas_threads(True):  # the same bits on any number of threads
+        res = silf_newton(products(kern, par.kappa_b, cache), y, start, par.box, par.dadd, eps,
+                          beta)
     # the SMO's contract: g = Q~ nu - y on entry (one exact pass)
     dual, q0, nu0 = start_dual_quad(kern, y, start if res is None else res.nu, par)
     slope, more, vmax = smo_silf(kern, cache.state, dual, par, tol, max_iter - n_iter, slope)
-    return _solved(kern, dual, q0, nu0, slope, n_iter + more, vmax, n_newton)
-
-
-def _newton(prod, y, start, par, eps, beta, crawl):
-    """:func:`silf_newton` from ``start`` on the problem ``par``, BLAS on one thread."""
-    with blas_threads(True):  # the same bits on any number of threads
-        return silf_newton(prod, y, start, par.box, par.dadd, eps, beta, crawl=crawl)
+    return _solved(kern, dual, q0, nu0, slope, n_iter + more, vmax,
+                   0 if res is None else res.n_iter)
 
 
 def _solved(kern, dual, q0, nu0, slope, n_iter, vmax, n_newton):

@@ -285,30 +285,3 @@ def test_silf_newton_checks_the_loss_shape_once():
         silf_newton(None, np.zeros(3), np.zeros(3), 1.0, 0.1, 0.2, 1.5)
     with pytest.raises(ValueError, match="epsilon=0.0"):
         silf_newton(None, np.zeros(3), np.zeros(3), 1.0, 0.1, 0.0, 0.5)
-
-
-def test_a_crawling_newton_solve_hands_over_to_the_smo_and_back():
-    """After a large step of the search the warm start is far: Newton stops
-    after CRAWL_STEPS damped steps in a row with its iterate (``solved``
-    False); smo_newton then lets the SMO move the cases between the loss's
-    pieces for UNSTICK_SMO n steps and Newton finish. The answer meets (4.33)
-    and is the SMO's."""
-    X, y = _stiff(400, seed=23)
-    kappa0, kb, C, eps, beta = 1e4, 1.0, 2.0, 0.2, 0.1
-    cache, par = _setup(X, y, kappa0, 0.02, kb, C, eps, beta)
-    nu_prev, _, _ = _smo(cache, y, par, 1e-8)
-    far, _ = _setup(X, y, kappa0, 0.05, kb, C, eps, beta)  # kappa 2.5 times larger
-    prod = products(far.kernel, kb, far)
-    alone = silf_newton(prod, y, nu_prev, par.box, par.dadd, eps, beta)
-    stopped = silf_newton(prod, y, nu_prev, par.box, par.dadd, eps, beta,
-                          crawl=map_newton.CRAWL_STEPS)
-    assert alone is not None and alone.solved
-    assert not stopped.solved and map_newton.CRAWL_STEPS <= stopped.n_iter < alone.n_iter
-    assert np.all(np.abs(stopped.nu) <= par.box)
-    out = smo_newton(far, y, nu_prev.copy(), par, eps, beta, 1e-6, 10**8, 0.0, stiff=True)
-    assert out.violation <= 1e-6 and out.n_newton > stopped.n_iter
-    vmax, _ = _violation(out.dual.nu, X, y, kappa0, 0.05, kb, C, eps, beta, np.ones(y.size))
-    assert vmax <= 1e-6 + 1e-9
-    fresh, _ = _setup(X, y, kappa0, 0.05, kb, C, eps, beta)
-    nu_smo, _, _ = _smo(fresh, y, par, 1e-6, nu_prev)
-    np.testing.assert_allclose(out.dual.nu, nu_smo, atol=1e-3)
