@@ -67,12 +67,15 @@ scalar input.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import special
 
 __all__ = [
     "silf",
     "silf_grad",
+    "SilfShape",
     "silf_hess",
     "silf_d_epsilon",
     "silf_normalizer",
@@ -166,6 +169,45 @@ def _zones(delta, epsilon, beta):
     return d, epsilon, beta, (1.0 - beta) * epsilon, (1.0 + beta) * epsilon
 
 
+class SilfShape(NamedTuple):
+    """The loss shape ``(epsilon, beta)`` of (2.28), checked once
+    (:meth:`checked`): the loss and its derivatives of float arrays of
+    residuals without further checks, for solvers that call them in their
+    inner loops (the public :func:`silf`, :func:`silf_grad`, :func:`silf_hess`
+    check their arguments and then use these, so the bits are the same)."""
+
+    epsilon: object
+    beta: object
+
+    @classmethod
+    def checked(cls, epsilon, beta):
+        """The shape after the checks of :func:`silf` (``epsilon > 0``, ``0 <
+        beta <= 1``; floats or arrays)."""
+        return cls(*_shape_params(epsilon, beta))
+
+    def value(self, delta):
+        """SILF (2.28) of the residuals ``delta`` (an array)."""
+        eps, beta = self
+        d = np.abs(delta)
+        u = np.maximum(d - (1.0 - beta) * eps, 0.0)
+        return np.where(d > (1.0 + beta) * eps, d - eps, u * u / (4.0 * beta * eps))
+
+    def grad(self, delta):
+        """SILF' (2.29) of the residuals ``delta`` (an array)."""
+        eps, beta = self
+        g = np.minimum(np.maximum(np.abs(delta) - (1.0 - beta) * eps, 0.0) / (2.0 * beta * eps),
+                       1.0)
+        return np.sign(delta) * g
+
+    def hess(self, delta):
+        """SILF'' (2.30) of the residuals ``delta`` (an array; the closed
+        quadratic zones)."""
+        eps, beta = self
+        d = np.abs(delta)
+        inside = (d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps)
+        return np.where(inside, 1.0 / (2.0 * beta * eps), 0.0)
+
+
 def silf(delta, epsilon, beta):
     r"""Soft insensitive loss function, thesis eq. (2.28).
 
@@ -185,11 +227,7 @@ def silf(delta, epsilon, beta):
         (4 beta eps)`` on ``[(1-beta) eps, (1+beta) eps]``; ``|delta| - eps``
         beyond ``(1+beta) eps``.
     """
-    d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
-    u = np.maximum(d - a, 0.0)
-    quad = u * u / (4.0 * beta * epsilon)
-    out = np.where(d > b, d - epsilon, quad)
-    return _out(out)
+    return _out(SilfShape.checked(epsilon, beta).value(_delta(delta)))
 
 
 def silf_grad(delta, epsilon, beta):
@@ -209,19 +247,7 @@ def silf_grad(delta, epsilon, beta):
         The loss is continuously differentiable, so the value is unambiguous
         at the zone boundaries.
     """
-    delta = _delta(delta)
-    epsilon, beta = _shape_params(epsilon, beta)
-    return _out(silf_grad_unchecked(delta, epsilon, beta))
-
-
-def silf_grad_unchecked(delta, epsilon, beta):
-    """:func:`silf_grad` of a float array ``delta`` without the checks of its
-    arguments, for solvers that validated ``epsilon`` and ``beta`` once and
-    call it in their inner loops (the Newton line search of
-    :mod:`bsvm_scale.inference.map_newton`); always an array."""
-    a = (1.0 - beta) * epsilon
-    g = np.minimum(np.maximum(np.abs(delta) - a, 0.0) / (2.0 * beta * epsilon), 1.0)
-    return np.sign(delta) * g
+    return _out(SilfShape.checked(epsilon, beta).grad(_delta(delta)))
 
 
 def silf_hess(delta, epsilon, beta):
@@ -233,9 +259,7 @@ def silf_hess(delta, epsilon, beta):
     derivative jumps at the zone boundaries; the closed-interval
     convention of (2.28) is used there.)
     """
-    d, epsilon, beta, a, b = _zones(delta, epsilon, beta)
-    inside = (d >= a) & (d <= b)
-    return _out(np.where(inside, 1.0 / (2.0 * beta * epsilon), 0.0))
+    return _out(SilfShape.checked(epsilon, beta).hess(_delta(delta)))
 
 
 def silf_d_epsilon(delta, epsilon, beta):

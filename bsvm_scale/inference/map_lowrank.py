@@ -40,7 +40,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.blas import dsyrk
 
 from .pivoted import growing_factor, rounding_floor
-from .losses import silf, silf_grad, silf_hess, trig_loss, trig_loss_grad, trig_loss_hess
+from .losses import SilfShape, trig_loss, trig_loss_grad, trig_loss_hess
 
 __all__ = ["LowRankStart", "low_rank_factor", "factor_with_residual", "newton", "trig_start",
            "silf_start", "choose_start", "next_start", "TRACE_TOL", "MAX_RANK", "ROUTE_MAX_RANK",
@@ -215,16 +215,16 @@ def silf_start(cov, X, y, C, epsilon, beta, max_rank=MAX_RANK, require_exact=Fal
     if weights is not None:
         return _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact,
                                     weights)
-    y = np.asarray(y, dtype=np.float64)
+    y, shape = np.asarray(y, dtype=np.float64), SilfShape.checked(epsilon, beta)
 
     def loss(f, order):
         if order == 0:
-            return C * float(np.sum(silf(y - f, epsilon, beta)))
+            return C * float(np.sum(shape.value(y - f)))
         if order == 1:
-            return -C * silf_grad(y - f, epsilon, beta)
-        return C * silf_hess(y - f, epsilon, beta)
+            return -C * shape.grad(y - f)
+        return C * shape.hess(y - f)
 
-    return _start(cov, X, loss, lambda f: np.clip(C * silf_grad(y - f, epsilon, beta), -C, C),
+    return _start(cov, X, loss, lambda f: np.clip(C * shape.grad(y - f), -C, C),
                   max_rank, require_exact)
 
 
@@ -232,19 +232,18 @@ def _weighted_silf_start(cov, X, y, C, epsilon, beta, max_rank, require_exact, w
     """:func:`silf_start` with the per-case ``C_i = C w_i`` (a case of weight 0
     adds nothing to the loss and gets ``nu_i = 0``; weights of 1 give the
     unweighted start bit for bit)."""
-    y = np.asarray(y, dtype=np.float64)
+    y, shape = np.asarray(y, dtype=np.float64), SilfShape.checked(epsilon, beta)
     w = np.asarray(weights, dtype=np.float64)
     box = C * w
 
     def loss(f, order):
         if order == 0:
-            return C * float(np.sum(w * silf(y - f, epsilon, beta)))
+            return C * float(np.sum(w * shape.value(y - f)))
         if order == 1:
-            return -C * (w * silf_grad(y - f, epsilon, beta))
-        return C * (w * silf_hess(y - f, epsilon, beta))
+            return -C * (w * shape.grad(y - f))
+        return C * (w * shape.hess(y - f))
 
-    return _start(cov, X, loss,
-                  lambda f: np.clip(C * (w * silf_grad(y - f, epsilon, beta)), -box, box),
+    return _start(cov, X, loss, lambda f: np.clip(C * (w * shape.grad(y - f)), -box, box),
                   max_rank, require_exact)
 
 

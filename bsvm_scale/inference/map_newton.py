@@ -72,7 +72,7 @@ from .._compiled.row_cache import rows_block, rows_matvec
 from .._compiled.silf_start import quad_after_smo, start_dual_quad
 from .._compiled.smo_silf import SilfDual, smo_silf
 from .._util.threads import blas_threads
-from .losses import silf_grad_unchecked
+from .losses import SilfShape
 
 __all__ = ["MapSolve", "NewtonResult", "Products", "products", "silf_newton", "smo_newton",
            "NEWTON_AFTER", "MAX_ZONE", "MAX_ITER", "HOLD_ROUNDS"]
@@ -134,13 +134,14 @@ def products(kern, kappa_b, cache=None):
     return Products(full, block)
 
 
-def _pieces(y, f, box, eps, beta):
+def _pieces(y, f, box, shape):
     """``(v, Z)`` at ``f``: ``v = C SILF'(y - f)`` (2.29) and the cases in the
     closed quadratic zones of (2.28) with a positive box."""
+    eps, beta = shape
     r = y - f
     d = np.abs(r)
     Z = np.flatnonzero((d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps) & (box > 0.0))
-    return box * silf_grad_unchecked(r, eps, beta), Z
+    return box * shape.grad(r), Z
 
 
 def _newton_step(prod, a, f, v, Z, dadd):
@@ -207,7 +208,7 @@ def _solve_shifted(S, d, rhs):
         return None
 
 
-def _line_search(a, f, da, df, y, box, eps, beta):
+def _line_search(a, f, da, df, y, box, shape):
     """The exact minimiser ``t`` in ``[0, 1]`` of ``J(a + t da)``: ``J`` is
     convex along the line and its derivative ``da^T f + t da^T df - sum_i C_i
     SILF'(y_i - f_i - t df_i) df_i`` is piecewise linear and increasing, so
@@ -215,8 +216,7 @@ def _line_search(a, f, da, df, y, box, eps, beta):
     c0, c1 = float(da @ f), float(da @ df)
 
     def slope(t):
-        return c0 + t * c1 - float(np.sum(box * silf_grad_unchecked(y - f - t * df, eps, beta)
-                                          * df))
+        return c0 + t * c1 - float(np.sum(box * shape.grad(y - f - t * df) * df))
 
     lo, hi = 0.0, 1.0
     s_lo, s_hi = slope(lo), slope(hi)
@@ -270,17 +270,14 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
         When ``eps <= 0`` or ``beta`` is outside ``(0, 1]`` (checked here once:
         the line search then uses the unchecked derivative).
     """
-    n, eps, beta = y.shape[0], float(eps), float(beta)
-    if not (eps > 0.0 and 0.0 < beta <= 1.0):  # checked once for the inner loops
-        raise ValueError(f"silf_newton needs epsilon > 0 and 0 < beta <= 1; got epsilon={eps!r}, "
-                         f"beta={beta!r}.")
+    n, shape = y.shape[0], SilfShape.checked(eps, beta)  # checked once for the inner loops
     box = np.broadcast_to(np.asarray(box, dtype=np.float64), (n,))
     dadd = np.broadcast_to(np.asarray(dadd, dtype=np.float64), (n,))
     a = np.clip(np.asarray(nu, dtype=np.float64), -box, box)
     S = np.flatnonzero(a)
     f = prod.full(S, a[S])
-    a, f = _partition_step(prod, a, f, y, box, dadd, eps, beta)
-    v, Z = _pieces(y, f, box, eps, beta)
+    a, f = _partition_step(prod, a, f, y, box, dadd, shape)
+    v, Z = _pieces(y, f, box, shape)
     for it in range(max_iter):
         if Z.size > MAX_ZONE:
             return None
@@ -288,7 +285,7 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
         if step is None:
             return None
         da, df = step
-        t = _line_search(a, f, da, df, y, box, eps, beta)
+        t = _line_search(a, f, da, df, y, box, shape)
         if t >= 1.0 - FULL_STEP or t == 0.0:
             # the full step: its point, not a fraction of it, is the candidate
             # (a fraction leaves cases between pieces, and Sigma, whose large
@@ -297,7 +294,7 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
             a_Z = a[Z] + da[Z]
             a, f = v.copy(), f + df
             a[Z] = a_Z
-            v_new, Z_new = _pieces(y, f, box, eps, beta)
+            v_new, Z_new = _pieces(y, f, box, shape)
             if _same_zones(a, v_new, Z, Z_new):
                 return NewtonResult(np.clip(a, -box, box), it + 1)
             if t == 0.0:
@@ -305,11 +302,11 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
             v, Z = v_new, Z_new
         else:
             a, f = a + t * da, f + t * df
-            v, Z = _pieces(y, f, box, eps, beta)
+            v, Z = _pieces(y, f, box, shape)
     return None
 
 
-def _partition_step(prod, a, f, y, box, dadd, eps, beta):
+def _partition_step(prod, a, f, y, box, dadd, shape):
     """The dual's own active-set step from ``a``: its free cases ``F`` (``0 <
     |a_i| < C_i``) solve the stationarity of (4.25) with every other case held,
     ``(Sigma_FF + D_F) a_F = y_F - eps' sign(a_F) - Sigma_FN a_N``; taken by the
@@ -320,6 +317,7 @@ def _partition_step(prod, a, f, y, box, dadd, eps, beta):
     if F.size == 0 or F.size > MAX_ZONE:
         return a, f
     S_FF = prod.block(F)
+    eps, beta = shape
     s = np.sign(a[F])
     x = _held_solve(S_FF, dadd[F], y[F] - (1.0 - beta) * eps * s - (f[F] - S_FF @ a[F]), s,
                     box[F])
@@ -328,7 +326,7 @@ def _partition_step(prod, a, f, y, box, dadd, eps, beta):
     da = np.zeros_like(a)
     da[F] = x - a[F]
     df = prod.full(F, da[F])
-    t = _line_search(a, f, da, df, y, box, eps, beta)
+    t = _line_search(a, f, da, df, y, box, shape)
     return a + t * da, f + t * df
 
 

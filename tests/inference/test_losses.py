@@ -486,10 +486,15 @@ def test_bad_array_argument_names_offender():
 
 
 @pytest.mark.parametrize("eps,beta", [(0.3, 0.1), (1.0, 1.0), (0.05, 0.5)])
-def test_silf_grad_unchecked_is_silf_grad_bit_for_bit(eps, beta):
-    """The solvers' inner loops use the unchecked derivative; it must be the
-    checked one, zone boundaries included."""
+def test_the_checked_shape_gives_the_public_functions_bit_for_bit(eps, beta):
+    """The solvers' inner loops use SilfShape, checked once; it must be the
+    public, checked loss and derivatives, zone boundaries included."""
     rng = np.random.default_rng(3)
     edges = np.array([(1 - beta) * eps, (1 + beta) * eps, 0.0])
     d = np.concatenate([rng.normal(scale=3 * eps, size=500), edges, -edges])
-    np.testing.assert_array_equal(L.silf_grad_unchecked(d, eps, beta), L.silf_grad(d, eps, beta))
+    shape = L.SilfShape.checked(eps, beta)
+    np.testing.assert_array_equal(shape.value(d), L.silf(d, eps, beta))
+    np.testing.assert_array_equal(shape.grad(d), L.silf_grad(d, eps, beta))
+    np.testing.assert_array_equal(shape.hess(d), L.silf_hess(d, eps, beta))
+    with pytest.raises(ValueError, match="beta"):
+        L.SilfShape.checked(eps, 1.5)
