@@ -199,13 +199,18 @@ class SilfShape(NamedTuple):
                        1.0)
         return np.sign(delta) * g
 
+    def quadratic(self, delta):
+        """Whether each residual of ``delta`` (an array) lies in the closed
+        quadratic zones ``(1-beta) eps <= |delta| <= (1+beta) eps`` of (2.28)."""
+        eps, beta = self
+        d = np.abs(delta)
+        return (d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps)
+
     def hess(self, delta):
         """SILF'' (2.30) of the residuals ``delta`` (an array; the closed
         quadratic zones)."""
         eps, beta = self
-        d = np.abs(delta)
-        inside = (d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps)
-        return np.where(inside, 1.0 / (2.0 * beta * eps), 0.0)
+        return np.where(self.quadratic(delta), 1.0 / (2.0 * beta * eps), 0.0)
 
 
 def silf(delta, epsilon, beta):

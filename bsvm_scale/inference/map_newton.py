@@ -137,11 +137,8 @@ def products(kern, kappa_b, cache=None):
 def _pieces(y, f, box, shape):
     """``(v, Z)`` at ``f``: ``v = C SILF'(y - f)`` (2.29) and the cases in the
     closed quadratic zones of (2.28) with a positive box."""
-    eps, beta = shape
     r = y - f
-    d = np.abs(r)
-    Z = np.flatnonzero((d >= (1.0 - beta) * eps) & (d <= (1.0 + beta) * eps) & (box > 0.0))
-    return box * shape.grad(r), Z
+    return box * shape.grad(r), np.flatnonzero(shape.quadratic(r) & (box > 0.0))
 
 
 def _newton_step(prod, a, f, v, Z, dadd):
@@ -267,8 +264,9 @@ def silf_newton(prod, y, nu, box, dadd, eps, beta, max_iter=MAX_ITER):
     Raises
     ------
     ValueError
-        When ``eps <= 0`` or ``beta`` is outside ``(0, 1]`` (checked here once:
-        the line search then uses the unchecked derivative).
+        When ``eps <= 0`` or ``beta`` is outside ``(0, 1]`` (checked here once,
+        :class:`~bsvm_scale.inference.losses.SilfShape`; the inner loops do not
+        check again).
     """
     n, shape = y.shape[0], SilfShape.checked(eps, beta)  # checked once for the inner loops
     box = np.broadcast_to(np.asarray(box, dtype=np.float64), (n,))

@@ -496,5 +496,6 @@ def test_the_checked_shape_gives_the_public_functions_bit_for_bit(eps, beta):
     np.testing.assert_array_equal(shape.value(d), L.silf(d, eps, beta))
     np.testing.assert_array_equal(shape.grad(d), L.silf_grad(d, eps, beta))
     np.testing.assert_array_equal(shape.hess(d), L.silf_hess(d, eps, beta))
+    np.testing.assert_array_equal(shape.quadratic(d), L.silf_hess(d, eps, beta) > 0)
     with pytest.raises(ValueError, match="beta"):
         L.SilfShape.checked(eps, 1.5)
