@@ -97,6 +97,8 @@ class SilfObjective:
             self.best, self.best_evidence = best, kept
         if warm.slope is not None:
             self.slope = float(warm.slope)
+        if warm.newton_first:
+            self.n_newton = max(self.n_newton, 1)
 
     def release(self):
         """Nothing to drop: the row cache is reused by the next evaluation."""

@@ -18,7 +18,7 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.objective_silf import SilfObjective
 from ..inference.objective_trig import TrigObjective
 from ..optimization.objective import Warm
-from ..optimization.starts import ard_hessian, search_options
+from ..optimization.starts import ard_hessian, search_options, with_axis
 from ..optimization.summed import SummedObjective
 
 __all__ = ["SilfSearch", "TrigSearch", "SharedSearch"]
@@ -45,8 +45,9 @@ class _Hooks:
     def options(self, phase=None):
         return search_options(phase, self.est.optimizer_options)
 
-    def ard_theta(self, theta):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
+    def ard_theta(self, theta, theta0=None):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa`` (``theta0``,
+        the ARD start, is not needed)."""
         k = self.lead
         return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
 
@@ -77,18 +78,44 @@ class SilfSearch(_Hooks):
                              float(est.cache_mb), max_iter, self.settings, data.weights,
                              self.groups)
 
-    def isotropic(self):
-        k = self.lead
-        return SilfSearch(self.est, self.bounds[:k + 1] + self.bounds[-1:], self.kappa0,
-                           self.beta, None, ard=False)
+    def isotropic(self, theta0):
+        """The isotropic model of the first stage from the ARD start ``theta0``.
+        With ``kappa0`` inferred it holds ``kappa0`` at the start's value (by
+        default ``var(y)``, thesis footnote 9) and the ARD run infers it: the
+        isotropic search then moves in four variables instead of five, and its
+        large steps, whose MAP solves are the costly ones, are fewer
+        (docs/design/kappa0.md, "The signal variance inferred in the ARD run")."""
+        b = self.bounds
+        if self.lead == 3:
+            return SilfSearch(self.est, [b[0], b[1], b[3], b[-1]], float(np.exp(theta0[2])),
+                              self.beta, None, ard=False)
+        return SilfSearch(self.est, b[:3] + b[-1:], self.kappa0, self.beta, None, ard=False)
 
     def isotropic_theta(self, theta):
-        """One ``kappa``, the geometric mean of the ``kappa_l``."""
-        k = self.lead
-        lead = [np.log(float(np.exp(theta[i]))) for i in range(k)]
-        kappa = float(np.exp(np.mean(theta[k:-1])))
+        """``[ln C, ln eps, ln kappa, ln kappa_b]`` with one ``kappa``, the
+        geometric mean of the ``kappa_l`` (an inferred ``ln kappa0`` is left
+        out: the isotropic stage holds it, :meth:`isotropic`)."""
+        lead = [np.log(float(np.exp(theta[i]))) for i in range(2)]
+        kappa = float(np.exp(np.mean(theta[self.lead:-1])))
         return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
                                [np.log(float(np.exp(theta[-1])))]))
+
+    def ard_theta(self, theta, theta0):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``, and an
+        inferred ``ln kappa0`` where the isotropic stage held it (that of the
+        ARD start ``theta0``)."""
+        held = theta0[2:3] if self.lead == 3 else []
+        return np.concatenate((theta[:2], held, np.full(self.n_kappa, theta[2]), theta[-1:]))
+
+    def ard_hessian(self, B):
+        """The isotropic model Hessian lifted to the ARD parameters
+        (:func:`ard_hessian`); an inferred ``ln kappa0``, which the isotropic
+        stage held, enters uncoupled with the mean of ``B``'s diagonal
+        (:func:`with_axis`)."""
+        H = ard_hessian(B, 2, self.n_kappa)
+        if H is None or self.lead == 2:
+            return H
+        return with_axis(H, 2, float(np.mean(np.diag(B))))
 
     @staticmethod
     def continuation_warm(final, data):
@@ -96,7 +123,10 @@ class SilfSearch(_Hooks):
         support = final.detail.evidence.support
         nu = np.zeros(data.y.shape[0])
         nu[support] = final.dual[support].copy()
-        return Warm(nu)
+        # the continuation moves by at most FINE_MAX_STEP a step from a solved
+        # point: Newton's method, from a close warm start, solves in 1-3
+        # iterations where the SMO takes 2-8 n pair steps
+        return Warm(nu, newton_first=True)
 
     @staticmethod
     def dual_state(dual):
@@ -123,7 +153,7 @@ class TrigSearch(_Hooks):
                              weights=data.weights, groups=self.groups,
                              **est._evidence_settings())
 
-    def isotropic(self):
+    def isotropic(self, theta0=None):
         return TrigSearch(self.est, [self.bounds[0], self.bounds[1], self.bounds[-1]],
                            self.max_iter, False, None)
 
@@ -186,14 +216,14 @@ class SharedSearch:
     def options(self, phase=None):
         return self.inner.options(phase)
 
-    def isotropic(self):
-        return SharedSearch(self.inner.isotropic(), self.parts, self.part_jobs)
+    def isotropic(self, theta0=None):
+        return SharedSearch(self.inner.isotropic(theta0), self.parts, self.part_jobs)
 
     def isotropic_theta(self, theta):
         return self.inner.isotropic_theta(theta)
 
-    def ard_theta(self, theta):
-        return self.inner.ard_theta(theta)
+    def ard_theta(self, theta, theta0=None):
+        return self.inner.ard_theta(theta, theta0)
 
     def ard_hessian(self, B):
         return self.inner.ard_hessian(B)

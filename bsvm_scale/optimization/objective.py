@@ -39,10 +39,13 @@ class BestPoint(NamedTuple):
 class Warm(NamedTuple):
     """Where an objective's next MAP solve begins: the dual vector ``dual``
     (None: the objective's own) and, for BSVR, the slope of the outer secant
-    equation of its SMO (None: as it is)."""
+    equation of its SMO (None: as it is) and ``newton_first`` (its next solve
+    begins with Newton's method where the row cache holds every row,
+    :func:`~bsvm_scale.inference.map_newton.smo_newton`)."""
 
     dual: np.ndarray | None
     slope: float | None = None
+    newton_first: bool = False
 
 
 @dataclass

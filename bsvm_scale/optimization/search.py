@@ -120,8 +120,9 @@ class SearchModel(Protocol):
     def options(self, phase: dict | None = None) -> dict:
         """The driver's options: defaults, then ``phase``'s, then the user's."""
 
-    def isotropic(self) -> "SearchModel":
-        """The model of the isotropic first stage of ARD."""
+    def isotropic(self, theta0) -> "SearchModel":
+        """The model of the isotropic first stage of ARD from the ARD start
+        ``theta0`` (a variable the stage holds takes its value there)."""
 
     def isotropic_theta(self, theta) -> np.ndarray:
         """The isotropic start for the ARD start ``theta``."""
@@ -129,8 +130,9 @@ class SearchModel(Protocol):
     def ard_hessian(self, B) -> np.ndarray | None:
         """The isotropic model Hessian ``B`` lifted to the ARD parameters."""
 
-    def ard_theta(self, theta) -> np.ndarray:
-        """The ARD point equal to the isotropic point ``theta``."""
+    def ard_theta(self, theta, theta0) -> np.ndarray:
+        """The ARD point equal to the isotropic point ``theta`` of the stage
+        begun from the ARD start ``theta0``."""
 
     def continuation_warm(self, final: Evaluation, data: Data) -> Warm:
         """The warm start of the ARD run from the isotropic ``final``."""
@@ -248,10 +250,11 @@ def _plans(model, data, thetas, coarse):
         lambda X, y, theta0: _isotropic_search(model, data, theta0), data.X, data.y, thetas,
         origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs)
     starts = []
-    for theta0, runs_direct, iso in zip(thetas, direct, stage):
+    for theta0, origin, runs_direct, iso in zip(thetas, origins, direct, stage):
         runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
-            runs.append(Run(model.ard_theta(iso.theta), model.continuation_warm(iso.final, data),
+            runs.append(Run(model.ard_theta(iso.theta, origin),
+                            model.continuation_warm(iso.final, data),
                             FINE_MAX_STEP, model.ard_hessian(iso.result.hessian)))
         if runs:
             starts.append(_Start(runs, iso))
@@ -261,7 +264,7 @@ def _plans(model, data, thetas, coarse):
 def _isotropic_search(model, data, theta0):
     """The isotropic first stage from the ARD start ``theta0``: the same
     search on the isotropic model (its own coarse-to-fine phase, one start)."""
-    out = search(model.isotropic(), data, [model.isotropic_theta(theta0)])
+    out = search(model.isotropic(theta0), data, [model.isotropic_theta(theta0)])
     if not np.isfinite(out.final.value):
         raise FloatingPointError("the evidence at the isotropic optimum is not finite.")
     return out

@@ -89,7 +89,7 @@ class QuadModel:
     def options(self, phase=None):
         return search_options(phase, {"maxiter": 50})
 
-    def isotropic(self):
+    def isotropic(self, theta0):
         iso = QuadModel(self.d, False, self.n_jobs, self.init_subsample)
         iso.log = self.log
         return iso
@@ -98,7 +98,7 @@ class QuadModel:
     def isotropic_theta(theta):
         return np.array([theta[0], np.mean(theta[1:-1]), theta[-1]])
 
-    def ard_theta(self, theta):
+    def ard_theta(self, theta, theta0):
         return np.concatenate((theta[:1], np.full(self.d, theta[1]), theta[-1:]))
 
     def ard_hessian(self, B):
@@ -142,7 +142,7 @@ def test_the_ard_continuation_runs_from_the_isotropic_optimum():
     (rec,) = out.records  # continuation: the starts do not run themselves
     iso = rec["isotropic"]
     assert iso["theta"].size == 3
-    np.testing.assert_allclose(rec["theta0"], QuadModel(3).ard_theta(iso["theta"]))
+    np.testing.assert_allclose(rec["theta0"], QuadModel(3).ard_theta(iso["theta"], None))
     assert {size for _, size in model.log} == {3, 5}  # isotropic, then ARD evaluations
 
 
@@ -243,3 +243,69 @@ def test_the_ard_continuation_begins_at_the_isotropic_solution(monkeypatch, est)
     outer = seen[-1]  # the ARD search's start (the isotropic stage's come first)
     assert outer is not None and outer.dual is not None and outer.dual.shape[0] in (80, 160)
     assert np.any(outer.dual != 0)
+
+
+def test_with_axis_adds_an_uncoupled_variable():
+    """A variable an earlier stage held enters the model Hessian uncoupled,
+    with the given curvature; the rest is the Hessian as it was."""
+    from bsvm_scale.optimization.starts import with_axis
+
+    B = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
+    H = with_axis(B, 1, 7.0)
+    keep = [0, 2, 3]
+    np.testing.assert_array_equal(H[np.ix_(keep, keep)], B)
+    np.testing.assert_array_equal(H[1], [0.0, 7.0, 0.0, 0.0])
+    np.testing.assert_array_equal(H[:, 1], [0.0, 7.0, 0.0, 0.0])
+    assert np.linalg.eigvalsh(H)[0] > 0
+
+
+def test_an_inferred_kappa0_is_held_by_the_isotropic_stage_and_freed_for_ard():
+    """BSVR with ``kappa0="evidence"``: the isotropic first stage holds
+    ``kappa0`` at the ARD start's value, and the continuation begins at the
+    ARD point whose evidence is the isotropic model's at that ``kappa0``
+    (same value and, on the shared variables, the same gradient)."""
+    from bsvm_scale import BayesianSVR
+    from bsvm_scale.models.search_hooks import SilfSearch
+    from bsvm_scale.optimization.search import Data
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(60, 3))
+    y = X[:, 0] + 0.2 * rng.normal(size=60)
+    est = BayesianSVR(ard=True, kappa0="evidence", tol=1e-9)
+    est._max_iter = 10**6  # what fit sets
+    bounds = [(-10.0, 10.0)] * 7
+    ard = SilfSearch(est, bounds, None, 0.2, None, ard=True)
+    theta0 = np.array([0.3, -1.0, 0.7, -0.5, -0.4, -0.6, 1.0])
+    iso = ard.isotropic(theta0)
+    assert iso.kappa0 == pytest.approx(np.exp(0.7)) and iso.lead == 2 and not iso.ard
+    iso_theta = ard.isotropic_theta(theta0)
+    np.testing.assert_allclose(iso_theta, [0.3, -1.0, -0.5, 1.0])
+    lifted = ard.ard_theta(iso_theta, theta0)
+    np.testing.assert_allclose(lifted, [0.3, -1.0, 0.7, -0.5, -0.5, -0.5, 1.0])
+    data = Data(X, y, None)
+    v_iso, g_iso, _ = iso.objective(data)(iso_theta)
+    v_ard, g_ard, _ = ard.objective(data)(lifted)
+    assert v_ard == pytest.approx(v_iso, rel=1e-8)
+    np.testing.assert_allclose(g_ard[[0, 1]], g_iso[[0, 1]], rtol=1e-6, atol=1e-8)
+    assert g_ard[3:6].sum() == pytest.approx(g_iso[2], rel=1e-6)  # d/d ln kappa along P
+    B = np.diag([4.0, 3.0, 2.0, 1.0])
+    H = ard.ard_hessian(B)
+    assert H.shape == (7, 7) and H[2, 2] == pytest.approx(2.5) and not np.any(H[2, [0, 1, 3]])
+
+
+def test_the_bsvr_continuation_begins_with_newton():
+    """The continuation's warm start asks for Newton's method first (it moves
+    at most FINE_MAX_STEP a step from a solved point): the objective's next
+    solve skips the SMO's steps before Newton."""
+    from bsvm_scale.inference.objective_silf import SilfObjective
+    from bsvm_scale.models.search_hooks import SilfSearch
+    from bsvm_scale.optimization.objective import Warm
+
+    assert SilfSearch.continuation_warm.__doc__
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(50, 2))
+    obj = SilfObjective(X, X[:, 0], 1.0, 0.2, False, 1e-3, 16.0, 10**6)
+    obj.restart(Warm(np.zeros(50)))
+    assert obj.n_newton == 0
+    obj.restart(Warm(np.zeros(50), newton_first=True))
+    assert obj.n_newton == 1

@@ -2,7 +2,7 @@
 
 The fits below cover every route of a search: several starts, the subsample
 phase of coarse-to-fine starts, the isotropic-to-ARD continuation, an
-inferred ``kappa0``, the matrix-free evidence, a resumed start (``init`` with
+inferred ``kappa0`` (with and without ARD), the matrix-free evidence, a resumed start (``init`` with
 state and recorded evaluations), a retraining (``warm_start_from``) and more
 than two classes. :data:`REFERENCE` holds their fingerprints (exact
 ``float.hex`` of scalars, SHA-256 of array bytes) as computed by
@@ -91,6 +91,8 @@ def _bsvr_prints(out):
         BayesianSVR(ard=True, ard_init="isotropic", optimizer_options={"maxiter": 8}).fit(X3, y3),
         Xt3)
     out["bsvr_kappa0"] = _print(BayesianSVR(kappa0="evidence", n_starts=1).fit(X, y), Xt)
+    out["bsvr_ard_kappa0"] = _print(  # kappa0 held by the isotropic stage, freed for ARD
+        BayesianSVR(ard=True, n_starts=1, kappa0="evidence").fit(X3, y3), Xt3)
     out["bsvr_matrix_free"] = _print(
         BayesianSVR(evidence_method="matrix_free", n_starts=1).fit(X, y), Xt)
     out["bsvr_resumed"] = _print(_resumed(lambda: BayesianSVR(n_starts=1), X, y), Xt)
@@ -131,20 +133,27 @@ def fingerprints():
 
 
 #: :func:`fingerprints` of the code as recorded (see the module docstring)
-REFERENCE = {'bsvr_ard': ('79e6f649f03a38e83e6413a0',
-                          '91eada44bf52d5ad8b740594',
+REFERENCE = {'bsvr_ard': ('170890c3c5349b2a95a5e399',
+                          'e19297bc80d406bec9a6f9fa',
                           '6c3c396ed6b5c36dcae17227',
                           1,
-                          '9fde4784031a38945d80576b',
-                          'a862ce8094e589c8b3e097f2',
-                          '13996a1f42a5ad473adaba15'),
+                          '693cee314793a3cab07f162c',
+                          'd42a846f49e5e02c6c87a144',
+                          'c6034457b09f75dd4c99b7c9'),
              'bsvr_ard_isotropic': ('96d2fa847cef4040905ac9cd',
                                     '0248a37d1c022d7c8eefbffb',
                                     'e526ec45280c2ca66a11bb3f',
                                     3,
-                                    'da7beb1ece4bf0be8797e94d',
+                                    '18826654e507e53e6c1c1fbf',
                                     '36bdb53ee9bb7d29ea6d8de9',
                                     '6900b977bc9e0da3f283e840'),
+             'bsvr_ard_kappa0': ('d1bacec9425500d6e58a93d7',
+                                 '0f27c255332e40466b1d3552',
+                                 '6c3c396ed6b5c36dcae17227',
+                                 1,
+                                 'da76470fc8f13ab9ec13f27c',
+                                 '1d01905951811a5066c2a652',
+                                 '63074615fd6647cf34f45b5e'),
              'bsvr_coarse': ('948a025ca7598efaa449dc8b',
                              '26bf173e7a1921e747e4e9e7',
                              '6c3c396ed6b5c36dcae17227',
