@@ -123,7 +123,9 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         estimator, and the ARD search runs from its best optimum (every
         ``kappa_l`` equal to its ``kappa``, dual warm start from its solution, its
         model Hessian lifted, :func:`bsvm_scale.optimization.starts.ard_hessian`,
-        trust radius ``FINE_MAX_STEP``). The ARD model contains the isotropic one
+        trust radius ``FINE_MAX_STEP``, MAP solves Newton-first; an inferred
+        ``kappa0`` is held at the start's value by the isotropic model and
+        inferred by the ARD search). The ARD model contains the isotropic one
         and the search keeps its best point, so the ARD evidence is at least the
         isotropic optimum's.
         ``"isotropic"``: the same, plus an ARD run from every start itself; the

@@ -18,7 +18,7 @@ from ..inference.covariance import GaussianCovariance
 from ..inference.objective_silf import SilfObjective
 from ..inference.objective_trig import TrigObjective
 from ..optimization.objective import Warm
-from ..optimization.starts import ard_hessian, search_options, with_axis
+from ..optimization.starts import ard_hessian, search_options
 from ..optimization.summed import SummedObjective
 
 __all__ = ["SilfSearch", "TrigSearch", "SharedSearch"]
@@ -45,9 +45,12 @@ class _Hooks:
     def options(self, phase=None):
         return search_options(phase, self.est.optimizer_options)
 
-    def ard_theta(self, theta, theta0=None):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa`` (``theta0``,
-        the ARD start, is not needed)."""
+    def held_bounds(self, theta0):
+        """The box: no variable is held by an earlier stage."""
+        return list(self.bounds)
+
+    def ard_theta(self, theta):
+        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``."""
         k = self.lead
         return np.concatenate((theta[:k], np.full(self.n_kappa, theta[k]), theta[-1:]))
 
@@ -78,44 +81,36 @@ class SilfSearch(_Hooks):
                              float(est.cache_mb), max_iter, self.settings, data.weights,
                              self.groups)
 
+    def held_bounds(self, theta0):
+        """The box of a stage that holds an inferred ``kappa0`` at its value in
+        the start ``theta0``: the isotropic first stage of ARD (:meth:`isotropic`)
+        and the subsample phase of coarse-to-fine starts. Its interval shrinks
+        to that point, where the trust-region step leaves a variable of zero
+        width; the ARD run and the full-data run, which begin at those stages'
+        optima, infer it. The stages that take the search's large steps then
+        move in one variable fewer, and their MAP solves stay on the
+        well-conditioned problems of ``kappa0 = var(y)`` by default
+        (docs/design/kappa0.md, "kappa0 held where the search takes large
+        steps"). With ``kappa0`` fixed: the box."""
+        if self.lead == 2:
+            return list(self.bounds)
+        held = list(self.bounds)
+        lo, hi = held[2]
+        at = float(np.clip(theta0[2], lo, hi))
+        held[2] = (at, at)
+        return held
+
     def isotropic(self, theta0):
-        """The isotropic model of the first stage from the ARD start ``theta0``.
-        With ``kappa0`` inferred it holds ``kappa0`` at the start's value (by
-        default ``var(y)``, thesis footnote 9) and the ARD run infers it: the
-        isotropic search then moves in four variables instead of five, and its
-        large steps, whose MAP solves are the costly ones, are fewer
-        (docs/design/kappa0.md, "The signal variance inferred in the ARD run")."""
-        b = self.bounds
-        if self.lead == 3:
-            return SilfSearch(self.est, [b[0], b[1], b[3], b[-1]], float(np.exp(theta0[2])),
-                              self.beta, None, ard=False)
-        return SilfSearch(self.est, b[:3] + b[-1:], self.kappa0, self.beta, None, ard=False)
+        k, b = self.lead, self.held_bounds(theta0)
+        return SilfSearch(self.est, b[:k + 1] + b[-1:], self.kappa0, self.beta, None, ard=False)
 
     def isotropic_theta(self, theta):
-        """``[ln C, ln eps, ln kappa, ln kappa_b]`` with one ``kappa``, the
-        geometric mean of the ``kappa_l`` (an inferred ``ln kappa0`` is left
-        out: the isotropic stage holds it, :meth:`isotropic`)."""
-        lead = [np.log(float(np.exp(theta[i]))) for i in range(2)]
-        kappa = float(np.exp(np.mean(theta[self.lead:-1])))
+        """One ``kappa``, the geometric mean of the ``kappa_l``."""
+        k = self.lead
+        lead = [np.log(float(np.exp(theta[i]))) for i in range(k)]
+        kappa = float(np.exp(np.mean(theta[k:-1])))
         return np.concatenate((lead, np.log(np.atleast_1d(kappa)),
                                [np.log(float(np.exp(theta[-1])))]))
-
-    def ard_theta(self, theta, theta0):
-        """Every ``ln kappa_l`` equal to the isotropic ``ln kappa``, and an
-        inferred ``ln kappa0`` where the isotropic stage held it (that of the
-        ARD start ``theta0``)."""
-        held = theta0[2:3] if self.lead == 3 else []
-        return np.concatenate((theta[:2], held, np.full(self.n_kappa, theta[2]), theta[-1:]))
-
-    def ard_hessian(self, B):
-        """The isotropic model Hessian lifted to the ARD parameters
-        (:func:`ard_hessian`); an inferred ``ln kappa0``, which the isotropic
-        stage held, enters uncoupled with the mean of ``B``'s diagonal
-        (:func:`with_axis`)."""
-        H = ard_hessian(B, 2, self.n_kappa)
-        if H is None or self.lead == 2:
-            return H
-        return with_axis(H, 2, float(np.mean(np.diag(B))))
 
     @staticmethod
     def continuation_warm(final, data):
@@ -222,8 +217,11 @@ class SharedSearch:
     def isotropic_theta(self, theta):
         return self.inner.isotropic_theta(theta)
 
-    def ard_theta(self, theta, theta0=None):
-        return self.inner.ard_theta(theta, theta0)
+    def ard_theta(self, theta):
+        return self.inner.ard_theta(theta)
+
+    def held_bounds(self, theta0):
+        return self.inner.held_bounds(theta0)
 
     def ard_hessian(self, B):
         return self.inner.ard_hessian(B)

@@ -122,7 +122,11 @@ class SearchModel(Protocol):
 
     def isotropic(self, theta0) -> "SearchModel":
         """The model of the isotropic first stage of ARD from the ARD start
-        ``theta0`` (a variable the stage holds takes its value there)."""
+        ``theta0`` (a variable the stage holds keeps its value there)."""
+
+    def held_bounds(self, theta0) -> list:
+        """The box of a stage begun at ``theta0`` that holds some variables
+        at their start values (the isotropic stage, the subsample phase)."""
 
     def isotropic_theta(self, theta) -> np.ndarray:
         """The isotropic start for the ARD start ``theta``."""
@@ -130,9 +134,8 @@ class SearchModel(Protocol):
     def ard_hessian(self, B) -> np.ndarray | None:
         """The isotropic model Hessian ``B`` lifted to the ARD parameters."""
 
-    def ard_theta(self, theta, theta0) -> np.ndarray:
-        """The ARD point equal to the isotropic point ``theta`` of the stage
-        begun from the ARD start ``theta0``."""
+    def ard_theta(self, theta) -> np.ndarray:
+        """The ARD point equal to the isotropic point ``theta``."""
 
     def continuation_warm(self, final: Evaluation, data: Data) -> Warm:
         """The warm start of the ARD run from the isotropic ``final``."""
@@ -220,8 +223,8 @@ def _subsample_phase(model, data, thetas):
     ``(records, best, warm)``, the full-data warm start being the best
     subsample solution on its own cases and 0 elsewhere; None when the data
     are too few."""
-    def run(obj, theta0, bounds):
-        res = run_start(obj, theta0, bounds, model.options(COARSE_OPTIONS),
+    def run(obj, theta0, _box):  # the phase holds what the model holds at the start
+        res = run_start(obj, theta0, model.held_bounds(theta0), model.options(COARSE_OPTIONS),
                         precondition=model.precondition)
         obj.release()  # one row cache alive at a time
         return res
@@ -250,11 +253,10 @@ def _plans(model, data, thetas, coarse):
         lambda X, y, theta0: _isotropic_search(model, data, theta0), data.X, data.y, thetas,
         origins, model.ard_mode, refined=coarse is not None, n_jobs=model.n_jobs)
     starts = []
-    for theta0, origin, runs_direct, iso in zip(thetas, origins, direct, stage):
+    for theta0, runs_direct, iso in zip(thetas, direct, stage):
         runs = [Run(theta0, None, max_step, None, options)] if runs_direct else []
         if iso is not None and iso is best_iso:
-            runs.append(Run(model.ard_theta(iso.theta, origin),
-                            model.continuation_warm(iso.final, data),
+            runs.append(Run(model.ard_theta(iso.theta), model.continuation_warm(iso.final, data),
                             FINE_MAX_STEP, model.ard_hessian(iso.result.hessian)))
         if runs:
             starts.append(_Start(runs, iso))

@@ -25,7 +25,7 @@ __all__ = ["evidence_weights", "best_start", "ARD_INIT", "DEFAULT_ARD_INIT", "ch
            "coarse_starts", "best_isotropic", "ard_runs", "ard_hessian", "subsample_indices",
            "RETRAIN_OPTIONS", "RETRAIN_HESSIAN_OPTIONS", "COARSE_OPTIONS", "FINE_OPTIONS",
            "retrain_options",
-           "search_options", "with_axis",
+           "search_options",
            "FINE_FIRST_STEP", "FINE_MAX_STEP"]
 
 #: a retraining (``warm_start_from``) begins at the earlier optimum, a point
@@ -228,18 +228,6 @@ def ard_hessian(B, lead, n_kappa):
     H = E @ B @ E.T
     H[k:k + d, k:k + d] += B[k, k] / d * (np.eye(d) - 1.0 / d)
     return 0.5 * (H + H.T)
-
-
-def with_axis(H, index, diag):
-    """The model Hessian ``H`` with a new variable at ``index``, uncoupled
-    from the others, of curvature ``diag`` (a variable an earlier stage held
-    fixed, which the next run frees)."""
-    H = np.asarray(H, dtype=float)
-    keep = np.delete(np.arange(H.shape[0] + 1), index)
-    out = np.zeros((H.shape[0] + 1,) * 2)
-    out[np.ix_(keep, keep)] = H
-    out[index, index] = float(diag)
-    return out
 
 
 def subsample_indices(n, m, random_state):

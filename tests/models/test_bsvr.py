@@ -342,9 +342,8 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
     assert free.hyperparameters_["kappa0"] > 3 * np.var(y)
     assert fixed.hyperparameters_["kappa0"] == pytest.approx(np.var(y))
     assert free.log_evidence_ > fixed.log_evidence_ + 1.0
-    iso = free.starts_[-1]["isotropic"]  # [ln C, ln eps, ln kappa, ln kappa_b]: kappa0 held
-    assert iso["theta"].shape == (4,) and free.starts_[-1]["theta0"][2] == pytest.approx(
-        np.log(np.var(y)))
+    iso = free.starts_[-1]["isotropic"]  # kappa0 held at var(y) by the isotropic stage
+    assert iso["theta"].shape == (5,) and iso["theta"][2] == pytest.approx(np.log(np.var(y)))
     save_model(free, tmp_path / "m.h5")
     np.testing.assert_array_equal(load_model(tmp_path / "m.h5").predict(X), free.predict(X))
     with pytest.raises(ValueError, match="kappa0='evidence', this fit kappa0=None"):

@@ -98,7 +98,10 @@ class QuadModel:
     def isotropic_theta(theta):
         return np.array([theta[0], np.mean(theta[1:-1]), theta[-1]])
 
-    def ard_theta(self, theta, theta0):
+    def held_bounds(self, theta0):
+        return list(self.bounds)
+
+    def ard_theta(self, theta):
         return np.concatenate((theta[:1], np.full(self.d, theta[1]), theta[-1:]))
 
     def ard_hessian(self, B):
@@ -142,7 +145,7 @@ def test_the_ard_continuation_runs_from_the_isotropic_optimum():
     (rec,) = out.records  # continuation: the starts do not run themselves
     iso = rec["isotropic"]
     assert iso["theta"].size == 3
-    np.testing.assert_allclose(rec["theta0"], QuadModel(3).ard_theta(iso["theta"], None))
+    np.testing.assert_allclose(rec["theta0"], QuadModel(3).ard_theta(iso["theta"]))
     assert {size for _, size in model.log} == {3, 5}  # isotropic, then ARD evaluations
 
 
@@ -245,28 +248,13 @@ def test_the_ard_continuation_begins_at_the_isotropic_solution(monkeypatch, est)
     assert np.any(outer.dual != 0)
 
 
-def test_with_axis_adds_an_uncoupled_variable():
-    """A variable an earlier stage held enters the model Hessian uncoupled,
-    with the given curvature; the rest is the Hessian as it was."""
-    from bsvm_scale.optimization.starts import with_axis
-
-    B = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]])
-    H = with_axis(B, 1, 7.0)
-    keep = [0, 2, 3]
-    np.testing.assert_array_equal(H[np.ix_(keep, keep)], B)
-    np.testing.assert_array_equal(H[1], [0.0, 7.0, 0.0, 0.0])
-    np.testing.assert_array_equal(H[:, 1], [0.0, 7.0, 0.0, 0.0])
-    assert np.linalg.eigvalsh(H)[0] > 0
-
-
-def test_an_inferred_kappa0_is_held_by_the_isotropic_stage_and_freed_for_ard():
-    """BSVR with ``kappa0="evidence"``: the isotropic first stage holds
-    ``kappa0`` at the ARD start's value, and the continuation begins at the
-    ARD point whose evidence is the isotropic model's at that ``kappa0``
-    (same value and, on the shared variables, the same gradient)."""
+def test_an_inferred_kappa0_is_held_where_the_search_takes_large_steps():
+    """BSVR with ``kappa0="evidence"``: the isotropic first stage and the
+    subsample phase hold ``kappa0`` at the start's value (a box of zero width
+    there); the ARD run begins at the isotropic optimum with that ``kappa0``,
+    where the ARD evidence is the isotropic one, and frees it."""
     from bsvm_scale import BayesianSVR
     from bsvm_scale.models.search_hooks import SilfSearch
-    from bsvm_scale.optimization.search import Data
 
     rng = np.random.default_rng(1)
     X = rng.normal(size=(60, 3))
@@ -276,21 +264,37 @@ def test_an_inferred_kappa0_is_held_by_the_isotropic_stage_and_freed_for_ard():
     bounds = [(-10.0, 10.0)] * 7
     ard = SilfSearch(est, bounds, None, 0.2, None, ard=True)
     theta0 = np.array([0.3, -1.0, 0.7, -0.5, -0.4, -0.6, 1.0])
+    assert ard.held_bounds(theta0)[2] == (0.7, 0.7) and ard.held_bounds(theta0)[3] == (-10, 10)
+    assert ard.held_bounds(np.full(7, 20.0))[2] == (10.0, 10.0)  # a start outside: the edge
     iso = ard.isotropic(theta0)
-    assert iso.kappa0 == pytest.approx(np.exp(0.7)) and iso.lead == 2 and not iso.ard
+    assert iso.bounds[2] == (0.7, 0.7) and len(iso.bounds) == 5 and not iso.ard
     iso_theta = ard.isotropic_theta(theta0)
-    np.testing.assert_allclose(iso_theta, [0.3, -1.0, -0.5, 1.0])
-    lifted = ard.ard_theta(iso_theta, theta0)
-    np.testing.assert_allclose(lifted, [0.3, -1.0, 0.7, -0.5, -0.5, -0.5, 1.0])
     data = Data(X, y, None)
     v_iso, g_iso, _ = iso.objective(data)(iso_theta)
-    v_ard, g_ard, _ = ard.objective(data)(lifted)
+    v_ard, g_ard, _ = ard.objective(data)(ard.ard_theta(iso_theta))
     assert v_ard == pytest.approx(v_iso, rel=1e-8)
-    np.testing.assert_allclose(g_ard[[0, 1]], g_iso[[0, 1]], rtol=1e-6, atol=1e-8)
-    assert g_ard[3:6].sum() == pytest.approx(g_iso[2], rel=1e-6)  # d/d ln kappa along P
-    B = np.diag([4.0, 3.0, 2.0, 1.0])
-    H = ard.ard_hessian(B)
-    assert H.shape == (7, 7) and H[2, 2] == pytest.approx(2.5) and not np.any(H[2, [0, 1, 3]])
+    fixed = SilfSearch(est, [(-10.0, 10.0)] * 6, 1.3, 0.2, None, ard=True)
+    assert fixed.held_bounds(theta0[[0, 1, 3, 4, 5, 6]]) == fixed.bounds
+    # a fit: the isotropic record ends where it began in ln kappa0, the ARD run moves it
+    m = BayesianSVR(ard=True, kappa0="evidence", n_starts=1).fit(X, y)
+    rec = m.starts_[0]
+    assert rec["isotropic"]["theta"][2] == rec["isotropic"]["theta0"][2]
+    assert rec["theta"][2] != rec["theta0"][2]
+
+
+def test_the_subsample_phase_holds_an_inferred_kappa0():
+    """Coarse-to-fine with ``kappa0="evidence"``: every subsample run keeps
+    ``ln kappa0`` at its start's value; the full-data run frees it."""
+    from bsvm_scale import BayesianSVR
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-3, 3, (500, 1))
+    y = np.sinc(X[:, 0]) + 0.1 * rng.normal(size=500)
+    m = BayesianSVR(kappa0="evidence", init_subsample=100).fit(X, y)
+    subs = [m.starts_[0]["subsample"]] + [r["subsample"] for r in m.starts_[1:]]
+    for sub in subs:
+        assert all(t["theta"][2] == sub["theta0"][2] for t in sub["trajectory"])
+    assert m.starts_[0]["trajectory"][0]["theta"][2] == subs[0]["theta0"][2]
 
 
 def test_the_bsvr_continuation_begins_with_newton():
@@ -298,10 +302,8 @@ def test_the_bsvr_continuation_begins_with_newton():
     at most FINE_MAX_STEP a step from a solved point): the objective's next
     solve skips the SMO's steps before Newton."""
     from bsvm_scale.inference.objective_silf import SilfObjective
-    from bsvm_scale.models.search_hooks import SilfSearch
     from bsvm_scale.optimization.objective import Warm
 
-    assert SilfSearch.continuation_warm.__doc__
     rng = np.random.default_rng(2)
     X = rng.normal(size=(50, 2))
     obj = SilfObjective(X, X[:, 0], 1.0, 0.2, False, 1e-3, 16.0, 10**6)
