@@ -122,12 +122,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         ``kappa_l``) is fitted first from every start with every option of this
         estimator, and the ARD search runs from its best optimum (every
         ``kappa_l`` equal to its ``kappa``, dual warm start from its solution, its
-        model Hessian lifted, :func:`bsvm_scale.optimization.starts.ard_hessian`,
-        trust radius ``FINE_MAX_STEP``, MAP solves Newton-first; an inferred
-        ``kappa0`` is held at the start's value by the isotropic model and
-        inferred by the ARD search). The ARD model contains the isotropic one
-        and the search keeps its best point, so the ARD evidence is at least the
-        isotropic optimum's.
+        lifted Hessian, :func:`bsvm_scale.optimization.starts.ard_hessian`, trust
+        radius ``FINE_MAX_STEP``, MAP solves Newton-first). The ARD model contains
+        the isotropic one and the search keeps its best point, so the ARD
+        evidence is at least the isotropic optimum's.
         ``"isotropic"``: the same, plus an ARD run from every start itself; the
         best run is kept (the same guarantee, about twice the evaluations).
         ``"start"``: only the runs from the starts (no such guarantee: the
@@ -158,10 +156,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         with the other hyperparameters (``ln kappa0`` joins ``theta`` after
         ``ln epsilon``; its gradient is (4.41) with ``dSigma/d ln kappa0`` the
         Gaussian part of the covariance; box ``bounds["ln_kappa0"]``, default
-        ``var(y)`` times ``[e^-7, e^9]``). A fixed ``kappa0 = var(y)`` caps the
-        amplitude of ``f``: on data with long length scales (linear trends)
-        the evidence and the fit both gain from a larger one
-        (docs/design/kappa0.md).
+        ``var(y)`` times ``[e^-7, e^9]``; held at the start's value by an ARD
+        search's isotropic stage and by the subsample phase, inferred by the runs
+        after them). A fixed ``kappa0 = var(y)`` caps the amplitude of ``f``; on
+        long length scales a larger one gains evidence (docs/design/kappa0.md).
     starts : list of dict, optional
         Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``
         (and ``kappa0`` with ``kappa0="evidence"``).
