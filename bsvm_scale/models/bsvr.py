@@ -56,8 +56,10 @@ __all__ = ["BayesianSVR", "default_beta"]
 #: thesis box prior (docs/protocols.md, Conventions) for unit-scale targets
 BOX = {"ln_C": (np.log(0.01), np.log(1000.0)), "ln_epsilon": (-5.0, -0.7),
        "ln_kappa_b": (-13.0, 10.0), "ln_kappa": (-17.0, 10.0), "ln_kappa0": (-7.0, 9.0)}
-#: ``kappa0`` value that makes it a hyperparameter inferred from the evidence
+#: ``kappa0`` value that makes it a hyperparameter inferred from the evidence (the default)
 INFER = "evidence"
+#: ``kappa0`` value that fixes it at the variance of the targets (thesis footnote 9)
+TARGET_VAR = "variance"
 _PRED_CHUNK_BYTES = 32 * 2**20
 
 
@@ -150,16 +152,14 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     C, epsilon, kappa, kappa_b : float, optional
         Fixed hyperparameters (``optimize=False``) or the first start.
         ``kappa`` may be an array with ``ard=True``.
-    kappa0 : float or "evidence", optional
-        Signal variance ``kappa0`` of (4.3). Default: the variance of the
-        training targets, fixed (thesis footnote 9). ``"evidence"``: inferred
-        with the other hyperparameters (``ln kappa0`` joins ``theta`` after
-        ``ln epsilon``; its gradient is (4.41) with ``dSigma/d ln kappa0`` the
-        Gaussian part of the covariance; box ``bounds["ln_kappa0"]``, default
-        ``var(y)`` times ``[e^-7, e^9]``; held at the start's value by an ARD
-        search's isotropic stage and by the subsample phase, inferred by the runs
-        after them). A fixed ``kappa0 = var(y)`` caps the amplitude of ``f``; on
-        long length scales a larger one gains evidence (docs/design/kappa0.md).
+    kappa0 : float, "evidence" or "variance", default="evidence"
+        Signal variance ``kappa0`` of (4.3). ``"evidence"``: inferred with the
+        other hyperparameters (``ln kappa0`` joins ``theta`` after ``ln
+        epsilon``; gradient (4.41) with ``dSigma/d ln kappa0`` the Gaussian part
+        of the covariance; box ``bounds["ln_kappa0"]``, default ``var(y)`` times
+        ``[e^-7, e^9]``; held at the start's value by an ARD search's isotropic
+        stage and by the subsample phase, inferred by the runs after them).
+        ``"variance"`` (or None): ``var(y)``, fixed (thesis footnote 9); a float.
     starts : list of dict, optional
         Explicit starting points with keys among ``C, epsilon, kappa, kappa_b``
         (and ``kappa0`` with ``kappa0="evidence"``).
@@ -300,10 +300,10 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     (4.46) from ``Sigma_M + diag(2 beta eps / C_i)``
     (:mod:`bsvm_scale.inference.evidence_silf`). Weights also enter every
     statistic the fit takes from the data: the input standardisation
-    (weighted mean and standard deviation), the default ``kappa0`` (the
-    weighted variance of ``y``) and the target scale of the box prior and
-    the starts (its square root); the default ``beta`` counts the cases of
-    positive weight. Hence:
+    (weighted mean and standard deviation), ``kappa0="variance"`` and an
+    inferred one's start (the weighted variance of ``y``), the target scale of
+    the box and the starts (its square root); the default ``beta`` counts the
+    cases of positive weight. Hence:
 
     - integer weights give the fit of the data set with case ``i`` repeated
       ``w_i`` times: the same MAP function (up to the SMO tolerance ``tol``)
@@ -331,12 +331,12 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     _parameter_constraints = {**BAYES_CONSTRAINTS,
                               "beta": [Interval(Real, 0, 1, closed="right"), None],
                               "C": [POSITIVE, None], "epsilon": [POSITIVE, None],
-                              "kappa0": [POSITIVE, StrOptions({INFER}), None],
+                              "kappa0": [POSITIVE, StrOptions({INFER, TARGET_VAR}), None],
                               "bounds": [dict, None]}
 
     def __init__(self, *, beta=None, ard=False, n_starts=None, tol=1e-3, cache_mb=256.0,
                  random_state=None, optimize=True, C=None, epsilon=None, kappa=None,
-                 kappa_b=None, kappa0=None, starts=None, bounds=None, max_iter=None,
+                 kappa_b=None, kappa0=INFER, starts=None, bounds=None, max_iter=None,
                  optimizer_options=None, init_subsample=4000, ard_init=DEFAULT_ARD_INIT,
                  evidence_method="auto", evidence_tol=DEFAULT_TOL, evidence_mb=1024.0, warm_start_from=None,
                  n_jobs=-1):
@@ -369,7 +369,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
     def _lead(self):
         """Log hyperparameters before ``ln kappa`` in ``theta``: ``ln C, ln eps``
         (and ``ln kappa0`` when it is inferred)."""
-        return 3 if isinstance(self.kappa0, str) else 2
+        return 3 if self.kappa0 == INFER else 2
 
     def _box(self, s, d):
         box = dict(BOX)
@@ -520,16 +520,16 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         return thetas, resume, retrain
 
     def _kappa0(self, y, sample_weight=None):
-        """``kappa0`` of the objective: ``var(y)`` by default (weighted with case
-        weights), the given value, or None when it is inferred
-        (``kappa0="evidence"``: it is in ``theta``)."""
-        if self.kappa0 is None:
+        """``kappa0`` of the objective: None when inferred (in ``theta``), the given
+        value, or ``var(y)`` (weighted with case weights)."""
+        if self.kappa0 is None or isinstance(self.kappa0, str):  # scaled by var(y)
             check_nonconstant(y if sample_weight is None else y[sample_weight > 0], "BayesianSVR",
-                              "the default kappa0 = var(y) would be 0; pass kappa0 explicitly "
-                              "or check y" + ("." if sample_weight is None else
-                                              " (the cases of positive weight)."))
-            return _target_var(y, sample_weight)
-        return None if self._lead == 3 else float(self.kappa0)
+                              "kappa0 (or its start and box) = var(y) would be 0; pass a "
+                              "float kappa0 or check y" + ("." if sample_weight is None else
+                                                           " (the cases of positive weight)."))
+        if isinstance(self.kappa0, Real):
+            return float(self.kappa0)
+        return None if self._lead == 3 else _target_var(y, sample_weight)
 
     def _resume(self, init, bounds):
         """The start ``init`` of ``fit(init=...)``, checked: its ``theta``,

@@ -147,13 +147,16 @@ def test_constant_target_predicts_the_constant(est):
 
 
 def test_constant_target_bsvr_needs_kappa0():
-    """BSVR's default kappa0 = var(y) is 0 for a constant target: refused
-    with the fix named; an explicit kappa0 fits and predicts the constant."""
+    """BSVR's kappa0 = var(y) (fixed, or the start and box of the inferred
+    default) is 0 for a constant target: refused with the fix named; an
+    explicit kappa0 fits and predicts the constant."""
     from bsvm_scale import BayesianSVR
 
     y = np.full(30, 3.5)
     with pytest.raises(ValueError, match="y is constant.*kappa0"):
         BayesianSVR(optimize=False).fit(X, y)
+    with pytest.raises(ValueError, match="y is constant.*kappa0"):
+        BayesianSVR(optimize=False, kappa0="variance").fit(X, y)
     m = BayesianSVR(optimize=False, kappa0=1.0, C=10.0, epsilon=0.1, kappa=0.5,
                     kappa_b=100.0).fit(X, y)
     np.testing.assert_allclose(m.predict(XT), 3.5, atol=0.2)

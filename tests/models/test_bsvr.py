@@ -114,7 +114,7 @@ def test_ard_with_isotropic_first_stage_ends_above_both_alternatives():
     a case changes loss piece); with ``ard_init="isotropic"`` the start is
     also run from the isotropic optimum, and the better run is kept."""
     X, y = _boston_subset(150, 2)
-    kw = dict(beta=0.3, starts=_R5_START, bounds=_R5_BOX)
+    kw = dict(beta=0.3, starts=_R5_START, bounds=_R5_BOX, kappa0="variance")  # the thesis' R5
     iso = BayesianSVR(**kw).fit(X, y)
     direct = BayesianSVR(ard=True, ard_init="start", **kw).fit(X, y)
     both = BayesianSVR(ard=True, ard_init="isotropic", **kw).fit(X, y)
@@ -175,7 +175,8 @@ def test_sklearn_contract_and_attributes():
     ({"epsilon": 0.0}, "epsilon"), ({"kappa": -2.0}, "kappa"), ({"tol": 0}, "tol"),
     ({"starts": [{"gamma": 1.0}]}, "gamma"), ({"bounds": {"ln_x": (0, 1)}}, "bounds"),
     ({"ard_init": "iso"}, "ard_init"), ({"kappa0": "infer"}, "kappa0"),
-    ({"bounds": {"ln_kappa0": (0, 1)}}, r"ln_kappa0'\] applies only with kappa0='evidence'"),
+    ({"bounds": {"ln_kappa0": (0, 1)}, "kappa0": "variance"},
+     r"ln_kappa0'\] applies only with kappa0='evidence'"),
     ({"kappa0": "evidence", "starts": [{"kappa0": -1.0}]}, "kappa0"),
     ({"n_jobs": 0}, r"'n_jobs' parameter .* Got 0"), ({"n_jobs": 1.5}, "n_jobs"),
 ])
@@ -202,7 +203,7 @@ def test_bad_input_is_rejected_clearly():
 
 def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     X, y, _, _ = _sinc(900, 11)
-    m = BayesianSVR(beta=0.3, init_subsample=300).fit(X, y)
+    m = BayesianSVR(beta=0.3, init_subsample=300, kappa0="variance").fit(X, y)
     assert len(m.starts_) == 2  # both starts ran on the subsample, the best was refined
     rec = m.starts_[0]
     sub = rec["subsample"]
@@ -223,7 +224,7 @@ def test_coarse_to_fine_starts_end_at_a_full_data_optimum():
     flat = min(r["grad_norm"] for r in rec["trajectory"] if r["fun"] <= best + 0.1)
     assert flat < 1e-2 * max(1.0, np.abs(first_full["grad_norm"]))
     # repeatable with random_state=None (fixed subsample seed)
-    m2 = BayesianSVR(beta=0.3, init_subsample=300).fit(X, y)
+    m2 = BayesianSVR(beta=0.3, init_subsample=300, kappa0="variance").fit(X, y)
     np.testing.assert_allclose(m2.theta_, m.theta_)
     # below the threshold the phase is skipped
     m3 = BayesianSVR(beta=0.3, n_starts=1, init_subsample=450).fit(X, y)
@@ -240,7 +241,7 @@ def test_coarse_to_fine_ard_gets_one_isotropic_stage():
     assert [("subsample" in r, "isotropic" in r, r["trajectory"] == []) for r in m.starts_] == \
         [(True, False, False), (False, True, False), (True, False, True)]
     first = m.starts_[1]["trajectory"][0]["theta"]  # the ARD run begins at an isotropic point
-    np.testing.assert_array_equal(first[2:-1], np.full(2, first[2]))
+    np.testing.assert_array_equal(first[3:-1], np.full(2, first[3]))
     assert m.log_evidence_ == -min(r["fun"] for st in m.starts_ for r in st["trajectory"])
     iso = BayesianSVR(init_subsample=100).fit(X, y)
     assert m.log_evidence_ >= iso.log_evidence_ - 1e-9 or \
@@ -335,7 +336,7 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
     rng = np.random.default_rng(2)
     X = rng.uniform(0, 1, size=(300, 2))
     y = 10 * X[:, 0] + np.sin(6 * X[:, 1]) + 0.3 * rng.standard_t(3, size=300)
-    fixed = BayesianSVR(ard=True, beta=0.3).fit(X, y)
+    fixed = BayesianSVR(ard=True, beta=0.3, kappa0="variance").fit(X, y)
     free = BayesianSVR(ard=True, beta=0.3, kappa0="evidence").fit(X, y)
     assert free.theta_.shape == (6,) and fixed.theta_.shape == (5,)
     assert free.hyperparameters_["kappa0"] == pytest.approx(np.exp(free.theta_[2]))
@@ -346,8 +347,8 @@ def test_inferred_kappa0_raises_the_evidence_on_a_linear_trend(tmp_path):
     assert iso["theta"].shape == (5,) and iso["theta"][2] == pytest.approx(np.log(np.var(y)))
     save_model(free, tmp_path / "m.h5")
     np.testing.assert_array_equal(load_model(tmp_path / "m.h5").predict(X), free.predict(X))
-    with pytest.raises(ValueError, match="kappa0='evidence', this fit kappa0=None"):
-        BayesianSVR(ard=True, warm_start_from=free).fit(X, y)
+    with pytest.raises(ValueError, match="kappa0='evidence', this fit kappa0='variance'"):
+        BayesianSVR(ard=True, kappa0="variance", warm_start_from=free).fit(X, y)
     with pytest.raises(ValueError, match=r"init\['theta'\] must hold 6 finite"):
         BayesianSVR(ard=True, kappa0="evidence", optimize=False).fit(
             X, y, init={"theta": fixed.theta_})
@@ -388,6 +389,7 @@ def _bits_record(case, unit_weights=False):
     if case == "lowrank":
         return _bits_lowrank(unit_weights)
     n, d, params = _BITS_CASES[case]
+    params = {"kappa0": "variance", **params}  # recorded with kappa0 = var(y), then the default
     X, y = _bits_data(n, 5, d)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -109,7 +109,7 @@ def test_local_cluster_run(reference, capsys):
         assert set(e["metrics"]) >= {"ase", "aae"} and "committee_metrics" in e
         assert (run_dir / e["model_file"]).exists()
     t = disk["tasks"]["sinc__bsvr__p000__s00"]
-    assert t["trajectory"]["fun"].size >= 2 and t["trajectory"]["theta"].shape[1] == 4
+    assert t["trajectory"]["fun"].size >= 2 and t["trajectory"]["theta"].shape[1] == 5
     assert t["n_sv"] > 0 and t["n_off_bound"] >= 0 and t["host"] and t["versions"]["numpy"]
     assert t["numba_threads"] == 1 and t["omp_num_threads"] == "1"  # workers x threads <= cores
     assert set(disk["tasks"]["g2__btsvc__p000__s01"]["metrics"]) == {"error_rate", "nll"}
