@@ -92,9 +92,9 @@ class SilfSearch(_Hooks):
         well-conditioned problems of ``kappa0 = var(y)`` by default
         (docs/design/kappa0.md, "kappa0 held where the search takes large
         steps"). With ``kappa0`` fixed: the box."""
+        held = super().held_bounds(theta0)
         if self.lead == 2:
-            return list(self.bounds)
-        held = list(self.bounds)
+            return held
         lo, hi = held[2]
         at = float(np.clip(theta0[2], lo, hi))
         held[2] = (at, at)
