@@ -97,7 +97,7 @@ class SilfObjective:
             self.best, self.best_evidence = best, kept
         if warm.slope is not None:
             self.slope = float(warm.slope)
-        if warm.newton_first:
+        if warm.newton_first:  # as after a solve that needed Newton (smo_newton's stiff)
             self.n_newton = max(self.n_newton, 1)
 
     def release(self):

@@ -223,7 +223,7 @@ def _subsample_phase(model, data, thetas):
     ``(records, best, warm)``, the full-data warm start being the best
     subsample solution on its own cases and 0 elsewhere; None when the data
     are too few."""
-    def run(obj, theta0, _box):  # the phase holds what the model holds at the start
+    def run(obj, theta0):  # in the box of the start: what the model holds stays there
         res = run_start(obj, theta0, model.held_bounds(theta0), model.options(COARSE_OPTIONS),
                         precondition=model.precondition)
         obj.release()  # one row cache alive at a time
@@ -231,7 +231,7 @@ def _subsample_phase(model, data, thetas):
 
     records, best, dual0, chosen = coarse_starts(
         lambda *sub: model.objective(Data(*sub), subsample=True), data.X, data.y, thetas,
-        model.bounds, model.init_subsample, model.random_state, run, model.n_jobs, data.weights)
+        model.init_subsample, model.random_state, run, model.n_jobs, data.weights)
     if not records:
         return None
     for rec in records:  # warned here, on the caller's thread

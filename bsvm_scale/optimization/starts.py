@@ -137,14 +137,15 @@ def isotropic_stage(fit_isotropic, X, y, thetas, n_jobs=None):
     return stage
 
 
-def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_jobs=None,
+def coarse_starts(make_objective, X, y, thetas, m, random_state, run, n_jobs=None,
                   sample_weight=None):
     """The subsample phase of coarse-to-fine starts (``init_subsample``).
 
     Every start is optimised on the same seeded subsample of ``m`` of the
     ``n`` cases (``make_objective(X_m, y_m)`` gives a fresh objective,
-    ``run(objective, theta0, bounds)`` the :class:`StartResult`); the start
-    with the best subsample evidence is then refined on the full data.
+    ``run(objective, theta0)`` the :class:`StartResult`, in the box the
+    caller's model gives that start); the start with the best subsample
+    evidence is then refined on the full data.
     The starts are independent and run on up to ``n_jobs`` threads
     (:func:`bsvm_scale._util.threads.thread_map`). Returns ``(records, best,
     dual0, objective)``: one start record per start (with ``n_samples``), the
@@ -165,7 +166,7 @@ def coarse_starts(make_objective, X, y, thetas, bounds, m, random_state, run, n_
 
     def one(theta0):
         obj = make_objective(*data)
-        record = start_record(run(obj, theta0, bounds), n_samples=m)
+        record = start_record(run(obj, theta0), n_samples=m)
         return record, obj
 
     records, objectives = zip(*thread_map(one, thetas, n_jobs))

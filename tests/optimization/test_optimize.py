@@ -418,8 +418,8 @@ def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution(n_
     X = np.arange(40.0).reshape(20, 2)
     y = np.arange(20.0)
     thetas = [np.array([3.0, 3.0]), np.array([1.2, 0.8])]
-    records, best, dual0, chosen = coarse_starts(Quadratic, X, y, thetas, BOUNDS, 6, None,
-                                                 lambda o, t, b: run_start(o, t, b), n_jobs)
+    records, best, dual0, chosen = coarse_starts(Quadratic, X, y, thetas, 6, None,
+                                                 lambda o, t: run_start(o, t, BOUNDS), n_jobs)
     assert [r["n_samples"] for r in records] == [6, 6]
     lo, hi = np.array(BOUNDS).T
     for r, t in zip(records, thetas):  # in the order of the starts
@@ -430,8 +430,7 @@ def test_coarse_starts_refine_the_best_subsample_start_from_its_dual_solution(n_
     assert np.count_nonzero(dual0) == 6  # y + theta_0 > 0 on the subsample
     np.testing.assert_allclose(dual0[idx], y[idx] + records[best]["theta"][0])
     assert np.all(dual0[np.setdiff1d(np.arange(20), idx)] == 0)
-    assert coarse_starts(Quadratic, X, y, thetas, BOUNDS, 10, None, None) == ([], None, None,
-                                                                              None)
+    assert coarse_starts(Quadratic, X, y, thetas, 10, None, None) == ([], None, None, None)
 
 
 def test_evidence_weights_are_the_normalised_evidences():
