@@ -13,6 +13,18 @@ Lambda^1/2`` and traces against ``dSigma/d ln theta_p`` (4.39)-(4.42),
   after ``r`` pivots ``K~ = G G^T + E`` with ``E`` positive semi-definite and
   ``tr E`` the sum of the residual diagonal, which bounds what the rank-``r``
   factor leaves out (``0 <= ln|I + K~| - ln|I + G G^T| <= tr E``).
+  Column ``j`` for pivot ``i`` is ``(K~[:, i] - G[:, :j] G[i, :j]^T) /
+  sqrt(E_ii)``: one pass over the ``m x j`` array per column, so a factor of
+  rank ``r`` reads ``m r^2 / 2`` numbers from memory. Past
+  :data:`PANEL_FROM` columns the factor is made in panels
+  (:func:`_panel_pivots`): the ``c`` points of largest residual are taken as
+  candidates, and the part ``K~[:, q] - G[:, :j0] G[q, :j0]^T`` of all their
+  columns is made in one pass over ``G`` (:func:`_panel_columns`); the greedy
+  pivots that follow are taken from the panel while they are candidates, each
+  finishing its column with the panel's own columns (:func:`_panel_pivot`).
+  The first pivot that is not a candidate starts the next panel. The pivots
+  are the greedy ones and every column is summed in the same order as one
+  column at a time, so the factor is the same to the last bit.
 * :func:`dcov_contract` -- ``sum_ab W[a, b] dCov(A_a, B_b)/d ln theta_p``
   for every log hyperparameter ``p`` over a cross block, computing the
   covariance on the fly (O(|A| |B| d) time, O(|A| d) memory).
@@ -61,8 +73,14 @@ def _pivot_column(kern, sl, G, j, i, resid):
     resid[i] = 0.0
 
 
+#: columns made one at a time before the factor goes on in panels, and after
+#: a panel that did not pay (:func:`pivoted_cholesky_from`)
+PANEL_FROM = 64
+PANEL_BACKOFF = 32
+
+
 @jit()
-def pivoted_cholesky(kern, sl, G, tol, floor):
+def pivoted_cholesky(kern, sl, G, tol, floor, panel):
     """Greedy partial Cholesky of ``K~ = diag(sl) Sigma diag(sl)`` into ``G``.
 
     Parameters
@@ -74,6 +92,8 @@ def pivoted_cholesky(kern, sl, G, tol, floor):
     tol : stop once the residual trace ``tr E`` is at most ``tol``.
     floor : stop once the largest residual diagonal entry is at most ``floor``
         (the remaining directions are at rounding level).
+    panel : candidates per panel (module docstring); below 2, one column at a
+        time throughout. The factor is the same either way.
 
     Returns
     -------
@@ -86,25 +106,115 @@ def pivoted_cholesky(kern, sl, G, tol, floor):
     for a in range(m):
         resid[a] = sl[a] * sl[a] * (kern.kappa0 + kern.kappa_b)
     piv = np.full(G.shape[1], -1, dtype=np.int64)
-    rank = pivoted_cholesky_from(kern, sl, G, 0, G.shape[1], piv, resid, tol, floor)
+    rank = pivoted_cholesky_from(kern, sl, G, 0, G.shape[1], piv, resid, tol, floor, panel)
     return rank, piv, resid
 
 
 @jit()
-def pivoted_cholesky_from(kern, sl, G, j0, j1, piv, resid, tol, floor):
+def pivoted_cholesky_from(kern, sl, G, j0, j1, piv, resid, tol, floor, panel):
     """Continue :func:`pivoted_cholesky` from its first ``j0`` columns (in
     ``G``, ``piv`` and the residual ``resid``, all updated in place) up to
     ``j1 <= G.shape[1]`` columns; returns the rank. The columns are those one
-    call with a budget of ``j1`` would have made."""
-    rank = j0
-    for j in range(j0, j1):
+    call with a budget of ``j1`` would have made (``panel``: as there).
+
+    A panel whose candidates gave fewer than a quarter of its width in pivots
+    did not pay for its columns (the largest residuals sat together, as on
+    inputs of low dimension): the next :data:`PANEL_BACKOFF` columns, twice
+    as many after each such panel, are made one at a time."""
+    m = resid.shape[0]
+    width = min(panel, m) if panel >= 2 else 0
+    P = np.empty((m, width))
+    pos = np.full(m if width else 0, -1, dtype=np.int64)
+    rank, next_panel, backoff = j0, max(j0, PANEL_FROM), PANEL_BACKOFF
+    while rank < j1:
         i, total = _argmax_sum(resid)
         if total <= tol or resid[i] <= floor:
             break
-        piv[j] = i
-        _pivot_column(kern, sl, G, j, i, resid)
-        rank = j + 1
+        if width and rank >= next_panel:
+            done = _panel_pivots(kern, sl, G, rank, j1, piv, resid, tol, floor, P, pos)
+            if 4 * (done - rank) < width:
+                next_panel, backoff = done + backoff, 2 * backoff
+            else:
+                backoff = PANEL_BACKOFF
+            if done > rank:
+                rank = done
+                continue
+        piv[rank] = i
+        _pivot_column(kern, sl, G, rank, i, resid)
+        rank += 1
     return rank
+
+
+@jit()
+def _top(resid, c):
+    """The ``c`` indices of largest ``resid``, ties to the lower index (so the
+    first is :func:`_argmax_sum`'s)."""
+    return np.argsort(-resid, kind="mergesort")[:c]
+
+
+@jit()
+def _panel_pivots(kern, sl, G, j0, j1, piv, resid, tol, floor, P, pos):
+    """Greedy pivots from column ``j0`` on, while each is one of the panel's
+    candidates (the ``P.shape[1]`` points of largest residual at ``j0``);
+    returns the rank reached. ``pos`` (all -1 on entry and on return) maps a
+    point to its candidate slot."""
+    cand = _top(resid, P.shape[1])
+    _panel_columns(kern, sl, G, j0, cand, P)
+    for q in range(cand.shape[0]):
+        pos[cand[q]] = q
+    rank = j0
+    while rank < j1:
+        i, total = _argmax_sum(resid)
+        if total <= tol or resid[i] <= floor or pos[i] < 0:
+            break
+        piv[rank] = i
+        _panel_pivot(P, pos[i], G, j0, rank, i, resid)
+        pos[i] = -1
+        rank += 1
+    for q in range(cand.shape[0]):
+        pos[cand[q]] = -1
+    return rank
+
+
+@jit(parallel=True)
+def _panel_columns(kern, sl, G, j0, cand, P):
+    """``P[:, q] = K~[:, cand_q] - G[:, :j0] G[cand_q, :j0]^T``, each entry
+    summed over ``l = 0 .. j0-1`` in order (as :func:`_pivot_column` sums),
+    with one pass over ``G``."""
+    m, c = G.shape[0], cand.shape[0]
+    Gc = np.empty((j0, c))  # the candidates' rows of G, transposed
+    for q in range(c):
+        for l in range(j0):
+            Gc[l, q] = G[cand[q], l]
+    for q in prange(c):
+        col = np.empty(m)
+        _cov_row_part(kern, cand[q], 0, m, col)
+        for a in range(m):
+            P[a, q] = col[a] * sl[a] * sl[cand[q]]
+    for a in prange(m):
+        acc = P[a, :c].copy()
+        for l in range(j0):
+            g = G[a, l]
+            for q in range(c):
+                acc[q] -= g * Gc[l, q]
+        P[a, :c] = acc
+
+
+@jit(parallel=True)
+def _panel_pivot(P, q, G, j0, j, i, resid):
+    """Column ``j`` of ``G`` for pivot ``i``, the panel's candidate ``q``
+    (panel begun at column ``j0``): :func:`_pivot_column`'s sum, its first
+    ``j0`` terms taken from ``P``."""
+    sq = np.sqrt(resid[i])
+    for a in prange(G.shape[0]):
+        s = P[a, q]
+        for l in range(j0, j):
+            s -= G[a, l] * G[i, l]
+        g = s / sq
+        G[a, j] = g
+        r = resid[a] - g * g
+        resid[a] = r if r > 0.0 else 0.0
+    resid[i] = 0.0
 
 
 @jit(parallel=True)

@@ -17,11 +17,23 @@ import numpy as np
 
 from .._compiled import lowrank as _lk
 
-__all__ = ["FIRST_CAPACITY", "pivoted_factor", "rounding_floor", "staged_factor",
-           "growing_factor"]
+__all__ = ["FIRST_CAPACITY", "PANEL", "pivoted_factor", "panel_width", "rounding_floor",
+           "staged_factor", "growing_factor"]
 
 #: columns of a factor's array before it first doubles (:func:`staged_factor`)
 FIRST_CAPACITY = 64
+#: candidates of one panel of the compiled factorisation, and the memory its
+#: ``m x c`` array may take (:mod:`bsvm_scale._compiled.lowrank`)
+PANEL = 64
+PANEL_BYTES = 64 * 2**20
+
+
+def panel_width(m):
+    """Candidates per panel for a block of ``m`` points: :data:`PANEL`, fewer
+    where ``m x PANEL`` numbers would pass :data:`PANEL_BYTES` (0 below 8:
+    one column at a time). The factor does not depend on it."""
+    c = int(min(PANEL, PANEL_BYTES // (8 * max(int(m), 1))))
+    return c if c >= 8 else 0
 
 
 def pivoted_factor(cov, X, sl, tol, max_rank=None, start=None):
@@ -89,7 +101,8 @@ def _factor_stage(kern, sl, G, rank, stop, piv, resid, tol, floor, width):
             wider[:, :rank] = G[:, :rank]
             G = wider
         part = min(stop, G.shape[1])
-        rank_after = _lk.pivoted_cholesky_from(kern, sl, G, rank, part, piv, resid, tol, floor)
+        rank_after = _lk.pivoted_cholesky_from(kern, sl, G, rank, part, piv, resid, tol, floor,
+                                                panel_width(G.shape[0]))
         if rank_after < part:
             return G, rank_after
         rank = rank_after

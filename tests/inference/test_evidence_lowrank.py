@@ -62,7 +62,7 @@ def test_pivoted_cholesky_matches_dense_reference():
     X, cov, sl = _block()
     _, Kt = _dense_B(X, cov, sl)
     G = np.zeros((X.shape[0], 12))
-    rank, piv, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 0.0, 0.0)
+    rank, piv, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 0.0, 0.0, 0)
     Gr, pr, rr = ref_pivoted_cholesky(Kt, 12)
     assert rank == 12
     np.testing.assert_array_equal(piv, pr)
@@ -76,10 +76,10 @@ def test_pivoted_cholesky_matches_dense_reference():
 def test_pivoted_cholesky_stops_at_tolerance():
     X, cov, sl = _block(m=80, d=2)
     G = np.zeros((80, 80))
-    rank, _, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 1e-3, 0.0)
+    rank, _, resid = lk.pivoted_cholesky(cov.kernel(X), sl, G, 1e-3, 0.0, 0)
     assert 0 < rank < 80 and resid.sum() <= 1e-3
     G2 = np.zeros((80, 80))
-    rank2, _, resid2 = lk.pivoted_cholesky(cov.kernel(X), sl, G2, 1e-3, 0.0)
+    rank2, _, resid2 = lk.pivoted_cholesky(cov.kernel(X), sl, G2, 1e-3, 0.0, 0)
     assert rank2 == rank and np.array_equal(G, G2)   # deterministic
 
 
