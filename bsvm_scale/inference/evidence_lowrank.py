@@ -499,7 +499,7 @@ AUTO_DENSE_MAX = 5000
 #: and the block is factorised densely (docs/design/matrix_free_evidence.md,
 #: "Dense or factor from 2,000 to 5,000 cases")
 AUTO_FACTOR_MIN = 2000
-AUTO_FACTOR_RATIO = 0.2
+AUTO_FACTOR_RATIO = 0.35
 AUTO_FACTOR_FIRST = 256
 #: the plan's name for that route
 FACTOR_OR_DENSE = "factor_or_dense"
