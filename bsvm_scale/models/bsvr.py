@@ -181,7 +181,7 @@ class BayesianSVR(RegressorMixin, BaseEstimator):
         what it leaves out, and a preconditioned stochastic Lanczos correction
         with fixed probes when the rank budget stops it first
         (:mod:`bsvm_scale.inference.evidence_lowrank`); ``"auto"``: dense up to 2,000
-        off-bound cases, up to 5,000 a factor of ``<= m / 5`` columns where it meets
+        off-bound cases, up to 5,000 a factor of ``<= 0.35 m`` columns where it meets
         ``evidence_tol`` alone (else dense), matrix-free beyond.
         ``evidence_method_`` and ``evidence_error_`` say what the fit used.
     evidence_tol : float, default=0.01
