@@ -21,7 +21,7 @@ Lambda^1/2`` and traces against ``dSigma/d ln theta_p`` (4.39)-(4.42),
   candidates, and the part ``K~[:, q] - G[:, :j0] G[q, :j0]^T`` of all their
   columns is made in one pass over ``G`` (:func:`_panel_columns`); the greedy
   pivots that follow are taken from the panel while they are candidates, each
-  finishing its column with the panel's own columns (:func:`_panel_pivot`).
+  finishing its column with the panel's own columns (:func:`_finish_column`).
   The first pivot that is not a candidate starts the next panel. The pivots
   are the greedy ones and every column is summed in the same order as one
   column at a time, so the factor is the same to the last bit.
@@ -54,17 +54,40 @@ def _argmax_sum(resid):
     return best, total
 
 
-@jit(parallel=True)
+@jit(inline="always")
+def _scaled_column_part(kern, sl, i, j0, j1, out):
+    """``out[a] = K~[a, i] = sl_a Cov(X[a], X[i]) sl_i`` for ``j0 <= a < j1``."""
+    _cov_row_part(kern, i, j0, j1, out)
+    for a in range(j0, j1):
+        out[a] = out[a] * sl[a] * sl[i]
+
+
+@jit()
 def _pivot_column(kern, sl, G, j, i, resid):
     """Column ``j`` of ``G`` for pivot ``i``; updates the residual diagonal."""
-    m = kern.X.shape[0]
-    col = np.empty(m)  # the covariance column of the pivot (a row, by symmetry)
+    col = np.empty(kern.X.shape[0])  # the pivot's column of K~ (a row, by symmetry)
+    _scaled_column(kern, sl, i, col)
+    _finish_column(col, G, 0, j, i, resid)
+
+
+@jit(parallel=True)
+def _scaled_column(kern, sl, i, col):
+    """Column ``i`` of ``K~`` into ``col``, in parallel chunks."""
+    m = col.shape[0]
     for c in prange((m + _ROW_CHUNK - 1) // _ROW_CHUNK):
-        _cov_row_part(kern, i, c * _ROW_CHUNK, min(m, (c + 1) * _ROW_CHUNK), col)
+        _scaled_column_part(kern, sl, i, c * _ROW_CHUNK, min(m, (c + 1) * _ROW_CHUNK), col)
+
+
+@jit(parallel=True)
+def _finish_column(part, G, j0, j, i, resid):
+    """Column ``j`` of ``G`` for pivot ``i`` from ``part[a] = K~[a, i] -
+    sum_{l < j0} G[a, l] G[i, l]``: the remaining terms ``l = j0 .. j-1``
+    subtracted in order, divided by ``sqrt(E_ii)``; updates the residual
+    diagonal."""
     sq = np.sqrt(resid[i])
-    for a in prange(m):
-        s = col[a] * sl[a] * sl[i]
-        for l in range(j):
+    for a in prange(G.shape[0]):
+        s = part[a]
+        for l in range(j0, j):
             s -= G[a, l] * G[i, l]
         g = s / sq
         G[a, j] = g
@@ -168,7 +191,7 @@ def _panel_pivots(kern, sl, G, j0, j1, piv, resid, tol, floor, P, pos):
         if total <= tol or resid[i] <= floor or pos[i] < 0:
             break
         piv[rank] = i
-        _panel_pivot(P, pos[i], G, j0, rank, i, resid)
+        _finish_column(P[:, pos[i]], G, j0, rank, i, resid)
         pos[i] = -1
         rank += 1
     for q in range(cand.shape[0]):
@@ -188,9 +211,8 @@ def _panel_columns(kern, sl, G, j0, cand, P):
             Gc[l, q] = G[cand[q], l]
     for q in prange(c):
         col = np.empty(m)
-        _cov_row_part(kern, cand[q], 0, m, col)
-        for a in range(m):
-            P[a, q] = col[a] * sl[a] * sl[cand[q]]
+        _scaled_column_part(kern, sl, cand[q], 0, m, col)
+        P[:, q] = col
     for a in prange(m):
         acc = P[a, :c].copy()
         for l in range(j0):
@@ -198,23 +220,6 @@ def _panel_columns(kern, sl, G, j0, cand, P):
             for q in range(c):
                 acc[q] -= g * Gc[l, q]
         P[a, :c] = acc
-
-
-@jit(parallel=True)
-def _panel_pivot(P, q, G, j0, j, i, resid):
-    """Column ``j`` of ``G`` for pivot ``i``, the panel's candidate ``q``
-    (panel begun at column ``j0``): :func:`_pivot_column`'s sum, its first
-    ``j0`` terms taken from ``P``."""
-    sq = np.sqrt(resid[i])
-    for a in prange(G.shape[0]):
-        s = P[a, q]
-        for l in range(j0, j):
-            s -= G[a, l] * G[i, l]
-        g = s / sq
-        G[a, j] = g
-        r = resid[a] - g * g
-        resid[a] = r if r > 0.0 else 0.0
-    resid[i] = 0.0
 
 
 @jit(parallel=True)
