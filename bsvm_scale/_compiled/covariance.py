@@ -22,8 +22,12 @@ gradients (4.39)-(4.41), (5.36), (5.37)::
     dCov/d ln kappa_l = -1/2 * kappa_l (x_l - x'_l)^2 * kappa0 * K(x, x')
     dCov/d ln kappa_b = kappa_b
 
-The isotropic derivative d/d ln kappa is the sum of the ARD derivatives.
-The layout of a gradient vector is ``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``.
+The isotropic derivative d/d ln kappa is the sum of the ARD derivatives,
+``-1/2 kappa ||x - x'||^2 kappa0 K(x, x')``. The layout of a gradient vector is
+``[ln kappa0, ln w_1 .. ln w_d, ln kappa_b]``; for an isotropic :class:`Kernel`
+(``iso``) the contractions put that whole derivative in the ``ln w_1`` column
+and leave the other ``d - 1`` at zero: one pass over a block of distances
+instead of ``d`` (the caller sums the ``d`` columns either way).
 """
 
 from __future__ import annotations
@@ -54,13 +58,17 @@ class Kernel(NamedTuple):
     kappa_b: float
     #: (d, n) C-contiguous copy of ``X.T``: a row's distances vectorise over it
     Xt: np.ndarray
+    #: isotropic (4.3): derivative contractions give ``d/d ln kappa`` in one column
+    iso: bool
 
 
-def make_kernel(X, w, kappa0, kappa_b):
-    """:class:`Kernel` over contiguous float64 ``X`` (its transpose is copied once)."""
+def make_kernel(X, w, kappa0, kappa_b, iso=False):
+    """:class:`Kernel` over contiguous float64 ``X`` (its transpose is copied
+    once); ``iso=True`` for the isotropic covariance, whose derivative
+    contractions put ``d/d ln kappa`` in the first weight column."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     return Kernel(X, np.ascontiguousarray(w, dtype=np.float64), float(kappa0),
-                  float(kappa_b), np.ascontiguousarray(X.T))
+                  float(kappa_b), np.ascontiguousarray(X.T), bool(iso))
 
 
 @jit(inline="always")
@@ -116,20 +124,43 @@ def _gather_t(X, idx):
 
 
 @jit(inline="always")
-def _add_dcov_row(A, a, Bt, w, kappa0, coef, acc, part, r, j0, j1):
-    """``part[r, p] += sum_b coef[b] dCov(A[a], B[b])/d ln theta_p`` over the
-    columns ``j0 <= b < j1`` of ``Bt = B.T``, for ``ln kappa0`` and every ``ln
-    w_l`` (the ``ln kappa_b`` column is left to the caller); ``acc`` (as long as
-    ``coef``) is scratch. Each entry of ``part`` sums over ``b`` in order."""
-    _wsqdist_row(A, a, Bt, w, acc, j0, j1)
-    _cov_from_sqdist(acc, kappa0, 0.0, j0, j1)
-    _add_dcov_from(A, a, Bt, w, coef, acc, part, r, j0, j1)
+def _kk_row(A, a, Bt, w, kappa0, kk, sq, j0, j1, iso):
+    """``kk[b] = kappa0 exp(-d_ab / 2)`` for ``j0 <= b < j1``; with ``iso`` the
+    distances ``d_ab`` are kept in ``sq`` too (the same bits in ``kk`` either way)."""
+    if iso:
+        _wsqdist_row(A, a, Bt, w, sq, j0, j1)
+        for b in range(j0, j1):
+            kk[b] = sq[b]
+    else:
+        _wsqdist_row(A, a, Bt, w, kk, j0, j1)
+    _cov_from_sqdist(kk, kappa0, 0.0, j0, j1)
 
 
 @jit(inline="always")
-def _add_dcov_from(A, a, Bt, w, coef, kk, part, r, j0, j1):
+def _add_dcov_row(A, a, Bt, w, kappa0, coef, scratch, part, r, j0, j1, iso):
+    """``part[r, p] += sum_b coef[b] dCov(A[a], B[b])/d ln theta_p`` over the
+    columns ``j0 <= b < j1`` of ``Bt = B.T``, for ``ln kappa0`` and every ``ln
+    w_l`` (the ``ln kappa_b`` column is left to the caller; with ``iso`` the
+    ``ln kappa`` derivative goes to column 1). ``scratch`` is ``(2, nb)``. Each
+    entry of ``part`` sums over ``b`` in order."""
+    kk, sq = scratch[0], scratch[1]
+    _kk_row(A, a, Bt, w, kappa0, kk, sq, j0, j1, iso)
+    _add_dcov_from(A, a, Bt, w, coef, kk, sq, part, r, j0, j1, iso)
+
+
+@jit(inline="always")
+def _add_dcov_from(A, a, Bt, w, coef, kk, sq, part, r, j0, j1, iso):
     """:func:`_add_dcov_row` from the values ``kk[b] = kappa0 exp(-d_ab / 2)``
-    of row ``a`` already computed."""
+    of row ``a`` already computed (and, with ``iso``, their distances ``sq``)."""
+    if iso:
+        s, s1 = part[r, 0], 0.0
+        for b in range(j0, j1):
+            c = coef[b] * kk[b]
+            s += c
+            s1 += c * sq[b]
+        part[r, 0] = s
+        part[r, 1] -= 0.5 * s1
+        return
     s = part[r, 0]
     for b in range(j0, j1):
         s += coef[b] * kk[b]
@@ -214,19 +245,19 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
     dCov(x_a, B[b])/d ln theta_p`` for ``ln kappa0`` and every ``ln w_l``
     (the ``ln kappa_b`` column is left to the caller). Each row sums over
     ``b`` in order."""
-    A, w, kappa0, kappa_b = kern.X, kern.w, kern.kappa0, kern.kappa_b
+    A, w, kappa0, kappa_b, iso = kern.X, kern.w, kern.kappa0, kern.kappa_b, kern.iso
     Bt = np.ascontiguousarray(B.T)
     out = np.empty(A.shape[0])
+    nb = B.shape[0]
     for a in prange(A.shape[0]):
-        acc = np.empty(B.shape[0])
-        _wsqdist_row(A, a, Bt, w, acc, 0, B.shape[0])
-        _cov_from_sqdist(acc, kappa0, 0.0, 0, B.shape[0])
+        acc, sq = np.empty(nb), np.empty(nb if iso else 0)
+        _kk_row(A, a, Bt, w, kappa0, acc, sq, 0, nb, iso and rows[a] >= 0)
         s = 0.0
-        for b in range(B.shape[0]):
+        for b in range(nb):
             s += (acc[b] + kappa_b) * v[b]
         out[a] = s
         if rows[a] >= 0:
-            _add_dcov_from(A, a, Bt, w, nu[a] * v, acc, part, rows[a], 0, B.shape[0])
+            _add_dcov_from(A, a, Bt, w, nu[a] * v, acc, sq, part, rows[a], 0, nb, iso)
     return out
 
 
@@ -237,8 +268,8 @@ def dcov_rows(kern, rows, cols, v):
     out = np.zeros((rows.shape[0], kern.X.shape[1] + 2))
     Bt = _gather_t(kern.X, cols)
     for a in prange(rows.shape[0]):
-        acc = np.empty(cols.shape[0])
-        _add_dcov_row(kern.X, rows[a], Bt, kern.w, kern.kappa0, v, acc, out, a, 0, v.shape[0])
+        _add_dcov_row(kern.X, rows[a], Bt, kern.w, kern.kappa0, v, np.empty((2, cols.shape[0])),
+                      out, a, 0, v.shape[0], kern.iso)
     return out
 
 
@@ -277,8 +308,8 @@ def trace_dcov(kern, idx, A):
     Xt = _gather_t(kern.X, idx)
     part = np.zeros((m, d + 2))
     for a in prange(m):
-        acc = np.empty(m)
-        _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, A[a], acc, part, a, 0, m)
+        _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, A[a], np.empty((2, m)), part, a,
+                      0, m, kern.iso)
         part[a, d + 1] = kern.kappa_b * _head_sum(A[a], m)
     return part.sum(axis=0)
 
@@ -286,11 +317,12 @@ def trace_dcov(kern, idx, A):
 @jit(inline="always")
 def _trace_dcov_row(kern, idx, Xt, A, a, coef, acc, part):
     """Row ``a`` of :func:`trace_dcov_lower`: pairs ``(a, b)``, ``b <= a``
-    (``coef`` and ``acc`` scratch of at least ``a + 1`` entries)."""
+    (``coef`` scratch of at least ``a + 1`` entries, ``acc`` of ``2`` rows of as many)."""
     for b in range(a):
         coef[b] = 2.0 * A[a, b]
     coef[a] = A[a, a]
-    _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, coef, acc, part, a, 0, a + 1)
+    _add_dcov_row(kern.X, idx[a], Xt, kern.w, kern.kappa0, coef, acc, part, a, 0, a + 1,
+                  kern.iso)
     part[a, -1] = kern.kappa_b * _head_sum(coef, a + 1)
 
 
@@ -308,7 +340,7 @@ def trace_dcov_lower(kern, idx, A):
     Xt = _gather_t(kern.X, idx)
     part = np.zeros((m, kern.X.shape[1] + 2))
     for k in prange((m + 1) // 2):
-        coef, acc = np.empty(m), np.empty(m)
+        coef, acc = np.empty(m), np.empty((2, m))
         _trace_dcov_row(kern, idx, Xt, A, k, coef, acc, part)
         if m - 1 - k != k:
             _trace_dcov_row(kern, idx, Xt, A, m - 1 - k, coef, acc, part)
@@ -333,7 +365,7 @@ def quad_dcov(kern, idx, v):
         part[a, 0] += va * va * kern.kappa0  # diagonal pair (distance 0)
         k = s - a - 1  # the pairs (a, b > a), as slices (a range from a + 1 is slower)
         _add_dcov_row(kern.X, idx[a], Xt[:, a + 1:], kern.w, kern.kappa0, 2.0 * va * v[a + 1:],
-                      np.empty(k), part, a, 0, k)
+                      np.empty((2, k)), part, a, 0, k, kern.iso)
     out = part.sum(axis=0)
     vsum = _head_sum(v, s)
     out[-1] = kern.kappa_b * vsum * vsum
@@ -373,28 +405,35 @@ def bilinear_dcov(kern, idx, p, v):
     Xt = _gather_t(X, idx)
     part = np.zeros((m, d + 2))
     for k in prange((m + 1) // 2):
-        acc = np.empty(m)
-        _bilinear_row(X, idx, Xt, w, kappa0, p, v, k, acc, part)
+        acc = np.empty((2, m))
+        _bilinear_row(X, idx, Xt, w, kappa0, p, v, k, acc, part, kern.iso)
         if m - 1 - k != k:
-            _bilinear_row(X, idx, Xt, w, kappa0, p, v, m - 1 - k, acc, part)
+            _bilinear_row(X, idx, Xt, w, kappa0, p, v, m - 1 - k, acc, part, kern.iso)
     out = part.sum(axis=0)
     out[-1] = kappa_b * _head_sum(p, m) * _head_sum(v, m)
     return out
 
 
 @jit(inline="always")
-def _bilinear_row(X, idx, Xt, w, kappa0, p, v, a, acc, part):
+def _bilinear_row(X, idx, Xt, w, kappa0, p, v, a, scratch, part, iso):
     """Row ``a``'s share of :func:`bilinear_dcov`: its diagonal pair and every
-    pair ``(a, b)`` with ``b > a``, into ``part[a]``."""
+    pair ``(a, b)`` with ``b > a``, into ``part[a]`` (``scratch`` is ``(2, m)``;
+    with ``iso`` the ``ln kappa`` derivative goes to column 1)."""
     m, d = Xt.shape[1], Xt.shape[0]
+    acc, sq = scratch[0], scratch[1]
     part[a, 0] += p[a] * v[a] * kappa0  # distance 0
-    _wsqdist_row(X, idx[a], Xt[:, a + 1:], w, acc[a + 1:], 0, m - a - 1)
-    _cov_from_sqdist(acc[a + 1:], kappa0, 0.0, 0, m - a - 1)
+    _kk_row(X, idx[a], Xt[:, a + 1:], w, kappa0, acc[a + 1:], sq[a + 1:], 0, m - a - 1, iso)
     pa, va, s = p[a], v[a], 0.0
     for b in range(a + 1, m):  # acc[b] becomes the pair's weighted kernel value
         acc[b] = acc[b] * (pa * v[b] + p[b] * va)
         s += acc[b]
     part[a, 0] += s
+    if iso:
+        s = 0.0
+        for b in range(a + 1, m):
+            s += acc[b] * sq[b]
+        part[a, 1] -= 0.5 * s
+        return
     for l in range(d):
         x, sl = X[idx[a], l], 0.0
         for b in range(a + 1, m):

@@ -234,6 +234,7 @@ def dcov_contract(kern, B, W):
     Bt = np.ascontiguousarray(B.T)
     part = np.zeros((A.shape[0], A.shape[1] + 2))
     for a in prange(A.shape[0]):
-        _add_dcov_row(A, a, Bt, kern.w, kern.kappa0, W[a], np.empty(nb), part, a, 0, nb)
+        _add_dcov_row(A, a, Bt, kern.w, kern.kappa0, W[a], np.empty((2, nb)), part, a, 0, nb,
+                      kern.iso)
         part[a, -1] = kern.kappa_b * _head_sum(W[a], nb)
     return part.sum(axis=0)

@@ -195,9 +195,11 @@ class GaussianCovariance:
     def kernel(self, X):
         """This covariance over the inputs ``X`` as the compiled kernels take it:
         a :class:`bsvm_scale._compiled.covariance.Kernel` of contiguous float64
-        ``X`` and weights (:meth:`weights`)."""
+        ``X`` and weights (:meth:`weights`), isotropic when this covariance is (its
+        derivative contractions then make ``d/d ln kappa`` in one pass)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
-        return _ck.make_kernel(X, self.weights(X.shape[1]), self.kappa0, self.kappa_b)
+        return _ck.make_kernel(X, self.weights(X.shape[1]), self.kappa0, self.kappa_b,
+                               iso=not self.ard)
 
     def row(self, X, i, out=None):
         """Row ``i`` of the covariance of ``X`` against all of ``X``."""

@@ -242,6 +242,48 @@ def test_isotropic_gradient_is_sum_of_ard_gradients():
     np.testing.assert_allclose(iso, [ard[0], ard[1:-1].sum(), ard[-1]], rtol=1e-12)
 
 
+def _iso_kernels(n=30, d=4, seed=12):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    w = np.full(d, 0.6)
+    return X, rng, ck.make_kernel(X, w, 1.7, 0.4, iso=True), ck.make_kernel(X, w, 1.7, 0.4)
+
+
+def _check_iso_layout(iso, ard):
+    """An isotropic kernel's contraction: ``ln kappa0`` and ``ln kappa_b`` as the ARD
+    layout's to the bit, ``d/d ln kappa`` (the sum of the weight columns) in column 1
+    (last bits may differ: one pass over the distances instead of one per input)."""
+    iso, ard = np.asarray(iso), np.asarray(ard)
+    assert np.array_equal(iso[..., 0], ard[..., 0])
+    assert np.array_equal(iso[..., -1], ard[..., -1])
+    assert np.all(iso[..., 2:-1] == 0.0)
+    np.testing.assert_allclose(iso[..., 1], ard[..., 1:-1].sum(axis=-1), rtol=1e-12,
+                               atol=1e-12 * np.abs(ard[..., 1:-1]).max())
+
+
+def test_isotropic_kernel_contractions_give_the_summed_derivative_in_one_column():
+    """Every compiled contraction with ``Kernel.iso`` (one pass over a block of
+    distances) against the same contraction with the ARD layout."""
+    from bsvm_scale._compiled import lowrank as lk
+
+    X, rng, iso, ard = _iso_kernels()
+    idx = rng.choice(30, size=17, replace=False).astype(np.int64)
+    A, p, v = rng.normal(size=(17, 17)), rng.normal(size=17), rng.normal(size=17)
+    for f, args in ((ck.trace_dcov, (idx, A)), (ck.trace_dcov_lower, (idx, A + A.T)),
+                    (ck.quad_dcov, (idx, v)), (ck.bilinear_dcov, (idx, p, v)),
+                    (ck.dcov_matvec, (idx, v)), (ck.dcov_rows, (idx[:5], idx, v))):
+        _check_iso_layout(f(iso, *args), f(ard, *args))
+    B, W = np.ascontiguousarray(X[:9] + 0.1), rng.normal(size=(30, 9))
+    _check_iso_layout(lk.dcov_contract(iso, B, W), lk.dcov_contract(ard, B, W))
+    rows = np.full(30, -1, dtype=np.int64)
+    rows[idx] = np.arange(17)
+    nu, u = rng.normal(size=30), rng.normal(size=9)
+    parts = [np.zeros((17, 6)), np.zeros((17, 6))]
+    means = [ck.cov_cross_matvec_dcov(k, B, u, nu, rows, q) for k, q in zip((iso, ard), parts)]
+    assert np.array_equal(means[0], means[1])
+    _check_iso_layout(parts[0], parts[1])
+
+
 # -- parameters -------------------------------------------------------------------
 @ARD
 def test_theta_round_trip(ard):
