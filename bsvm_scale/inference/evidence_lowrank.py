@@ -63,7 +63,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
-from .linalg import solve_lower_columns
+from .linalg import inverse_triangle, solve_lower_columns, times_lower
 from .pivoted import growing_factor, pivoted_factor, staged_factor
 
 from .._compiled import lowrank as _lk
@@ -169,8 +169,9 @@ class LowRankFactor:
         C = G.T @ G
         C[np.diag_indices_from(C)] += 1.0
         self.L_C = np.linalg.cholesky(C)
-        # R = G L_C^-T, in the memory of G (G^T is its F-ordered transpose)
-        self.R = _right_solve(self.L_C, G, trans="N")
+        self._iC = inverse_triangle(self.L_C)
+        # R = G L_C^-T, in the memory of G (one triangular product; O(r^3) for the inverse)
+        self.R = times_lower(G, self._iC, trans=True, overwrite=True)
         self.logdet = 2.0 * float(np.sum(np.log(np.diag(self.L_C))))
 
     def diag_inv(self):
@@ -200,8 +201,8 @@ class LowRankFactor:
         """
         if self.rank == 0:
             return np.zeros(cov.theta.shape[0])
-        # W = 2 G C^-1 L_S^-1 = 2 R L_C^-1 L_S^-1: one m x r array, solved in place
-        W = _right_solve(self.L_S, _right_solve(self.L_C, 2.0 * self.R))
+        # W = 2 G C^-1 L_S^-1 = 2 R (L_C^-1 L_S^-1): one m x r array, one triangular product
+        W = times_lower(self.R, times_lower(self._iC, inverse_triangle(self.L_S)), 2.0)
         eye = np.eye(self.rank)
         Mi = eye - cho_solve((self.L_C, True), eye)
         V = _right_solve(self.L_S, solve_triangular(self.L_S, Mi, lower=True, trans="T",

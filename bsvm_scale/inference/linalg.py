@@ -1,6 +1,8 @@
 """Dense linear algebra of the evidences: Cholesky factors with jitter, the
-inverse from a factor, and triangular solves whose every column does not
-depend on its neighbours.
+inverse from a factor, triangular solves whose every column does not
+depend on its neighbours, and products with a triangle's inverse (the
+low-rank factor's ``m x r`` arrays: one triangular multiply where a chain of
+triangular solves would take one pass each).
 
 BLAS solves the right-hand sides of ``L X = K`` in panels of a few columns and
 a remainder panel another way, so the last bits of a column's solution depend
@@ -18,13 +20,13 @@ import warnings
 
 import numpy as np
 
-from scipy.linalg import lapack, solve_triangular
+from scipy.linalg import blas, lapack, solve_triangular
 from scipy.linalg.lapack import dpotrf
 
 from .._compiled.dense import zero_upper
 
 __all__ = ["COLUMN_BLOCK", "solve_lower_columns", "chol_with_jitter", "stable_cholesky",
-           "inverse_lower"]
+           "inverse_lower", "inverse_triangle", "times_lower"]
 
 #: relative jitters tried by :func:`chol_with_jitter` (after none)
 _JITTERS = (1e-10, 1e-8, 1e-6, 1e-4, 1e-2)
@@ -107,6 +109,34 @@ def inverse_lower(L, overwrite=False):
     if info != 0:
         raise np.linalg.LinAlgError(f"dpotri failed with info={info}.")
     return inv.T
+
+
+def inverse_triangle(L):
+    """``L^-1`` of a nonsingular lower triangle ``L`` (LAPACK ``dtrtri``),
+    C-ordered, zero above the diagonal."""
+    if L.shape[0] == 0:
+        return np.zeros((0, 0))
+    inv, info = lapack.dtrtri(np.asfortranarray(L), lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"dtrtri failed with info={info}: the triangle is "
+                                    "singular.")
+    return np.ascontiguousarray(np.tril(inv))
+
+
+def times_lower(Y, N, alpha=1.0, trans=False, overwrite=False):
+    """``alpha Y N`` (``trans=True``: ``alpha Y N^T``) for a C-ordered ``k x r``
+    array ``Y`` and a lower triangle ``N`` (``r x r``).
+
+    One triangular multiply (BLAS ``dtrmm``) on the F-ordered ``Y^T``, ``k r^2``
+    operations, where a triangular solve with ``Y`` would take the same and two
+    of them twice; ``overwrite=True`` works in the memory of ``Y``. Returns a
+    C-ordered array.
+    """
+    if Y.shape[1] == 0:
+        return Y if overwrite else Y.copy()
+    # (Y N)^T = N^T Y^T and (Y N^T)^T = N Y^T; Y^T is the F-ordered view of Y
+    return blas.dtrmm(float(alpha), N, Y.T, side=0, lower=1, trans_a=int(not trans),
+                      overwrite_b=int(overwrite)).T
 
 
 def stable_cholesky(A):
