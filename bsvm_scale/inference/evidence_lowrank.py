@@ -73,13 +73,17 @@ __all__ = ["LowRankFactor", "LowRankPredictor", "pivoted_factor", "staged_factor
            "max_rank_for", "plan_block", "EvidenceSettings", "FACTOR_OR_DENSE", "check_method",
            "EvidenceBudgetError", "DEFAULT_TOL"]
 
-#: default bound (nats) on the error of -ln evidence left by the factor
-DEFAULT_TOL = 0.01
+#: default bound (nats) on the error of -ln evidence left by the factor: a
+#: Bayes factor of 1.05, below every threshold the search decides by (0.1 nat
+#: stalls, 1-nat gains of the full-data phase; docs/design/matrix_free_evidence.md,
+#: "The default tolerance")
+DEFAULT_TOL = 0.05
 #: the factor kept for prediction is computed to this fraction of the
-#: evidence tolerance: its projection error drives the relative error of the
-#: predictive standard deviation, which stays of the order of the factor's
-#: own tolerance (docs/design/matrix_free_evidence.md, "The factor kept for prediction")
-PREDICT_TOL_RATIO = 1e-2
+#: evidence tolerance (1e-4 nats at the default): its projection error drives the
+#: relative error of the predictive standard deviation, which stays of the order
+#: of the factor's own tolerance (docs/design/matrix_free_evidence.md, "The factor
+#: kept for prediction")
+PREDICT_TOL_RATIO = 2e-3
 #: arrays of m x r float64 alive at once (the factor, and one temporary of
 #: the gradient or a trimmed copy of the pivot buffer)
 _ARRAYS = 2

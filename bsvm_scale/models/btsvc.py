@@ -126,7 +126,7 @@ class BayesianSVC(ClassifierMixin, BaseEstimator):
         SVs, up to 5,000 a factor of ``<= 0.35 m`` columns where it meets
         ``evidence_tol`` alone (else dense), matrix-free beyond.
         ``evidence_method_`` and ``evidence_error_`` say what the fit used.
-    evidence_tol : float, default=0.01
+    evidence_tol : float, default=0.05
         Error allowed in ``-ln evidence`` (nats) on the matrix-free path.
     evidence_mb : float, default=1024
         Memory budget (MiB) of the evidence arrays: the dense block, or the

@@ -213,3 +213,15 @@ def test_btsvc_keys_carry_the_one_versus_one_default():
     assert _keyed_params("btsvc", {})["multi_class"] == "ovo"
     assert _keyed_params("btsvc", {"multi_class": "ovr"})["multi_class"] == "ovr"
     assert "multi_class" not in _keyed_params("bsvr", {})
+
+
+def test_bsvr_and_btsvc_keys_carry_the_evidence_tolerance_default():
+    """Tasks keyed before the evidence tolerance's default became 0.05 nats (0.01
+    before) are not adopted; an explicit tolerance keys as given."""
+    from bsvm_scale.inference.evidence_lowrank import DEFAULT_TOL
+    from bsvm_scale.pipeline.run.fingerprint import _keyed_params
+
+    for kind in ("bsvr", "btsvc"):
+        assert _keyed_params(kind, {})["evidence_tol"] == DEFAULT_TOL == 0.05
+        assert _keyed_params(kind, {"evidence_tol": 0.01})["evidence_tol"] == 0.01
+    assert "evidence_tol" not in _keyed_params("gpr", {})

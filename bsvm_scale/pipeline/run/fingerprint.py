@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...inference.evidence_lowrank import DEFAULT_TOL
 from ...optimization.driver import PIECEWISE_OPTIONS
 from ...optimization.starts import DEFAULT_ARD_INIT
 from ..outputs.records import atomic_write_bytes
@@ -93,11 +94,15 @@ def dataset_key(spec) -> str:
 #: carry ``"isotropic"``, the default before). BSVR and BTSVC: the evidence search's
 #: options (the stall in nats and the slope trial). BTSVC: ``multi_class``
 #: (``"ovo"`` since it became the default; every BTSVC task is re-keyed once,
-#: also two-class ones, as the condition sees the parameters only).
+#: also two-class ones, as the condition sees the parameters only). BSVR and
+#: BTSVC: ``evidence_tol`` (0.05 nats since 2026-12-08, 0.01 before; it changes
+#: only fits whose evidence takes the factor, but the condition sees the
+#: parameters only, so every such task is re-keyed once).
 KEYED_DEFAULTS = ((("bsvr", "btsvc"), lambda p: bool(p.get("ard")),
                    {"ard_init": DEFAULT_ARD_INIT}),
                   (("bsvr", "btsvc"), lambda p: True, {"optimizer_options": PIECEWISE_OPTIONS}),
-                  (("btsvc",), lambda p: True, {"multi_class": "ovo"}))
+                  (("btsvc",), lambda p: True, {"multi_class": "ovo"}),
+                  (("bsvr", "btsvc"), lambda p: True, {"evidence_tol": DEFAULT_TOL}))
 
 
 #: estimator parameters that do not change what a task computes, left out of keys
