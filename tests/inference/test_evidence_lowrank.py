@@ -18,7 +18,7 @@ from bsvm_scale._util.base import Standardizer
 from bsvm_scale.models.btsvc import solve_dual
 from bsvm_scale.inference.covariance import GaussianCovariance, RowCache
 from bsvm_scale.datasets import synthetic
-from bsvm_scale.inference.evidence_lowrank import (AUTO_DENSE_MAX, BlockEvidence,
+from bsvm_scale.inference.evidence_lowrank import (AUTO_DENSE_MAX, DEFAULT_TOL, BlockEvidence,
                                                    EvidenceBudgetError, LowRankPredictor,
                                                    factorize, lanczos_quadratures, pcg,
                                                    plan_block)
@@ -246,14 +246,19 @@ def _trig_problem(name, n, theta, tol=1e-3):
     ("twonorm", 2000, np.log([3.0, 0.025, 10.0])),
     ("ringnorm", 2000, np.log([3.0, 0.025, 10.0])),
 ])
-def test_btsvc_matrix_free_evidence_matches_dense(name, n, theta):
+@pytest.mark.parametrize("tol, grad_rtol", [(0.01, 0.01), (DEFAULT_TOL, 0.05)])
+def test_btsvc_matrix_free_evidence_matches_dense(name, n, theta, tol, grad_rtol):
+    """The value within the reported bound (at most ``tol``); the gradient, the exact
+    derivative of the factor's value, within 1 % of the dense one at 0.01 nats and
+    5 % at the default 0.05 (2.4 % at most measured)."""
     X, y, cov, sol = _trig_problem(name, n, theta)
     vd, gd, _ = neg_log_evidence(cov, X, y, sol["alpha"])
-    vm, gm, info = neg_log_evidence(cov, X, y, sol["alpha"], method="matrix_free", f=sol["f"])
-    assert info["method"] == "matrix_free" and info["error"] <= 0.01 + 1e-12
+    vm, gm, info = neg_log_evidence(cov, X, y, sol["alpha"], method="matrix_free", f=sol["f"],
+                                    tol=tol)
+    assert info["method"] == "matrix_free" and info["error"] <= tol + 1e-12
     assert abs(vm - vd) <= max(1e-3 * abs(vd), 0.5)
     assert -1e-9 <= vd - vm <= info["error"] + 1e-9          # the bound holds
-    assert np.linalg.norm(gm - gd) <= 0.01 * np.linalg.norm(gd)
+    assert np.linalg.norm(gm - gd) <= grad_rtol * np.linalg.norm(gd)
 
 
 def test_btsvc_matrix_free_gradient_matches_finite_differences():
