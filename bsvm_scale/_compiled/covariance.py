@@ -250,8 +250,9 @@ def cov_cross_matvec_dcov(kern, B, v, nu, rows, part):
     out = np.empty(A.shape[0])
     nb = B.shape[0]
     for a in prange(A.shape[0]):
-        acc, sq = np.empty(nb), np.empty(nb if iso else 0)
-        _kk_row(A, a, Bt, w, kappa0, acc, sq, 0, nb, iso and rows[a] >= 0)
+        keep = iso and rows[a] >= 0  # the distances serve only a gradient row
+        acc, sq = np.empty(nb), np.empty(nb if keep else 0)
+        _kk_row(A, a, Bt, w, kappa0, acc, sq, 0, nb, keep)
         s = 0.0
         for b in range(nb):
             s += (acc[b] + kappa_b) * v[b]
